@@ -1,0 +1,351 @@
+package io.dlock;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A client's options. Immutable; build with {@link #builder()} or start from {@link #defaults()}.
+ * Query parameters of the connect URI override these (see the README's options table).
+ *
+ * <pre>{@code
+ * LockOptions options = LockOptions.builder()
+ *         .sessionTimeout(Duration.ofSeconds(5))
+ *         .build();
+ * }</pre>
+ *
+ * <p>Thread-safety: immutable; the builder is not thread-safe.
+ */
+public final class LockOptions {
+    /** How long a grant lives without renewal on lease-based backends (Redis, SQL, etcd, Memcached): 30 s. */
+    public static final Duration DEFAULT_LEASE_TIME = Duration.ofSeconds(30);
+    /** How long a ZooKeeper session (and so its grants) outlives a silent client: 10 s. */
+    public static final Duration DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(10);
+    /** How long to wait for a connection, at connect and before failing an operation: 10 s. */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(10);
+    /** Whether open leases are renewed in the background on lease-based backends: true. */
+    public static final boolean DEFAULT_RENEWAL = true;
+    /** Whether waiters are granted in order of arrival where the backend can queue: true. */
+    public static final boolean DEFAULT_FAIR = true;
+    /** How many threads run async completions and {@code onLost} listeners: 2. */
+    public static final int DEFAULT_CALLBACK_THREADS = 2;
+
+    private static final LockOptions DEFAULTS = new Builder().build();
+
+    private final Duration leaseTime;
+    private final Duration sessionTimeout;
+    private final Duration connectTimeout;
+    private final boolean renewal;
+    private final boolean fair;
+    private final RetryPolicy retryPolicy;
+    private final Ticker ticker;
+    private final int callbackThreads;
+
+    private LockOptions(Builder b) {
+        this.leaseTime = b.leaseTime;
+        this.sessionTimeout = b.sessionTimeout;
+        this.connectTimeout = b.connectTimeout;
+        this.renewal = b.renewal;
+        this.fair = b.fair;
+        this.retryPolicy = b.retryPolicy;
+        this.ticker = b.ticker;
+        this.callbackThreads = b.callbackThreads;
+    }
+
+    /**
+     * The default options (every {@code DEFAULT_*} constant).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the shared default instance
+     */
+    public static LockOptions defaults() {
+        return DEFAULTS;
+    }
+
+    /**
+     * A builder starting from the defaults.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread; the builder itself is not. On
+     * failure: cannot fail.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * A builder starting from these options.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread; the builder itself is not. On
+     * failure: cannot fail.
+     *
+     * @return a new builder holding this instance's values
+     */
+    public Builder toBuilder() {
+        return new Builder(this);
+    }
+
+    /**
+     * Grant lifetime without renewal on lease-based backends; default {@link #DEFAULT_LEASE_TIME}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the lease time
+     */
+    public Duration leaseTime() {
+        return leaseTime;
+    }
+
+    /**
+     * ZooKeeper session timeout; default {@link #DEFAULT_SESSION_TIMEOUT}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the session timeout
+     */
+    public Duration sessionTimeout() {
+        return sessionTimeout;
+    }
+
+    /**
+     * Connection wait; default {@link #DEFAULT_CONNECT_TIMEOUT}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the connect timeout
+     */
+    public Duration connectTimeout() {
+        return connectTimeout;
+    }
+
+    /**
+     * Background renewal on lease-based backends; default {@link #DEFAULT_RENEWAL}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return whether open leases are renewed
+     */
+    public boolean renewal() {
+        return renewal;
+    }
+
+    /**
+     * FIFO granting where the backend can queue; default {@link #DEFAULT_FAIR}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return whether locks are fair
+     */
+    public boolean fair() {
+        return fair;
+    }
+
+    /**
+     * Connection retry policy; default {@link RetryPolicy#defaults()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the retry policy
+     */
+    public RetryPolicy retryPolicy() {
+        return retryPolicy;
+    }
+
+    /**
+     * Time source for deadlines and margins; default {@link Ticker#system()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the ticker
+     */
+    public Ticker ticker() {
+        return ticker;
+    }
+
+    /**
+     * Size of the client's callback pool; default {@link #DEFAULT_CALLBACK_THREADS}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the number of callback threads
+     */
+    public int callbackThreads() {
+        return callbackThreads;
+    }
+
+    @Override
+    public String toString() {
+        return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
+                + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair
+                + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + "]";
+    }
+
+    /**
+     * Builds {@link LockOptions}. Each setter checks its argument at once.
+     *
+     * <p>Thread-safety: not thread-safe; confine a builder to one thread.
+     */
+    public static final class Builder {
+        private Duration leaseTime = DEFAULT_LEASE_TIME;
+        private Duration sessionTimeout = DEFAULT_SESSION_TIMEOUT;
+        private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+        private boolean renewal = DEFAULT_RENEWAL;
+        private boolean fair = DEFAULT_FAIR;
+        private RetryPolicy retryPolicy = RetryPolicy.defaults();
+        private Ticker ticker = Ticker.system();
+        private int callbackThreads = DEFAULT_CALLBACK_THREADS;
+
+        private Builder() {}
+
+        private Builder(LockOptions o) {
+            this.leaseTime = o.leaseTime;
+            this.sessionTimeout = o.sessionTimeout;
+            this.connectTimeout = o.connectTimeout;
+            this.renewal = o.renewal;
+            this.fair = o.fair;
+            this.retryPolicy = o.retryPolicy;
+            this.ticker = o.ticker;
+            this.callbackThreads = o.callbackThreads;
+        }
+
+        /**
+         * Sets the grant lifetime on lease-based backends.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param leaseTime at least 1 ms
+         * @return this builder
+         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         */
+        public Builder leaseTime(Duration leaseTime) {
+            this.leaseTime = positive("leaseTime", leaseTime);
+            return this;
+        }
+
+        /**
+         * Sets the ZooKeeper session timeout (the server may clamp it to its own bounds).
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param sessionTimeout at least 1 ms
+         * @return this builder
+         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         */
+        public Builder sessionTimeout(Duration sessionTimeout) {
+            this.sessionTimeout = positive("sessionTimeout", sessionTimeout);
+            return this;
+        }
+
+        /**
+         * Sets how long to wait for a connection.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param connectTimeout at least 1 ms
+         * @return this builder
+         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         */
+        public Builder connectTimeout(Duration connectTimeout) {
+            this.connectTimeout = positive("connectTimeout", connectTimeout);
+            return this;
+        }
+
+        /**
+         * Turns background renewal on or off on lease-based backends. Off, a grant simply expires
+         * after the lease time, for fire-and-forget jobs.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param renewal whether to renew open leases
+         * @return this builder
+         */
+        public Builder renewal(boolean renewal) {
+            this.renewal = renewal;
+            return this;
+        }
+
+        /**
+         * Turns FIFO granting on or off where the backend can queue.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param fair whether waiters are served in order of arrival
+         * @return this builder
+         */
+        public Builder fair(boolean fair) {
+            this.fair = fair;
+            return this;
+        }
+
+        /**
+         * Sets the connection retry policy.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param retryPolicy the policy
+         * @return this builder
+         * @throws NullPointerException if null
+         */
+        public Builder retryPolicy(RetryPolicy retryPolicy) {
+            this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+            return this;
+        }
+
+        /**
+         * Sets the time source.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param ticker the ticker
+         * @return this builder
+         * @throws NullPointerException if null
+         */
+        public Builder ticker(Ticker ticker) {
+            this.ticker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * Sets the size of the callback pool.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param callbackThreads from 1 to 64
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder callbackThreads(int callbackThreads) {
+            if (callbackThreads < 1 || callbackThreads > 64) {
+                throw new IllegalArgumentException("callbackThreads must be between 1 and 64: " + callbackThreads);
+            }
+            this.callbackThreads = callbackThreads;
+            return this;
+        }
+
+        /**
+         * Builds the options.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, nothing built.
+         *
+         * @return the options
+         * @throws IllegalStateException if the connect timeout is longer than the session timeout
+         *     allows for a reconnect (more than 10 times it)
+         */
+        public LockOptions build() {
+            if (connectTimeout.compareTo(sessionTimeout.multipliedBy(10)) > 0) {
+                throw new IllegalStateException("connectTimeout " + connectTimeout
+                        + " must not exceed 10 x sessionTimeout " + sessionTimeout);
+            }
+            return new LockOptions(this);
+        }
+
+        private static Duration positive(String name, Duration value) {
+            Objects.requireNonNull(value, name);
+            if (value.isNegative() || value.compareTo(Duration.ofMillis(1)) < 0) {
+                throw new IllegalArgumentException(name + " must be at least 1ms: " + value);
+            }
+            return value;
+        }
+    }
+}

@@ -1,0 +1,389 @@
+package io.dlock.core;
+
+import io.dlock.LockBackendException;
+import io.dlock.LockLostException;
+import io.dlock.LockTimeoutException;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import java.time.Duration;
+import java.util.Queue;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One request for a lock, from enqueue to release: the state machine of {@link LockState} and the
+ * wait loop that drives the backend's {@link io.dlock.spi.LockProtocol}.
+ *
+ * <p>Concurrency: the state moves only through {@link #transition}, a CAS on a legal edge. The
+ * backend's callback thread, the timer thread, the caller's thread and the client's close race to
+ * move it; the first CAS wins and the losers clean up after it. Listeners and logging run after a
+ * successful CAS. No thread blocks while holding a monitor.
+ *
+ * <p>Failure: any way out other than a grant (timeout, interrupt, cancel, backend failure, client
+ * close) withdraws the entry before {@link #outcome} completes, so a caller that sees the failure
+ * finds no entry left on the backend. An entry whose enqueue reply never came is looked up by the
+ * acquisition id and removed.
+ *
+ * <p>Invariants: {@code holds > 0} only in HELD; the entry is withdrawn at most once (guarded by
+ * {@code withdrawn}); each lost listener runs at most once.
+ */
+final class Acquisition {
+    private static final Logger log = LoggerFactory.getLogger(Acquisition.class);
+
+    final EngineClient client;
+    final String name;
+    final String id = UUID.randomUUID().toString();
+    /** The owning thread for blocking acquisitions; null when the lease owns itself. */
+    final Thread owner;
+
+    private final boolean timed;
+    private final long deadlineNanos;
+    private final Duration wait;
+
+    private final AtomicReference<LockState> state = new AtomicReference<>(LockState.IDLE);
+    private final AtomicInteger holds = new AtomicInteger();
+    private final AtomicBoolean withdrawn = new AtomicBoolean();
+    private final Queue<Consumer<LockLostException>> lostListeners = new ConcurrentLinkedQueue<>();
+
+    /** Completes with this acquisition when granted, or exceptionally once the entry is withdrawn. */
+    final CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
+
+    private volatile QueueEntry entry;
+    private volatile Grant grant;
+    private volatile Throwable cancelCause;
+    private volatile LockLostException lostCause;
+    private volatile ScheduledFuture<?> timer;
+    private volatile CompletableFuture<Void> released;
+
+    Acquisition(EngineClient client, String name, Thread owner, Duration wait) {
+        this.client = client;
+        this.name = name;
+        this.owner = owner;
+        this.wait = wait;
+        this.timed = wait != null;
+        this.deadlineNanos = timed ? client.ticker.read() + saturatedNanos(wait) : 0;
+    }
+
+    LockState state() {
+        return state.get();
+    }
+
+    Grant grant() {
+        return grant;
+    }
+
+    /** Moves {@code from -> to}; false if the state was not {@code from}; ISE on an illegal edge. */
+    boolean transition(LockState from, LockState to) {
+        if (!from.canMoveTo(to)) {
+            throw new IllegalStateException("lock '" + name + "': " + from + " -> " + to);
+        }
+        if (!state.compareAndSet(from, to)) {
+            return false;
+        }
+        if (log.isDebugEnabled()) {
+            log.debug("[lock={} state={}] {} -> {} (acquisition {})", name, to, from, to, id);
+        }
+        return true;
+    }
+
+    /** Sends the first request. Never blocks. */
+    void start() {
+        if (!transition(LockState.IDLE, LockState.QUEUED)) {
+            return;
+        }
+        client.protocol.enqueue(name, id).whenComplete(this::onPosition);
+    }
+
+    private void onPosition(Position position, Throwable error) {
+        if (error != null) {
+            onFailure(unwrap(error));
+            return;
+        }
+        entry = position.entry();
+        if (state.get() != LockState.QUEUED) {
+            // Cancelled while the request was in flight: this path owns the withdrawal.
+            withdraw();
+            return;
+        }
+        if (position.isGranted()) {
+            grant = position.grant();
+            holds.set(1);
+            if (transition(LockState.QUEUED, LockState.HELD)) {
+                cancelTimer();
+                client.onGranted(this);
+                outcome.complete(this);
+            } else {
+                holds.set(0);
+                withdraw();
+            }
+            return;
+        }
+        if (timed) {
+            long remaining = deadlineNanos - client.ticker.read();
+            if (remaining <= 0) {
+                cancel(new LockTimeoutException(name, client.backendName, wait));
+                return;
+            }
+            if (timer == null) {
+                timer = client.schedule(
+                        () -> cancel(new LockTimeoutException(name, client.backendName, wait)), remaining);
+            }
+        }
+        client.protocol.awaitTurn(position).whenComplete(this::onPosition);
+    }
+
+    private void onFailure(Throwable error) {
+        if (error instanceof EntryLostException && state.get() == LockState.QUEUED) {
+            // Our entry vanished (its session ended): stand in the queue again, same deadline.
+            log.debug("[lock={} state=QUEUED] entry lost, enqueueing again: {}", name, error.getMessage());
+            entry = null;
+            client.protocol.enqueue(name, id).whenComplete(this::onPosition);
+            return;
+        }
+        Throwable cause = error instanceof LockBackendException || error instanceof IllegalStateException
+                ? error
+                : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
+        if (transition(LockState.QUEUED, LockState.CANCELLED)) {
+            cancelCause = cause;
+        }
+        if (state.get() == LockState.CANCELLED) {
+            // The request's outcome is unknown: look for an entry of ours, and remove it.
+            cleanupUnknownEntry();
+        }
+    }
+
+    /**
+     * Withdraws a pending acquisition (timeout, interrupt, cancel, close). If it is already held,
+     * does nothing: the caller decides whether to release. Never blocks.
+     */
+    void cancel(Throwable cause) {
+        if (!transition(LockState.QUEUED, LockState.CANCELLED)
+                && !transition(LockState.IDLE, LockState.CANCELLED)) {
+            return;
+        }
+        cancelCause = cause;
+        cancelTimer();
+        if (entry != null) {
+            withdraw();
+        }
+        // else: the enqueue in flight sees CANCELLED in onPosition/onFailure and withdraws there.
+    }
+
+    private void withdraw() {
+        QueueEntry e = entry;
+        if (e == null || !withdrawn.compareAndSet(false, true)) {
+            return;
+        }
+        client.protocol.release(e).whenComplete((ok, err) -> {
+            if (err != null) {
+                log.warn("[lock={} state=CANCELLED] could not withdraw entry {}: {}", name, e.key(), err.toString());
+            }
+            finishCancelled();
+        });
+    }
+
+    private void cleanupUnknownEntry() {
+        if (!withdrawn.compareAndSet(false, true)) {
+            return;
+        }
+        client.protocol.findOwnEntry(name, id).thenCompose(found -> found.isPresent()
+                        ? client.protocol.release(found.get())
+                        : CompletableFuture.<Void>completedFuture(null))
+                .whenComplete((ok, err) -> finishCancelled());
+    }
+
+    private void finishCancelled() {
+        Throwable cause = cancelCause;
+        outcome.completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
+    }
+
+    /** Adds a nested hold; false if the grant is no longer valid (caller starts a fresh acquisition). */
+    boolean reenter() {
+        holds.incrementAndGet();
+        if (isValid()) {
+            return true;
+        }
+        holds.decrementAndGet();
+        return false;
+    }
+
+    /** Drops one hold; releases the grant when the last one goes. Returns the release stage. */
+    CompletableFuture<Void> exit() {
+        int left = holds.decrementAndGet();
+        if (left > 0) {
+            return CompletableFuture.completedFuture(null);
+        }
+        if (left < 0) {
+            holds.incrementAndGet();
+            return CompletableFuture.completedFuture(null);
+        }
+        return release();
+    }
+
+    int holds() {
+        return holds.get();
+    }
+
+    /** Releases the grant regardless of the hold count (client close, abandoned grant). */
+    CompletableFuture<Void> release() {
+        if (!transition(LockState.HELD, LockState.RELEASING)) {
+            CompletableFuture<Void> r = released;
+            return r != null ? r : CompletableFuture.completedFuture(null);
+        }
+        holds.set(0);
+        lostListeners.clear();
+        client.onEnded(this);
+        QueueEntry e = entry;
+        CompletableFuture<Void> done = client.protocol.release(e).toCompletableFuture()
+                .handle((ok, err) -> {
+                    if (err != null) {
+                        log.warn("[lock={} state=RELEASING] release of {} failed: {}", name, e.key(), err.toString());
+                    }
+                    transition(LockState.RELEASING, LockState.RELEASED);
+                    return null;
+                });
+        released = done;
+        return done;
+    }
+
+    /** Marks the grant lost, runs the listeners once, and removes the entry in the background. */
+    void lose(String reason, Throwable cause) {
+        if (!transition(LockState.HELD, LockState.LOST)) {
+            return;
+        }
+        holds.set(0);
+        lostCause = new LockLostException(name, client.backendName, reason, cause);
+        log.warn("[lock={} state=LOST] fencing token {}: {}", name, grant.fencingToken(), reason);
+        client.onEnded(this);
+        client.callbacks.execute(this::runLostListeners);
+        QueueEntry e = entry;
+        client.protocol.release(e).whenComplete((ok, err) -> {
+            if (err != null) {
+                log.debug("[lock={} state=LOST] cleanup of {} failed: {}", name, e.key(), err.toString());
+            }
+        });
+    }
+
+    void addLostListener(Consumer<LockLostException> listener) {
+        lostListeners.add(listener);
+        if (state.get() == LockState.LOST) {
+            runLostListeners();
+        }
+    }
+
+    private void runLostListeners() {
+        LockLostException cause = lostCause;
+        Consumer<LockLostException> l;
+        while ((l = lostListeners.poll()) != null) {
+            try {
+                l.accept(cause);
+            } catch (RuntimeException e) {
+                log.warn("[lock={} state=LOST] onLost listener threw", name, e);
+            }
+        }
+    }
+
+    LockLostException lostCause() {
+        return lostCause;
+    }
+
+    boolean isValid() {
+        client.stallDetector.check();
+        if (state.get() != LockState.HELD) {
+            return false;
+        }
+        long until = grant.validUntilNanos();
+        return until == Long.MAX_VALUE || until - client.ticker.read() > 0;
+    }
+
+    /**
+     * Waits for the outcome of a blocking acquisition. On interrupt, withdraws (or releases a grant
+     * that won the race) before throwing, so nothing stays queued or held.
+     */
+    Acquisition await() throws InterruptedException {
+        try {
+            return outcome.get();
+        } catch (InterruptedException e) {
+            abandon(new java.util.concurrent.CancellationException("interrupted"));
+            throw e;
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        } catch (java.util.concurrent.CancellationException e) {
+            throw new IllegalStateException("lock '" + name + "': acquisition cancelled", e);
+        }
+    }
+
+    /** Gives up on this acquisition and waits (bounded, uninterruptibly) until nothing is left. */
+    void abandon(Throwable cause) {
+        cancel(cause);
+        long bound = client.options.connectTimeout().toNanos();
+        boolean interrupted = false;
+        long end = System.nanoTime() + bound;
+        while (true) {
+            try {
+                outcome.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+                // The grant won the race: give it back.
+                release().get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+                break;
+            } catch (InterruptedException ie) {
+                interrupted = true;
+            } catch (ExecutionException | TimeoutException | RuntimeException ee) {
+                break; // withdrawn (or not confirmed in time; the protocol keeps retrying)
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void cancelTimer() {
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
+            t.cancel(false);
+        }
+    }
+
+    static RuntimeException rethrow(Throwable cause) {
+        if (cause instanceof RuntimeException re) {
+            return re;
+        }
+        if (cause instanceof Error err) {
+            throw err;
+        }
+        return new CompletionException(cause);
+    }
+
+    static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE / 2;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Acquisition[lock=" + name + ", state=" + state.get() + ", id=" + id + "]";
+    }
+}

@@ -1,0 +1,309 @@
+package io.dlock.core;
+
+import io.dlock.Capability;
+import io.dlock.DistributedLock;
+import io.dlock.DistributedLockException;
+import io.dlock.DistributedReadWriteLock;
+import io.dlock.DistributedSemaphore;
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.LockOptions;
+import io.dlock.LockTimeoutException;
+import io.dlock.Ticker;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link LockClient} every backend shares.
+ *
+ * <p>Concurrency: the lifecycle ({@link Lifecycle}) moves by CAS. Thread holds and the set of live
+ * acquisitions are concurrent maps; an acquisition adds itself when granted and removes itself when
+ * it ends. Connection events arrive in order on the backend's event thread; the suspension timer
+ * runs on the client's timer thread and acts only if its suspension epoch is still current.
+ *
+ * <p>Failure: SUSPENDED longer than the backend's {@link LockBackend#maxSuspension()} or LOST
+ * makes every held lease LOST, and its listeners run once. A JVM stall (GC pause, SIGSTOP) longer
+ * than that bound is treated the same way, since the server may have expired the session meanwhile.
+ *
+ * <p>Invariants: after {@link #close()} returns, this client holds no lease and has no entry queued.
+ */
+final class EngineClient implements LockClient {
+    private static final Logger log = LoggerFactory.getLogger(EngineClient.class);
+
+    /** The client's lifecycle. */
+    enum Lifecycle {
+        /** Serving requests. */
+        OPEN,
+        /** Releasing leases and withdrawing waiters; new requests are refused. */
+        CLOSING,
+        /** Closed; terminal. */
+        CLOSED
+    }
+
+    private record HoldKey(String name, Thread thread) {}
+
+    final LockBackend backend;
+    final LockProtocol protocol;
+    final LockOptions options;
+    final Ticker ticker;
+    final String backendName;
+    final ExecutorService callbacks;
+    private final ScheduledThreadPoolExecutor timer;
+    final StallDetector stallDetector;
+
+    private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
+    private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
+    private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
+    private final AtomicLong suspension = new AtomicLong();
+    private volatile boolean suspended;
+
+    EngineClient(LockBackend backend, LockOptions options) {
+        this.backend = backend;
+        this.protocol = backend.mutex();
+        this.options = options;
+        this.ticker = options.ticker();
+        this.backendName = backend.name();
+        this.callbacks = new ThreadPoolExecutor(options.callbackThreads(), options.callbackThreads(), 0,
+                TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"));
+        this.timer = new ScheduledThreadPoolExecutor(1, daemonThreads("dlock-" + backendName + "-timer"));
+        this.timer.setRemoveOnCancelPolicy(true);
+        this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
+        this.stallDetector.start(timer);
+        backend.onConnectionState(this::onConnectionState);
+    }
+
+    // ---- LockClient
+
+    @Override
+    public DistributedLock lock(String name) {
+        checkOpen();
+        return new EngineLock(this, LockNames.validate(name));
+    }
+
+    @Override
+    public DistributedReadWriteLock readWriteLock(String name) {
+        checkOpen();
+        LockNames.validate(name);
+        throw unsupported(Capability.READ_WRITE, "read-write locks");
+    }
+
+    @Override
+    public DistributedSemaphore semaphore(String name, int permits) {
+        checkOpen();
+        LockNames.validate(name);
+        if (permits < 1) {
+            throw new IllegalArgumentException("semaphore '" + name + "': permits must be at least 1: " + permits);
+        }
+        throw unsupported(Capability.SEMAPHORE, "semaphores");
+    }
+
+    @Override
+    public DistributedLock multiLock(Collection<String> names) {
+        checkOpen();
+        Objects.requireNonNull(names, "names");
+        if (names.isEmpty()) {
+            throw new IllegalArgumentException("multiLock needs at least one lock name");
+        }
+        Set<String> seen = new HashSet<>();
+        for (String n : names) {
+            if (!seen.add(LockNames.validate(n))) {
+                throw new IllegalArgumentException("multiLock names must be distinct; '" + n + "' appears twice");
+            }
+        }
+        throw unsupported(Capability.MULTI_LOCK, "multi-locks");
+    }
+
+    private UnsupportedOperationException unsupported(Capability capability, String what) {
+        return new UnsupportedOperationException(backendName + " backend: " + what
+                + " are not available (capability " + capability + " is not in " + capabilities() + ")");
+    }
+
+    @Override
+    public <T> T withLock(String name, Duration wait, Callable<T> action) {
+        Objects.requireNonNull(action, "action");
+        DistributedLock lock = lock(name);
+        Optional<Lease> lease;
+        try {
+            lease = lock.tryAcquire(wait);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DistributedLockException(name, backendName, "interrupted while waiting for the lock", e);
+        }
+        if (lease.isEmpty()) {
+            throw new LockTimeoutException(name, backendName, wait);
+        }
+        try (Lease held = lease.get()) {
+            return action.call();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Exception e) {
+            throw new CompletionException(e);
+        }
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return backend.capabilities();
+    }
+
+    @Override
+    public void close() {
+        if (!lifecycle.compareAndSet(Lifecycle.OPEN, Lifecycle.CLOSING)) {
+            return;
+        }
+        log.debug("[client={}] closing: {} live acquisitions", backendName, live.size());
+        List<CompletableFuture<?>> pending = new ArrayList<>();
+        for (Acquisition a : new ArrayList<>(live)) {
+            if (a.state() == LockState.HELD) {
+                pending.add(a.release());
+            } else {
+                a.cancel(new IllegalStateException(backendName + " client closed"));
+                pending.add(a.outcome.handle((x, e) -> null));
+            }
+        }
+        try {
+            CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
+                    .get(options.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            log.warn("[client={}] not every release was confirmed before closing: {}", backendName, e.toString());
+        } finally {
+            try {
+                backend.close();
+            } finally {
+                timer.shutdownNow();
+                callbacks.shutdown();
+                lifecycle.set(Lifecycle.CLOSED);
+            }
+        }
+    }
+
+    // ---- engine internals
+
+    private void checkOpen() {
+        if (lifecycle.get() != Lifecycle.OPEN) {
+            throw new IllegalStateException(backendName + " client is " + lifecycle.get());
+        }
+    }
+
+    Acquisition newAcquisition(String name, Thread owner, Duration wait) {
+        checkOpen();
+        Acquisition a = new Acquisition(this, name, owner, wait);
+        live.add(a);
+        a.outcome.whenComplete((x, e) -> {
+            if (e != null) {
+                live.remove(a);
+            }
+        });
+        if (lifecycle.get() != Lifecycle.OPEN) { // closed concurrently: do not leave it behind
+            live.remove(a);
+            throw new IllegalStateException(backendName + " client is " + lifecycle.get());
+        }
+        return a;
+    }
+
+    Acquisition heldBy(String name, Thread thread) {
+        return threadHolds.get(new HoldKey(name, thread));
+    }
+
+    void onGranted(Acquisition a) {
+        if (a.owner != null) {
+            threadHolds.put(new HoldKey(a.name, a.owner), a);
+        }
+        if (suspended && lifecycle.get() == Lifecycle.OPEN) {
+            log.debug("[lock={} state=HELD] granted while the connection is suspended", a.name);
+        }
+    }
+
+    void onEnded(Acquisition a) {
+        live.remove(a);
+        if (a.owner != null) {
+            threadHolds.remove(new HoldKey(a.name, a.owner), a);
+        }
+    }
+
+    ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
+        return timer.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    private void onConnectionState(ConnectionState state) {
+        log.debug("[client={}] connection {}", backendName, state);
+        switch (state) {
+            case SUSPENDED -> {
+                suspended = true;
+                long epoch = suspension.incrementAndGet();
+                Duration bound = backend.maxSuspension();
+                try {
+                    timer.schedule(() -> {
+                        if (suspended && suspension.get() == epoch) {
+                            loseAll("connection suspended for longer than " + bound, null);
+                        }
+                    }, bound.toNanos(), TimeUnit.NANOSECONDS);
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    // closing
+                }
+            }
+            case CONNECTED, RECONNECTED -> {
+                suspended = false;
+                suspension.incrementAndGet();
+            }
+            case LOST -> {
+                suspension.incrementAndGet();
+                loseAll("session lost", null);
+            }
+        }
+    }
+
+    private void onStall(Duration stalled) {
+        loseAll("the JVM stalled for " + stalled.toMillis() + " ms (GC pause or process pause), longer than "
+                + backend.maxSuspension().toMillis() + " ms: the server may have expired the session", null);
+    }
+
+    private void loseAll(String reason, Throwable cause) {
+        for (Acquisition a : new ArrayList<>(live)) {
+            if (a.state() == LockState.HELD) {
+                a.lose(reason, cause);
+            }
+        }
+    }
+
+    private static ThreadFactory daemonThreads(String prefix) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    @Override
+    public String toString() {
+        return "LockClient[" + backendName + ", " + lifecycle.get() + ", " + live.size() + " live]";
+    }
+}

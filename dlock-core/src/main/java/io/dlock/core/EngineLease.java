@@ -1,0 +1,99 @@
+package io.dlock.core;
+
+import io.dlock.Lease;
+import io.dlock.LockLostException;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * One handle on a grant. Nested reentrant leases are separate handles on the same {@link
+ * Acquisition}; each handle closes once.
+ *
+ * <p>Concurrency: {@code closed} is a CAS so that a handle drops exactly one hold.
+ */
+final class EngineLease implements Lease {
+    private final Acquisition acquisition;
+    private final long fencingToken;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    EngineLease(Acquisition acquisition) {
+        this.acquisition = acquisition;
+        this.fencingToken = acquisition.grant().fencingToken();
+    }
+
+    @Override
+    public String lockName() {
+        return acquisition.name;
+    }
+
+    @Override
+    public long fencingToken() {
+        return fencingToken;
+    }
+
+    @Override
+    public boolean isValid() {
+        return !closed.get() && acquisition.isValid();
+    }
+
+    @Override
+    public void checkValid() {
+        if (isValid()) {
+            return;
+        }
+        LockLostException lost = acquisition.lostCause();
+        if (lost != null) {
+            throw lost;
+        }
+        throw new LockLostException(acquisition.name, acquisition.client.backendName,
+                closed.get() ? "the lease was closed" : "the lease is no longer valid (" + acquisition.state() + ")",
+                null);
+    }
+
+    @Override
+    public Lease onLost(Consumer<LockLostException> listener) {
+        acquisition.addLostListener(Objects.requireNonNull(listener, "listener"));
+        return this;
+    }
+
+    @Override
+    public void close() {
+        Thread owner = acquisition.owner;
+        if (owner != null && owner != Thread.currentThread() && !closed.get()) {
+            throw new IllegalMonitorStateException("lock '" + acquisition.name + "' on "
+                    + acquisition.client.backendName + ": lease is owned by thread '" + owner.getName()
+                    + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");
+        }
+        if (closed.compareAndSet(false, true)) {
+            awaitRelease(acquisition.exit(), acquisition.client);
+        }
+    }
+
+    /** Waits for a release to be confirmed, bounded by the connect timeout; never throws for it. */
+    static void awaitRelease(java.util.concurrent.CompletableFuture<Void> release, EngineClient client) {
+        if (release.isDone()) {
+            return;
+        }
+        boolean interrupted = Thread.interrupted();
+        try {
+            release.get(client.options.connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            interrupted = true;
+        } catch (ExecutionException | TimeoutException e) {
+            // The protocol keeps retrying in the background until the entry is gone.
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Lease[lock=" + acquisition.name + ", token=" + fencingToken + ", valid=" + isValid() + "]";
+    }
+}

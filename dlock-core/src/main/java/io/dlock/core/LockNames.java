@@ -1,0 +1,48 @@
+package io.dlock.core;
+
+import java.util.Objects;
+
+/**
+ * Lock-name rules, the same on every backend so that a name valid on one is valid on all: 1 to
+ * {@value #MAX_LENGTH} characters from {@code A-Z a-z 0-9 _ - . :}, and neither {@code .} nor
+ * {@code ..} (which would name the parent or the namespace itself on path-based backends). No
+ * slash, so a name can never leave the client's namespace.
+ */
+final class LockNames {
+    static final int MAX_LENGTH = 200;
+
+    private LockNames() {}
+
+    static String validate(String name) {
+        Objects.requireNonNull(name, "lock name");
+        if (name.isEmpty()) {
+            throw new IllegalArgumentException("lock name must not be empty");
+        }
+        if (name.length() > MAX_LENGTH) {
+            throw new IllegalArgumentException(
+                    "lock name is " + name.length() + " characters long; at most " + MAX_LENGTH + " are allowed");
+        }
+        if (name.equals(".") || name.equals("..")) {
+            throw new IllegalArgumentException("lock name must not be '" + name + "'");
+        }
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                    || c == '_' || c == '-' || c == '.' || c == ':';
+            if (!ok) {
+                throw new IllegalArgumentException("lock name '" + printable(name) + "' has character "
+                        + (Character.isISOControl(c) ? String.format("U+%04X", (int) c) : "'" + c + "'")
+                        + " at index " + i + "; allowed: A-Z a-z 0-9 _ - . :");
+            }
+        }
+        return name;
+    }
+
+    private static String printable(String name) {
+        StringBuilder sb = new StringBuilder();
+        for (char c : name.toCharArray()) {
+            sb.append(Character.isISOControl(c) ? '?' : c);
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,56 @@
+package io.dlock.spi;
+
+import io.dlock.Capability;
+import java.time.Duration;
+import java.util.Set;
+import java.util.function.Consumer;
+
+/**
+ * One connection to a coordination server, as the engine sees it.
+ *
+ * <p>Thread-safety: implementations must be safe for use from any thread.
+ */
+public interface LockBackend extends AutoCloseable {
+
+    /**
+     * The backend's short name, used in exceptions, logs and metrics.
+     *
+     * @return for example {@code zookeeper}
+     */
+    String name();
+
+    /**
+     * What this backend supports; the engine refuses the rest with a clear exception.
+     *
+     * @return an unmodifiable set
+     */
+    Set<Capability> capabilities();
+
+    /**
+     * The protocol of exclusive locks.
+     *
+     * @return the protocol, shared by every lock of this backend
+     */
+    LockProtocol mutex();
+
+    /**
+     * Registers the engine's listener for connection state changes. Called once, before any lock is
+     * used. Events must be delivered in order, without blocking the client library's I/O.
+     *
+     * @param listener receives every state change
+     */
+    void onConnectionState(Consumer<ConnectionState> listener);
+
+    /**
+     * How long the connection may stay {@link ConnectionState#SUSPENDED} before the engine must
+     * assume grants are gone: the time during which the server is still guaranteed to keep them,
+     * counted from the moment the client notices the drop.
+     *
+     * @return the safe suspension time
+     */
+    Duration maxSuspension();
+
+    /** Closes the connection; entries tied to it are removed by the server. Idempotent. */
+    @Override
+    void close();
+}

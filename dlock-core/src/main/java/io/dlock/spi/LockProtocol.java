@@ -1,0 +1,55 @@
+package io.dlock.spi;
+
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * How one kind of primitive (here: the exclusive lock) is enqueued, granted, awaited and released
+ * on a backend. Every method is non-blocking; stages complete on the backend client's threads and
+ * must not be blocked by the engine.
+ *
+ * <p>Failures are reported as exceptionally completed stages: {@link EntryLostException} when an
+ * entry vanished, {@link io.dlock.LockBackendException} for everything the backend refused or
+ * could not do within its retry policy.
+ */
+public interface LockProtocol {
+
+    /**
+     * Creates an entry for {@code acquisitionId} in the lock's queue and reports where it stands.
+     * If the reply is lost in transit, the implementation finds its own entry again (by the
+     * acquisition id) instead of creating a second one.
+     *
+     * @param lockName the lock's name
+     * @param acquisitionId a random id unique to this acquisition
+     * @return the entry's position: granted, or waiting behind a predecessor
+     */
+    CompletionStage<Position> enqueue(String lockName, String acquisitionId);
+
+    /**
+     * Completes when {@code waiting}'s predecessor has gone, with the entry's new position. Only
+     * this entry is woken by that departure (no herd).
+     *
+     * @param waiting a waiting position returned by {@link #enqueue} or this method
+     * @return the new position (granted, or waiting behind another predecessor)
+     */
+    CompletionStage<Position> awaitTurn(Position waiting);
+
+    /**
+     * Removes an entry, held or waiting. Retried through connection drops until the entry is gone
+     * or its session has ended; a missing entry counts as removed.
+     *
+     * @param entry the entry to remove
+     * @return completes once the entry is gone
+     */
+    CompletionStage<Void> release(QueueEntry entry);
+
+    /**
+     * Finds an entry created for {@code acquisitionId} by this client's current session, for
+     * cleaning up after an enqueue whose outcome is unknown.
+     *
+     * @param lockName the lock's name
+     * @param acquisitionId the acquisition's id
+     * @return the entry, or empty if this session has none
+     */
+    CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId);
+}

@@ -1,0 +1,202 @@
+package io.dlock.zookeeper;
+
+import io.dlock.Capability;
+import io.dlock.LockBackendException;
+import io.dlock.LockOptions;
+import io.dlock.RetryPolicy;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.state.ConnectionStateListener;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
+
+/**
+ * A Curator-managed ZooKeeper connection. Curator owns connecting, reconnecting and session
+ * expiry; this class translates its connection states once into dlock's {@link ConnectionState}
+ * and hands the raw {@link ZooKeeper} handle to the lock recipe, which needs per-request control
+ * over retries (a retried create would leave an orphan node).
+ *
+ * <p>Concurrency: Curator delivers state changes in order on its event thread; listeners and
+ * connection waiters are concurrent collections.
+ */
+final class ZooKeeperBackend implements LockBackend {
+    static final String NAME = "zookeeper";
+
+    private static final Set<Capability> CAPABILITIES = Set.copyOf(EnumSet.of(
+            Capability.EXCLUSIVE,
+            Capability.FAIR,
+            Capability.FENCING_TOKENS,
+            Capability.LOST_DETECTION,
+            Capability.CRASH_RELEASE,
+            Capability.NO_HERD));
+
+    final ZooKeeperUri uri;
+    final LockOptions options;
+    final CuratorFramework curator;
+    final List<ACL> acl;
+    final byte[] nodeData;
+    private final ZooKeeperLockProtocol mutex;
+    private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
+    private final Queue<CompletableFuture<Void>> connectWaiters = new ConcurrentLinkedQueue<>();
+    private final Duration maxSuspension;
+
+    private ZooKeeperBackend(ZooKeeperUri uri, CuratorFramework curator, Duration negotiatedSessionTimeout) {
+        this.uri = uri;
+        this.options = uri.options();
+        this.curator = curator;
+        this.acl = uri.hasCredentials() ? ZooDefs.Ids.CREATOR_ALL_ACL : ZooDefs.Ids.OPEN_ACL_UNSAFE;
+        this.nodeData = ("dlock pid " + ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8);
+        // The client reports a drop after 2/3 of the session timeout without a reply, so the
+        // server may expire the session as soon as 1/3 of it after we notice.
+        this.maxSuspension = negotiatedSessionTimeout.dividedBy(3);
+        this.mutex = new ZooKeeperLockProtocol(this);
+    }
+
+    static ZooKeeperBackend connect(ZooKeeperUri uri) {
+        LockOptions options = uri.options();
+        RetryPolicy retry = options.retryPolicy();
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
+                .connectString(uri.connectString())
+                .sessionTimeoutMs(millis(options.sessionTimeout()))
+                .connectionTimeoutMs(millis(options.connectTimeout()))
+                .retryPolicy(new BoundedExponentialBackoffRetry(
+                        millis(retry.baseSleep()), millis(retry.maxSleep()), Math.min(retry.maxRetries(), 29)));
+        if (uri.hasCredentials()) {
+            builder.authorization("digest", (uri.user() + ":" + uri.password()).getBytes(StandardCharsets.UTF_8));
+        }
+        CuratorFramework curator = builder.build();
+        Holder holder = new Holder();
+        ConnectionStateListener listener = (client, state) -> {
+            ZooKeeperBackend b = holder.backend;
+            if (b != null) {
+                b.onCuratorState(state);
+            }
+        };
+        curator.getConnectionStateListenable().addListener(listener);
+        try {
+            curator.start();
+            if (!curator.blockUntilConnected(millis(options.connectTimeout()), TimeUnit.MILLISECONDS)) {
+                throw new LockBackendException(null, NAME, "cannot connect to " + uri.connectString() + " within "
+                        + options.connectTimeout() + " (is ZooKeeper running there?)", null);
+            }
+            int negotiated = curator.getZookeeperClient().getZooKeeper().getSessionTimeout();
+            ZooKeeperBackend backend = new ZooKeeperBackend(uri, curator, Duration.ofMillis(negotiated));
+            holder.backend = backend;
+            return backend;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            curator.close();
+            throw new LockBackendException(null, NAME, "interrupted while connecting to " + uri.connectString(), e);
+        } catch (LockBackendException e) {
+            curator.close();
+            throw e;
+        } catch (Exception e) {
+            curator.close();
+            throw new LockBackendException(null, NAME, "cannot connect to " + uri.connectString() + ": " + e, e);
+        }
+    }
+
+    private static final class Holder {
+        volatile ZooKeeperBackend backend;
+    }
+
+    private void onCuratorState(org.apache.curator.framework.state.ConnectionState state) {
+        ConnectionState mapped = switch (state) {
+            case CONNECTED -> ConnectionState.CONNECTED;
+            case RECONNECTED -> ConnectionState.RECONNECTED;
+            case SUSPENDED, READ_ONLY -> ConnectionState.SUSPENDED;
+            case LOST -> ConnectionState.LOST;
+        };
+        if (mapped == ConnectionState.CONNECTED || mapped == ConnectionState.RECONNECTED) {
+            CompletableFuture<Void> w;
+            while ((w = connectWaiters.poll()) != null) {
+                w.complete(null);
+            }
+        }
+        for (Consumer<ConnectionState> l : listeners) {
+            l.accept(mapped);
+        }
+    }
+
+    /** The current ZooKeeper handle (Curator replaces it after a session expiry). */
+    ZooKeeper zk() {
+        try {
+            return curator.getZookeeperClient().getZooKeeper();
+        } catch (Exception e) {
+            throw new LockBackendException(null, NAME, "no ZooKeeper connection: " + e, e);
+        }
+    }
+
+    /** Completes once connected, or fails after the connect timeout. Never blocks. */
+    CompletableFuture<Void> whenConnected() {
+        CompletableFuture<Void> w = new CompletableFuture<>();
+        connectWaiters.add(w);
+        if (curator.getZookeeperClient().isConnected()) {
+            connectWaiters.remove(w);
+            w.complete(null);
+            return w;
+        }
+        return w.orTimeout(millis(options.connectTimeout()), TimeUnit.MILLISECONDS).whenComplete((x, e) -> {
+            connectWaiters.remove(w);
+        });
+    }
+
+    String lockPath(String lockName) {
+        return "/" + uri.namespace() + "/" + lockName;
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return CAPABILITIES;
+    }
+
+    @Override
+    public LockProtocol mutex() {
+        return mutex;
+    }
+
+    @Override
+    public void onConnectionState(Consumer<ConnectionState> listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public Duration maxSuspension() {
+        return maxSuspension;
+    }
+
+    @Override
+    public void close() {
+        curator.close();
+    }
+
+    private static int millis(Duration d) {
+        return (int) Math.min(Integer.MAX_VALUE, d.toMillis());
+    }
+
+    @Override
+    public String toString() {
+        return "ZooKeeperBackend[" + uri + "]";
+    }
+}

@@ -1,0 +1,85 @@
+package io.dlock.zookeeper;
+
+import io.dlock.LockClient;
+import io.dlock.LockOptions;
+import io.dlock.testkit.EmbeddedZooKeeper;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.TestInfo;
+
+/** One embedded ZooKeeper per test class; a fresh namespace and fresh clients per test. */
+abstract class ZooKeeperTestSupport {
+    static EmbeddedZooKeeper server;
+
+    String namespace;
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    @BeforeAll
+    static void startServer() {
+        server = EmbeddedZooKeeper.start();
+    }
+
+    @AfterAll
+    static void stopServer() {
+        server.close();
+    }
+
+    @BeforeEach
+    void newNamespace(TestInfo info) {
+        namespace = "t-" + info.getTestMethod().orElseThrow().getName();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        for (AutoCloseable c : closeables) {
+            c.close();
+        }
+        closeables.clear();
+    }
+
+    String uri(String query) {
+        return server.uri(namespace) + (query.isEmpty() ? "" : "?" + query);
+    }
+
+    LockClient client() {
+        return client("sessionTimeout=10s");
+    }
+
+    LockClient client(String query) {
+        return track(LockClient.connect(uri(query)));
+    }
+
+    LockClient client(LockOptions options) {
+        return track(LockClient.connect(uri(""), options));
+    }
+
+    <T extends AutoCloseable> T track(T closeable) {
+        closeables.add(closeable);
+        return closeable;
+    }
+
+    /** The children of a lock's parent znode, as the server sees them. */
+    List<String> children(String lock) {
+        return server.children("/" + namespace + "/" + lock);
+    }
+
+    /** A plain ZooKeeper client, for reading node metadata the API does not expose. */
+    ZooKeeper rawClient() throws Exception {
+        CountDownLatch connected = new CountDownLatch(1);
+        ZooKeeper zk = new ZooKeeper(server.connectString(), 10_000, e -> {
+            if (e.getState() == org.apache.zookeeper.Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        });
+        connected.await(10, TimeUnit.SECONDS);
+        track(zk::close);
+        return zk;
+    }
+}
