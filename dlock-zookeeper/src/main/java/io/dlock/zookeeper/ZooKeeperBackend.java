@@ -74,7 +74,7 @@ final class ZooKeeperBackend implements LockBackend {
         CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(uri.connectString())
                 .sessionTimeoutMs(millis(options.sessionTimeout()))
-                .connectionTimeoutMs(millis(options.connectTimeout()))
+                .connectionTimeoutMs(Math.min(millis(options.connectTimeout()), millis(options.sessionTimeout())))
                 .retryPolicy(new BoundedExponentialBackoffRetry(
                         millis(retry.baseSleep()), millis(retry.maxSleep()), Math.min(retry.maxRetries(), 29)));
         if (uri.hasCredentials()) {

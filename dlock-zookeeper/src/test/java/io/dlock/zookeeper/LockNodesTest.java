@@ -1,0 +1,61 @@
+package io.dlock.zookeeper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class LockNodesTest {
+    private static String node(String id, int seq) {
+        return LockNodes.prefix(id) + String.format(java.util.Locale.ENGLISH, "%010d", seq);
+    }
+
+    @Test
+    void predecessor_plainSequences_isNextLower() {
+        List<String> children = List.of(node("c", 3), node("a", 1), node("b", 2));
+        assertThat(LockNodes.predecessor(node("a", 1), children)).isNull();
+        assertThat(LockNodes.predecessor(node("b", 2), children)).isEqualTo(node("a", 1));
+        assertThat(LockNodes.predecessor(node("c", 3), children)).isEqualTo(node("b", 2));
+    }
+
+    @Test
+    void predecessor_aroundSequenceWrap_ordersByCreation() {
+        // ZooKeeper's counter goes 2147483646, 2147483647, -2147483648, -2147483647.
+        String a = node("a", Integer.MAX_VALUE - 1);
+        String b = node("b", Integer.MAX_VALUE);
+        String c = node("c", Integer.MIN_VALUE);
+        String d = node("d", Integer.MIN_VALUE + 1);
+        assertThat(c).endsWith("lock--2147483648");
+        List<String> children = List.of(d, c, b, a);
+        assertThat(LockNodes.predecessor(a, children)).isNull();
+        assertThat(LockNodes.predecessor(b, children)).isEqualTo(a);
+        assertThat(LockNodes.predecessor(c, children)).isEqualTo(b);
+        assertThat(LockNodes.predecessor(d, children)).isEqualTo(c);
+    }
+
+    @Test
+    void predecessor_afterWrapWithOnlyNegatives_firstIsHolder() {
+        String c = node("c", Integer.MIN_VALUE);
+        String d = node("d", Integer.MIN_VALUE + 1);
+        assertThat(LockNodes.predecessor(c, List.of(d, c))).isNull();
+        assertThat(LockNodes.predecessor(d, List.of(d, c))).isEqualTo(c);
+    }
+
+    @Test
+    void isLockNode_curatorAndDlockNames_recognised() {
+        assertThat(LockNodes.isLockNode("_c_7f3e-lock-0000000007")).isTrue();
+        assertThat(LockNodes.isLockNode("lock-0000000007")).isTrue(); // Curator without protection
+        assertThat(LockNodes.isLockNode("_c_x-lock--2147483648")).isTrue();
+        assertThat(LockNodes.isLockNode("lease-0000000001")).isFalse();
+        assertThat(LockNodes.isLockNode("_c_x-lock-")).isFalse();
+        assertThat(LockNodes.isLockNode("_c_x-lock-12ab")).isFalse();
+        assertThat(LockNodes.predecessor(node("b", 2), List.of("other", node("a", 1), node("b", 2))))
+                .isEqualTo(node("a", 1));
+    }
+
+    @Test
+    void belongsTo_matchesOnlyItsAcquisition() {
+        assertThat(LockNodes.belongsTo(node("abc", 5), "abc")).isTrue();
+        assertThat(LockNodes.belongsTo(node("abcd", 5), "abc")).isFalse();
+    }
+}

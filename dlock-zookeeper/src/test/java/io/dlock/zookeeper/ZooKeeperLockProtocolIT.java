@@ -1,0 +1,92 @@
+package io.dlock.zookeeper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.LockOptions;
+import io.dlock.spi.BackendUri;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import java.net.URI;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
+import org.junit.jupiter.api.Test;
+
+/** The recipe's recovery rules, driven through the SPI directly. */
+class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
+
+    private ZooKeeperBackend backend() {
+        BackendUri uri = BackendUri.parse(URI.create(uri("sessionTimeout=10s")), LockOptions.defaults(), Set.of());
+        return track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
+    }
+
+    @Test
+    void findOwnEntry_nodeOfThisSession_isAdoptedWithItsToken() throws Exception {
+        ZooKeeperBackend backend = backend();
+        String id = UUID.randomUUID().toString();
+        // What a create whose reply was lost leaves behind: a node of ours the client never heard of.
+        backend.curator.create().creatingParentContainersIfNeeded().forPath("/" + namespace + "/adopt");
+        String created = backend.zk().create("/" + namespace + "/adopt/" + LockNodes.prefix(id), new byte[0],
+                ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL);
+        Optional<QueueEntry> found = backend.mutex().findOwnEntry("adopt", id).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        assertThat(found).isPresent();
+        assertThat(found.get().key()).isEqualTo(created);
+        assertThat(found.get().token()).isEqualTo(backend.zk().exists(created, false).getCzxid());
+        assertThat(found.get().session()).isEqualTo(backend.zk().getSessionId());
+    }
+
+    @Test
+    void findOwnEntry_sameIdFromAnotherSession_isNotAdopted() throws Exception {
+        ZooKeeperBackend mine = backend();
+        ZooKeeperBackend other = backend();
+        String id = UUID.randomUUID().toString();
+        Position theirs = other.mutex().enqueue("foreign", id).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertThat(theirs.isGranted()).isTrue();
+        assertThat(children("foreign")).hasSize(1);
+        // A node carrying our acquisition id but owned by another session (for example one that is
+        // expiring) must never be taken as ours: that is how two Curator clients once held one lock.
+        Optional<QueueEntry> found = mine.mutex().findOwnEntry("foreign", id).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        assertThat(found).isEmpty();
+    }
+
+    @Test
+    void enqueue_afterParentRemoved_recreatesParentAndGrants() throws Exception {
+        ZooKeeperBackend backend = backend();
+        String id = UUID.randomUUID().toString();
+        Position first = backend.mutex().enqueue("fresh", id).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertThat(first.isGranted()).isTrue();
+        assertThat(first.grant().fencingToken()).isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
+        backend.mutex().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertThat(children("fresh")).isEmpty();
+        backend.zk().delete("/" + namespace + "/fresh", -1);
+        Position second = backend.mutex().enqueue("fresh", UUID.randomUUID().toString()).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        assertThat(second.isGranted()).isTrue();
+        assertThat(second.grant().fencingToken()).isGreaterThan(first.grant().fencingToken());
+        backend.mutex().release(second.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void connect_uriSessionTimeout_overridesOptionsAndSetsSuspensionBound() {
+        LockOptions options = LockOptions.builder().sessionTimeout(java.time.Duration.ofSeconds(30)).build();
+        BackendUri uri = BackendUri.parse(URI.create(uri("sessionTimeout=4s")), options, Set.of());
+        ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
+        assertThat(backend.zk().getSessionTimeout()).isEqualTo(4000);
+        assertThat(backend.maxSuspension()).isEqualTo(java.time.Duration.ofMillis(4000).dividedBy(3));
+    }
+
+    @Test
+    void release_twice_isHarmless() throws Exception {
+        ZooKeeperBackend backend = backend();
+        Position p = backend.mutex().enqueue("twice", UUID.randomUUID().toString()).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        backend.mutex().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.mutex().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertThat(children("twice")).isEmpty();
+    }
+}
