@@ -38,8 +38,8 @@ import org.slf4j.LoggerFactory;
  * finds no entry left on the backend. An entry whose enqueue reply never came is looked up by the
  * acquisition id and removed.
  *
- * <p>Invariants: {@code holds > 0} only in HELD; the entry is withdrawn at most once (guarded by
- * {@code withdrawn}); each lost listener runs at most once.
+ * <p>Invariants: {@code holds > 0} only in HELD or LOST; an entry is withdrawn (or cleaned up after
+ * a loss) at most once, guarded by {@code withdrawn}; each lost listener runs at most once.
  */
 final class Acquisition {
     private static final Logger log = LoggerFactory.getLogger(Acquisition.class);
@@ -221,7 +221,11 @@ final class Acquisition {
         return false;
     }
 
-    /** Drops one hold; releases the grant when the last one goes. Returns the release stage. */
+    /**
+     * Drops one hold. When the last one goes, releases the grant, or, if it was lost, removes the
+     * backend entry that may still exist (the session may have survived a suspension). Returns the
+     * release stage.
+     */
     CompletableFuture<Void> exit() {
         int left = holds.decrementAndGet();
         if (left > 0) {
@@ -231,7 +235,29 @@ final class Acquisition {
             holds.incrementAndGet();
             return CompletableFuture.completedFuture(null);
         }
+        if (state.get() == LockState.LOST) {
+            client.onEnded(this);
+            return cleanupAfterLoss();
+        }
         return release();
+    }
+
+    /**
+     * Removes the entry a lost grant may have left. Called when its last hold closes, or when its
+     * owner thread acquires the same lock afresh while still holding the lost lease (otherwise the
+     * new entry would queue behind the stale one and wait for itself).
+     */
+    CompletableFuture<Void> cleanupAfterLoss() {
+        QueueEntry e = entry;
+        if (!withdrawn.compareAndSet(false, true)) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return client.protocol.release(e).toCompletableFuture().handle((ok, err) -> {
+            if (err != null) {
+                log.debug("[lock={} state=LOST] cleanup of {} failed: {}", name, e.key(), err.toString());
+            }
+            return null;
+        });
     }
 
     int holds() {
@@ -260,22 +286,20 @@ final class Acquisition {
         return done;
     }
 
-    /** Marks the grant lost, runs the listeners once, and removes the entry in the background. */
+    /**
+     * Marks the grant lost and runs the listeners once. The backend entry stays until the last hold
+     * is closed: if the loss is only the client's conservative guess (a long suspension or stall
+     * while the session lives on), deleting it now would let the next holder in while this one may
+     * still be inside its critical section.
+     */
     void lose(String reason, Throwable cause) {
         if (!transition(LockState.HELD, LockState.LOST)) {
             return;
         }
-        holds.set(0);
         lostCause = new LockLostException(name, client.backendName, reason, cause);
         log.warn("[lock={} state=LOST] fencing token {}: {}", name, grant.fencingToken(), reason);
-        client.onEnded(this);
+        client.onLost(this);
         client.callbacks.execute(this::runLostListeners);
-        QueueEntry e = entry;
-        client.protocol.release(e).whenComplete((ok, err) -> {
-            if (err != null) {
-                log.debug("[lock={} state=LOST] cleanup of {} failed: {}", name, e.key(), err.toString());
-            }
-        });
     }
 
     void addLostListener(Consumer<LockLostException> listener) {

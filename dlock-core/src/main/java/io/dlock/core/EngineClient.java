@@ -89,7 +89,8 @@ final class EngineClient implements LockClient {
         this.ticker = options.ticker();
         this.backendName = backend.name();
         this.callbacks = new ThreadPoolExecutor(options.callbackThreads(), options.callbackThreads(), 0,
-                TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"));
+                TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"),
+                (task, pool) -> task.run()); // after close, complete inline rather than drop a user's future
         this.timer = new ScheduledThreadPoolExecutor(1, daemonThreads("dlock-" + backendName + "-timer"));
         this.timer.setRemoveOnCancelPolicy(true);
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
@@ -236,9 +237,11 @@ final class EngineClient implements LockClient {
         if (a.owner != null) {
             threadHolds.put(new HoldKey(a.name, a.owner), a);
         }
-        if (suspended && lifecycle.get() == Lifecycle.OPEN) {
-            log.debug("[lock={} state=HELD] granted while the connection is suspended", a.name);
-        }
+    }
+
+    /** A lost grant stays registered to its thread until its holds are closed (see Acquisition). */
+    void onLost(Acquisition a) {
+        live.remove(a);
     }
 
     void onEnded(Acquisition a) {

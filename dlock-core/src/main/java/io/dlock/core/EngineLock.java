@@ -44,8 +44,14 @@ final class EngineLock implements DistributedLock {
         }
         Thread me = Thread.currentThread();
         Acquisition held = client.heldBy(name, me);
-        if (held != null && held.reenter()) {
-            return Optional.of(new EngineLease(held));
+        if (held != null) {
+            if (held.reenter()) {
+                return Optional.of(new EngineLease(held));
+            }
+            if (held.state() == LockState.LOST) {
+                client.onEnded(held);
+                EngineLease.awaitRelease(held.cleanupAfterLoss(), client);
+            }
         }
         Acquisition a = client.newAcquisition(name, me, wait);
         a.start();
