@@ -175,6 +175,24 @@ public final class LockOptions {
     }
 
     @Override
+    public boolean equals(Object o) {
+        return o instanceof LockOptions other
+                && leaseTime.equals(other.leaseTime)
+                && sessionTimeout.equals(other.sessionTimeout)
+                && connectTimeout.equals(other.connectTimeout)
+                && renewal == other.renewal
+                && fair == other.fair
+                && retryPolicy.equals(other.retryPolicy)
+                && ticker == other.ticker
+                && callbackThreads == other.callbackThreads;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, retryPolicy, callbackThreads);
+    }
+
+    @Override
     public String toString() {
         return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
                 + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair

@@ -32,8 +32,9 @@ final class ProviderLookup {
         try {
             parsed = new URI(uri);
         } catch (URISyntaxException e) {
-            throw new IllegalArgumentException(
-                    "malformed dlock URI '" + redact(uri) + "': " + e.getReason(), e);
+            // No cause: URISyntaxException's message repeats the input, password included.
+            throw new IllegalArgumentException("malformed dlock URI '" + redact(uri) + "': " + e.getReason()
+                    + (e.getIndex() >= 0 ? " at index " + e.getIndex() : ""));
         }
         String scheme = parsed.getScheme();
         if (scheme == null) {
@@ -56,8 +57,26 @@ final class ProviderLookup {
                 + "io.dlock:" + module + " (providers found: " + seen + ")");
     }
 
-    /** Hides the password in {@code user:password@} so that a URI can appear in messages. */
+    /**
+     * Hides the password of a URI's user info, with or without a scheme: everything between the
+     * user name's colon and the authority's last {@code @} (passwords may contain {@code @}).
+     */
     static String redact(String uri) {
-        return uri.replaceAll("(//[^/@:]*):[^/@]*@", "$1:***@");
+        int start = uri.indexOf("//");
+        start = start < 0 ? 0 : start + 2;
+        int end = uri.length();
+        for (char c : new char[] {'/', '?', '#'}) {
+            int i = uri.indexOf(c, start);
+            if (i >= 0 && i < end) {
+                end = i;
+            }
+        }
+        int at = uri.lastIndexOf('@', end - 1);
+        if (at < start) {
+            return uri;
+        }
+        int colon = uri.indexOf(':', start);
+        String user = colon >= 0 && colon < at ? uri.substring(start, colon) : uri.substring(start, at);
+        return uri.substring(0, start) + user + ":***" + uri.substring(at);
     }
 }

@@ -67,6 +67,7 @@ final class Acquisition {
     private volatile Throwable cancelCause;
     private volatile LockLostException lostCause;
     private volatile ScheduledFuture<?> timer;
+    private volatile boolean deadlineArmed;
     private volatile CompletableFuture<Void> released;
 
     Acquisition(EngineClient client, String name, Thread owner, Duration wait) {
@@ -105,6 +106,16 @@ final class Acquisition {
         if (!transition(LockState.IDLE, LockState.QUEUED)) {
             return;
         }
+        if (timed) {
+            // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
+            // this backstop bounds the overrun when the backend is slow to answer at all.
+            long backstop = saturatedNanos(wait) + client.options.connectTimeout().toNanos();
+            timer = client.schedule(() -> {
+                if (entry == null) {
+                    cancel(new LockTimeoutException(name, client.backendName, wait));
+                }
+            }, Math.max(0, backstop));
+        }
         client.protocol.enqueue(name, id).whenComplete(this::onPosition);
     }
 
@@ -138,7 +149,9 @@ final class Acquisition {
                 cancel(new LockTimeoutException(name, client.backendName, wait));
                 return;
             }
-            if (timer == null) {
+            if (!deadlineArmed) {
+                deadlineArmed = true;
+                cancelTimer();
                 timer = client.schedule(
                         () -> cancel(new LockTimeoutException(name, client.backendName, wait)), remaining);
             }

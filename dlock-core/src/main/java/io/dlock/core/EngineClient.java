@@ -80,7 +80,7 @@ final class EngineClient implements LockClient {
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
     private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
     private final AtomicLong suspension = new AtomicLong();
-    private volatile boolean suspended;
+    private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
 
     EngineClient(LockBackend backend, LockOptions options) {
         this.backend = backend;
@@ -140,8 +140,8 @@ final class EngineClient implements LockClient {
     }
 
     private UnsupportedOperationException unsupported(Capability capability, String what) {
-        return new UnsupportedOperationException(backendName + " backend: " + what
-                + " are not available (capability " + capability + " is not in " + capabilities() + ")");
+        return new UnsupportedOperationException(what + " are not available on the " + backendName
+                + " backend yet (capability " + capability + "; this backend has " + capabilities() + ")");
     }
 
     @Override
@@ -184,7 +184,9 @@ final class EngineClient implements LockClient {
                 pending.add(a.release());
             } else {
                 a.cancel(new IllegalStateException(backendName + " client closed"));
-                pending.add(a.outcome.handle((x, e) -> null));
+                // A grant that landed after the state check is released once it has settled.
+                pending.add(a.outcome.handle((x, e) -> x).thenCompose(x -> x != null ? x.release()
+                        : CompletableFuture.<Void>completedFuture(null)));
             }
         }
         try {
@@ -259,12 +261,16 @@ final class EngineClient implements LockClient {
         log.debug("[client={}] connection {}", backendName, state);
         switch (state) {
             case SUSPENDED -> {
-                suspended = true;
+                // Only the first of repeated SUSPENDED events starts the clock: a client that
+                // reports every failed reconnect must not postpone the loss for ever.
+                if (!suspended.compareAndSet(false, true)) {
+                    return;
+                }
                 long epoch = suspension.incrementAndGet();
                 Duration bound = backend.maxSuspension();
                 try {
                     timer.schedule(() -> {
-                        if (suspended && suspension.get() == epoch) {
+                        if (suspended.get() && suspension.get() == epoch) {
                             loseAll("connection suspended for longer than " + bound, null);
                         }
                     }, bound.toNanos(), TimeUnit.NANOSECONDS);
@@ -273,10 +279,11 @@ final class EngineClient implements LockClient {
                 }
             }
             case CONNECTED, RECONNECTED -> {
-                suspended = false;
+                suspended.set(false);
                 suspension.incrementAndGet();
             }
             case LOST -> {
+                suspended.set(false);
                 suspension.incrementAndGet();
                 loseAll("session lost", null);
             }

@@ -1,7 +1,5 @@
 package io.dlock.core;
 
-import java.util.Objects;
-
 /**
  * Lock-name rules, the same on every backend so that a name valid on one is valid on all: 1 to
  * {@value #MAX_LENGTH} characters from {@code A-Z a-z 0-9 _ - . :}, and neither {@code .} nor
@@ -14,7 +12,9 @@ final class LockNames {
     private LockNames() {}
 
     static String validate(String name) {
-        Objects.requireNonNull(name, "lock name");
+        if (name == null) {
+            throw new IllegalArgumentException("lock name must not be null");
+        }
         if (name.isEmpty()) {
             throw new IllegalArgumentException("lock name must not be empty");
         }

@@ -4,7 +4,7 @@ import io.dlock.Ticker;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
@@ -14,15 +14,18 @@ import java.util.function.Consumer;
  * ticks every {@code period}; {@link Acquisition#isValid()} also checks, so that a thread resuming
  * from a stall sees its lease invalid before the timer thread gets to run.
  *
- * <p>Concurrency: the last tick is an {@link AtomicLong}; whoever advances it by CAS across a gap
- * longer than the bound reports that stall, so each stall is reported once.
+ * <p>Concurrency: the fast path only reads the volatile last tick. The slow path runs under a lock
+ * and reports a stall before it publishes the new tick, so a caller that sees a fresh tick knows any
+ * stall before it has already been reported (and its leases marked lost). The reporting does not
+ * block, so the lock is never held across a wait.
  */
 final class StallDetector {
     private final Ticker ticker;
     private final long boundNanos;
     private final long periodNanos;
     private final Consumer<Duration> onStall;
-    private final AtomicLong lastTick;
+    private final ReentrantLock lock = new ReentrantLock();
+    private volatile long lastTick;
 
     StallDetector(Ticker ticker, Duration bound, Consumer<Duration> onStall) {
         this.ticker = ticker;
@@ -30,23 +33,28 @@ final class StallDetector {
         this.periodNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(10),
                 Math.min(boundNanos / 4, TimeUnit.MILLISECONDS.toNanos(250)));
         this.onStall = onStall;
-        this.lastTick = new AtomicLong(ticker.read());
+        this.lastTick = ticker.read();
     }
 
     void start(ScheduledExecutorService timer) {
         timer.scheduleAtFixedRate(this::check, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
     }
 
-    /** Records that the JVM is running; reports a stall if the previous sign of life is too old. */
+    /** Records that the JVM is running; reports a stall first if the previous sign of life is too old. */
     void check() {
-        long now = ticker.read();
-        long last = lastTick.get();
-        long gap = now - last;
-        if (gap < periodNanos / 2) {
+        if (ticker.read() - lastTick < periodNanos / 2) {
             return; // recent enough; avoid a shared write on every call
         }
-        if (lastTick.compareAndSet(last, now) && gap > boundNanos) {
-            onStall.accept(Duration.ofNanos(gap));
+        lock.lock();
+        try {
+            long now = ticker.read();
+            long gap = now - lastTick;
+            if (gap > boundNanos) {
+                onStall.accept(Duration.ofNanos(gap));
+            }
+            lastTick = now;
+        } finally {
+            lock.unlock();
         }
     }
 }

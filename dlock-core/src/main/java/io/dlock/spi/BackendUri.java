@@ -132,11 +132,11 @@ public record BackendUri(
                 }
             }
         }
-        options.retryPolicy(RetryPolicy.exponentialBackoff(retryBase, retryMax, retries));
         LockOptions built;
         try {
+            options.retryPolicy(RetryPolicy.exponentialBackoff(retryBase, retryMax, retries));
             built = options.build();
-        } catch (IllegalStateException e) {
+        } catch (IllegalStateException | IllegalArgumentException e) {
             throw new IllegalArgumentException("dlock URI '" + redacted(uri) + "': " + e.getMessage(), e);
         }
         return new BackendUri(scheme, authority, path, user, password, built, Collections.unmodifiableMap(own));
@@ -193,11 +193,21 @@ public record BackendUri(
         }
     }
 
+    /** Percent-decoding only: a '+' stays a '+' (passwords are often base64). */
     private static String decode(String s) {
-        return URLDecoder.decode(s, StandardCharsets.UTF_8);
+        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
     }
 
+    /** The URI for messages: the user info, password and all, replaced by {@code user:***}. */
     private static String redacted(URI uri) {
-        return uri.toString().replaceAll("(//[^/@:]*):[^/@]*@", "$1:***@");
+        String authority = uri.getRawAuthority() == null ? "" : uri.getRawAuthority();
+        int at = authority.lastIndexOf('@');
+        if (at >= 0) {
+            int colon = authority.indexOf(':');
+            String user = colon >= 0 && colon < at ? authority.substring(0, colon) : authority.substring(0, at);
+            authority = user + ":***" + authority.substring(at);
+        }
+        return uri.getScheme() + "://" + authority + (uri.getRawPath() == null ? "" : uri.getRawPath())
+                + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
     }
 }
