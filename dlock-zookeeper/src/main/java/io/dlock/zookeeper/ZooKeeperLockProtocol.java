@@ -161,11 +161,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     private void watchPredecessor(Position waiting, CompletableFuture<Position> result) {
         QueueEntry entry = waiting.entry();
-        ZooKeeper zk;
-        try {
-            zk = backend.zk();
-        } catch (LockBackendException e) {
-            result.completeExceptionally(e);
+        ZooKeeper zk = zkOrFail(result);
+        if (zk == null) {
             return;
         }
         if (zk.getSessionId() != entry.session()) {
@@ -195,13 +192,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             switch (code) {
                 case OK -> { } // watch set: wait for the predecessor to go
                 case NONODE -> readPosition(entry, result); // already gone: no watch was left behind
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> backend.whenConnected().whenComplete((x, err) -> {
-                    if (err != null) {
-                        result.completeExceptionally(err);
-                    } else {
-                        watchPredecessor(waiting, result);
-                    }
-                });
+                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> watchPredecessor(waiting, result));
                 case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
                 default -> result.completeExceptionally(failure(entry.lockName(), "watching " + predecessor, code));
             }
@@ -210,11 +201,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Re-reads the queue and reports where {@code entry} stands now. */
     private void readPosition(QueueEntry entry, CompletableFuture<Position> result) {
-        ZooKeeper zk;
-        try {
-            zk = backend.zk();
-        } catch (LockBackendException e) {
-            result.completeExceptionally(e);
+        ZooKeeper zk = zkOrFail(result);
+        if (zk == null) {
             return;
         }
         String parent = parentOf(entry.key());
@@ -229,13 +217,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     }
                 }
                 case NONODE -> result.completeExceptionally(new EntryLostException(entry, "its lock node is gone"));
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> backend.whenConnected().whenComplete((x, err) -> {
-                    if (err != null) {
-                        result.completeExceptionally(err);
-                    } else {
-                        readPosition(entry, result);
-                    }
-                });
+                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> readPosition(entry, result));
                 case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
                 default -> result.completeExceptionally(failure(entry.lockName(), "reading " + parent, code));
             }
@@ -299,11 +281,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         CompletableFuture<Optional<QueueEntry>> result = new CompletableFuture<>();
-        ZooKeeper zk;
-        try {
-            zk = backend.zk();
-        } catch (LockBackendException e) {
-            result.completeExceptionally(e);
+        ZooKeeper zk = zkOrFail(result);
+        if (zk == null) {
             return result;
         }
         long session = zk.getSessionId();
@@ -346,6 +325,27 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     // ---- helpers
+
+    /** The current handle, or null after failing {@code result} when there is none. */
+    private ZooKeeper zkOrFail(CompletableFuture<?> result) {
+        try {
+            return backend.zk();
+        } catch (LockBackendException e) {
+            result.completeExceptionally(e);
+            return null;
+        }
+    }
+
+    /** Runs {@code retry} once reconnected within the session, or fails {@code result}. */
+    private void retryWhenConnected(CompletableFuture<?> result, Runnable retry) {
+        backend.whenConnected().whenComplete((x, err) -> {
+            if (err != null) {
+                result.completeExceptionally(err);
+            } else {
+                retry.run();
+            }
+        });
+    }
 
     private int maxAttempts() {
         return Math.max(1, backend.options.retryPolicy().maxRetries());

@@ -38,7 +38,7 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
         Arrays.fill(chars, 'x');
         assertThatThrownBy(() -> client.lock(new String(chars))).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("200");
-        assertThatThrownBy(() -> client.lock(null)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> client.lock(null)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("null");
         assertThat(client.lock("A-z_0.9:ok").name()).isEqualTo("A-z_0.9:ok");
     }
 
