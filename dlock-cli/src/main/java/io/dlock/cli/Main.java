@@ -1,0 +1,92 @@
+package io.dlock.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code dlock} command: {@code java -jar dlock.jar <subcommand>}. Today it has one
+ * subcommand, {@code demo} ({@link DemoCommand}); run {@code dlock help <subcommand>} for its
+ * options.
+ *
+ * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
+ * one thread.
+ */
+@Command(
+        name = "dlock",
+        mixinStandardHelpOptions = true,
+        versionProvider = Main.Version.class,
+        description = "Distributed locks with one API over ZooKeeper, Redis, SQL, etcd and Memcached.",
+        subcommands = {DemoCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+
+    @Spec
+    private CommandSpec spec;
+
+    /**
+     * Creates the top-level command; picocli fills in its fields.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     */
+    public Main() {}
+
+    /**
+     * Runs {@code dlock} with {@code args} and exits the JVM with the command's exit code.
+     *
+     * <p>Blocking: until the subcommand is done. Thread-safety: a process entry point. On failure:
+     * usage errors print a message and the usage to standard error and exit with status 2; a
+     * subcommand's failure exits with the status it documents; anything thrown exits with status
+     * 1 (after printing it), so that no server thread keeps the JVM alive.
+     *
+     * @param args the command line, for example {@code demo --stock 50}
+     */
+    public static void main(String[] args) {
+        int status;
+        try {
+            status = commandLine().execute(args);
+        } catch (Throwable e) { // an Error escaping picocli must still end the JVM and its servers
+            e.printStackTrace();
+            status = 1;
+        }
+        System.exit(status);
+    }
+
+    /**
+     * A picocli command line for {@code dlock}, ready to {@link CommandLine#execute(String...)
+     * execute}; tests and embedders redirect its output with {@code setOut}/{@code setErr}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread; the result is for one thread. On
+     * failure: cannot fail.
+     *
+     * @return a new command line
+     */
+    public static CommandLine commandLine() {
+        return new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
+    }
+
+    /**
+     * Without a subcommand, reports the missing subcommand with the usage.
+     *
+     * <p>Blocking: never. Thread-safety: one invocation at a time. On failure: always throws.
+     *
+     * @throws CommandLine.ParameterException always: a subcommand is required
+     */
+    @Override
+    public void run() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing subcommand: try 'dlock demo'");
+    }
+
+    /**
+     * Reports the version from the jar's manifest.
+     *
+     * <p>Thread-safety: stateless.
+     */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String version = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"dlock " + (version == null ? "(development build)" : version)};
+        }
+    }
+}

@@ -1,0 +1,9 @@
+/**
+ * Internal: no compatibility guarantee; do not use.
+ *
+ * <p>The machinery behind {@code dlock demo}: the in-process {@link
+ * io.dlock.cli.internal.StockServer} that plays the protected resource, the {@link
+ * io.dlock.cli.internal.DemoWorker} main class run in child JVMs, and the {@link
+ * io.dlock.cli.internal.OversellDemo} that drives the four rounds.
+ */
+package io.dlock.cli.internal;
