@@ -26,6 +26,12 @@ public final class LockOptions {
     public static final boolean DEFAULT_RENEWAL = true;
     /** Whether waiters are granted in order of arrival where the backend can queue: true. */
     public static final boolean DEFAULT_FAIR = true;
+    /**
+     * Whether locks are reentrant: true. False gives a mutex that its holder thread cannot re-enter
+     * (a re-entry waits or times out like any other acquirer) and whose lease may be released from
+     * any thread, like Curator's {@code InterProcessSemaphoreMutex}.
+     */
+    public static final boolean DEFAULT_REENTRANT = true;
     /** How many threads run async completions and {@code onLost} listeners: 2. */
     public static final int DEFAULT_CALLBACK_THREADS = 2;
 
@@ -36,6 +42,7 @@ public final class LockOptions {
     private final Duration connectTimeout;
     private final boolean renewal;
     private final boolean fair;
+    private final boolean reentrant;
     private final RetryPolicy retryPolicy;
     private final Ticker ticker;
     private final int callbackThreads;
@@ -46,6 +53,7 @@ public final class LockOptions {
         this.connectTimeout = b.connectTimeout;
         this.renewal = b.renewal;
         this.fair = b.fair;
+        this.reentrant = b.reentrant;
         this.retryPolicy = b.retryPolicy;
         this.ticker = b.ticker;
         this.callbackThreads = b.callbackThreads;
@@ -142,6 +150,17 @@ public final class LockOptions {
     }
 
     /**
+     * Reentrant, thread-owned locks; default {@link #DEFAULT_REENTRANT}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return whether locks are reentrant
+     */
+    public boolean reentrant() {
+        return reentrant;
+    }
+
+    /**
      * Connection retry policy; default {@link RetryPolicy#defaults()}.
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
@@ -182,6 +201,7 @@ public final class LockOptions {
                 && connectTimeout.equals(other.connectTimeout)
                 && renewal == other.renewal
                 && fair == other.fair
+                && reentrant == other.reentrant
                 && retryPolicy.equals(other.retryPolicy)
                 && ticker == other.ticker
                 && callbackThreads == other.callbackThreads;
@@ -189,13 +209,14 @@ public final class LockOptions {
 
     @Override
     public int hashCode() {
-        return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, retryPolicy, callbackThreads);
+        return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, reentrant, retryPolicy,
+                callbackThreads);
     }
 
     @Override
     public String toString() {
         return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
-                + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair
+                + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair + ", reentrant=" + reentrant
                 + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + "]";
     }
 
@@ -210,6 +231,7 @@ public final class LockOptions {
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private boolean renewal = DEFAULT_RENEWAL;
         private boolean fair = DEFAULT_FAIR;
+        private boolean reentrant = DEFAULT_REENTRANT;
         private RetryPolicy retryPolicy = RetryPolicy.defaults();
         private Ticker ticker = Ticker.system();
         private int callbackThreads = DEFAULT_CALLBACK_THREADS;
@@ -222,6 +244,7 @@ public final class LockOptions {
             this.connectTimeout = o.connectTimeout;
             this.renewal = o.renewal;
             this.fair = o.fair;
+            this.reentrant = o.reentrant;
             this.retryPolicy = o.retryPolicy;
             this.ticker = o.ticker;
             this.callbackThreads = o.callbackThreads;
@@ -293,6 +316,20 @@ public final class LockOptions {
          */
         public Builder fair(boolean fair) {
             this.fair = fair;
+            return this;
+        }
+
+        /**
+         * Chooses reentrant, thread-owned locks (the default) or a non-reentrant mutex whose lease
+         * may be released from any thread; see {@link LockOptions#DEFAULT_REENTRANT}.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param reentrant whether locks are reentrant
+         * @return this builder
+         */
+        public Builder reentrant(boolean reentrant) {
+            this.reentrant = reentrant;
             return this;
         }
 

@@ -5,6 +5,8 @@ import io.dlock.LockLostException;
 import io.dlock.LockTimeoutException;
 import io.dlock.spi.EntryLostException;
 import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockRequest;
 import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
 import java.time.Duration;
@@ -46,9 +48,16 @@ final class Acquisition {
 
     final EngineClient client;
     final String name;
+    final LockMode mode;
+    final int permits;
+    final int maxPermits;
     final String id = UUID.randomUUID().toString();
-    /** The owning thread for blocking acquisitions; null when the lease owns itself. */
+    /** The acquiring thread for blocking acquisitions; null when the lease owns itself. */
     final Thread owner;
+    /** Whether the owner thread may re-enter, and only it may close the lease. */
+    final boolean reentrant;
+    /** For a read acquired under the same thread's write lock: that write entry's key. */
+    volatile String grantedDespite;
 
     private final boolean timed;
     private final long deadlineNanos;
@@ -70,10 +79,15 @@ final class Acquisition {
     private volatile boolean deadlineArmed;
     private volatile CompletableFuture<Void> released;
 
-    Acquisition(EngineClient client, String name, Thread owner, Duration wait) {
+    Acquisition(EngineClient client, String name, LockMode mode, int permits, int maxPermits, Thread owner,
+            boolean reentrant, Duration wait) {
         this.client = client;
         this.name = name;
+        this.mode = mode;
+        this.permits = permits;
+        this.maxPermits = maxPermits;
         this.owner = owner;
+        this.reentrant = reentrant && owner != null;
         this.wait = wait;
         this.timed = wait != null;
         this.deadlineNanos = timed ? client.ticker.read() + saturatedNanos(wait) : 0;
@@ -116,7 +130,15 @@ final class Acquisition {
                 }
             }, Math.max(0, backstop));
         }
-        client.protocol.enqueue(name, id).whenComplete(this::onPosition);
+        client.protocol.enqueue(request()).whenComplete(this::onPosition);
+    }
+
+    private LockRequest request() {
+        return new LockRequest(name, id, mode, permits, maxPermits, grantedDespite);
+    }
+
+    QueueEntry entry() {
+        return entry;
     }
 
     private void onPosition(Position position, Throwable error) {
@@ -164,10 +186,11 @@ final class Acquisition {
             // Our entry vanished (its session ended): stand in the queue again, same deadline.
             log.debug("[lock={} state=QUEUED] entry lost, enqueueing again: {}", name, error.getMessage());
             entry = null;
-            client.protocol.enqueue(name, id).whenComplete(this::onPosition);
+            client.protocol.enqueue(request()).whenComplete(this::onPosition);
             return;
         }
         Throwable cause = error instanceof LockBackendException || error instanceof IllegalStateException
+                        || error instanceof IllegalArgumentException
                 ? error
                 : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
         if (transition(LockState.QUEUED, LockState.CANCELLED)) {

@@ -12,6 +12,7 @@ import io.dlock.LockTimeoutException;
 import io.dlock.Ticker;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,7 +66,7 @@ final class EngineClient implements LockClient {
         CLOSED
     }
 
-    private record HoldKey(String name, Thread thread) {}
+    private record HoldKey(String name, LockMode mode, Thread thread) {}
 
     final LockBackend backend;
     final LockProtocol protocol;
@@ -84,7 +85,7 @@ final class EngineClient implements LockClient {
 
     EngineClient(LockBackend backend, LockOptions options) {
         this.backend = backend;
-        this.protocol = backend.mutex();
+        this.protocol = backend.protocol();
         this.options = options;
         this.ticker = options.ticker();
         this.backendName = backend.name();
@@ -103,14 +104,17 @@ final class EngineClient implements LockClient {
     @Override
     public DistributedLock lock(String name) {
         checkOpen();
-        return new EngineLock(this, LockNames.validate(name));
+        return new EngineLock(this, LockNames.validate(name), LockMode.EXCLUSIVE, options.reentrant());
     }
 
     @Override
     public DistributedReadWriteLock readWriteLock(String name) {
         checkOpen();
         LockNames.validate(name);
-        throw unsupported(Capability.READ_WRITE, "read-write locks");
+        require(Capability.READ_WRITE, "read-write locks");
+        return new EngineReadWriteLock(name,
+                new EngineLock(this, name, LockMode.READ, options.reentrant()),
+                new EngineLock(this, name, LockMode.WRITE, options.reentrant()));
     }
 
     @Override
@@ -120,7 +124,8 @@ final class EngineClient implements LockClient {
         if (permits < 1) {
             throw new IllegalArgumentException("semaphore '" + name + "': permits must be at least 1: " + permits);
         }
-        throw unsupported(Capability.SEMAPHORE, "semaphores");
+        require(Capability.SEMAPHORE, "semaphores");
+        return new EngineSemaphore(this, name, permits);
     }
 
     @Override
@@ -136,12 +141,19 @@ final class EngineClient implements LockClient {
                 throw new IllegalArgumentException("multiLock names must be distinct; '" + n + "' appears twice");
             }
         }
-        throw unsupported(Capability.MULTI_LOCK, "multi-locks");
+        require(Capability.MULTI_LOCK, "multi-locks");
+        List<EngineLock> parts = new ArrayList<>();
+        for (String n : new java.util.TreeSet<>(seen)) { // one global order: no deadlock between multi-locks
+            parts.add(new EngineLock(this, n, LockMode.EXCLUSIVE, options.reentrant()));
+        }
+        return new EngineMultiLock(this, parts);
     }
 
-    private UnsupportedOperationException unsupported(Capability capability, String what) {
-        return new UnsupportedOperationException(what + " are not available on the " + backendName
-                + " backend yet (capability " + capability + "; this backend has " + capabilities() + ")");
+    private void require(Capability capability, String what) {
+        if (!capabilities().contains(capability)) {
+            throw new UnsupportedOperationException(what + " are not available on the " + backendName
+                    + " backend (capability " + capability + "; this backend has " + capabilities() + ")");
+        }
     }
 
     @Override
@@ -215,9 +227,10 @@ final class EngineClient implements LockClient {
         }
     }
 
-    Acquisition newAcquisition(String name, Thread owner, Duration wait) {
+    Acquisition newAcquisition(
+            String name, LockMode mode, int permits, int maxPermits, Thread owner, boolean reentrant, Duration wait) {
         checkOpen();
-        Acquisition a = new Acquisition(this, name, owner, wait);
+        Acquisition a = new Acquisition(this, name, mode, permits, maxPermits, owner, reentrant, wait);
         live.add(a);
         a.outcome.whenComplete((x, e) -> {
             if (e != null) {
@@ -231,13 +244,13 @@ final class EngineClient implements LockClient {
         return a;
     }
 
-    Acquisition heldBy(String name, Thread thread) {
-        return threadHolds.get(new HoldKey(name, thread));
+    Acquisition heldBy(String name, LockMode mode, Thread thread) {
+        return threadHolds.get(new HoldKey(name, mode, thread));
     }
 
     void onGranted(Acquisition a) {
         if (a.owner != null) {
-            threadHolds.put(new HoldKey(a.name, a.owner), a);
+            threadHolds.put(new HoldKey(a.name, a.mode, a.owner), a);
         }
     }
 
@@ -249,7 +262,7 @@ final class EngineClient implements LockClient {
     void onEnded(Acquisition a) {
         live.remove(a);
         if (a.owner != null) {
-            threadHolds.remove(new HoldKey(a.name, a.owner), a);
+            threadHolds.remove(new HoldKey(a.name, a.mode, a.owner), a);
         }
     }
 

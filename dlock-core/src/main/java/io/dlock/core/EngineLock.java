@@ -3,6 +3,7 @@ package io.dlock.core;
 import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockTimeoutException;
+import io.dlock.spi.LockMode;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -11,16 +12,25 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Lock;
 
 /**
- * The exclusive lock handle. Stateless apart from its name: holds live in the client, keyed by
- * name and thread, so every handle of one name in one client shares them.
+ * An exclusive lock, or one side of a read-write lock. Stateless apart from its name and mode:
+ * holds live in the client, keyed by name, mode and thread, so every handle of one name in one
+ * client shares them.
+ *
+ * <p>Reentrant handles let the owner thread re-enter without a round trip and only it may close
+ * the lease. Non-reentrant handles (Curator's semaphore mutex) make a re-entry wait like any other
+ * acquirer, and their leases may be closed from any thread.
  */
 final class EngineLock implements DistributedLock {
     private final EngineClient client;
     private final String name;
+    private final LockMode mode;
+    private final boolean reentrant;
 
-    EngineLock(EngineClient client, String name) {
+    EngineLock(EngineClient client, String name, LockMode mode, boolean reentrant) {
         this.client = client;
         this.name = name;
+        this.mode = mode;
+        this.reentrant = reentrant;
     }
 
     @Override
@@ -43,17 +53,29 @@ final class EngineLock implements DistributedLock {
             throw new InterruptedException("interrupted before acquiring lock '" + name + "'");
         }
         Thread me = Thread.currentThread();
-        Acquisition held = client.heldBy(name, me);
-        if (held != null) {
-            if (held.reenter()) {
-                return Optional.of(new EngineLease(held));
-            }
-            if (held.state() == LockState.LOST) {
-                client.onEnded(held);
-                EngineLease.awaitRelease(held.cleanupAfterLoss(), client);
+        if (reentrant) {
+            Acquisition held = client.heldBy(name, mode, me);
+            if (held != null) {
+                if (held.reenter()) {
+                    return Optional.of(new EngineLease(held));
+                }
+                if (held.state() == LockState.LOST) {
+                    client.onEnded(held);
+                    EngineLease.awaitRelease(held.cleanupAfterLoss(), client);
+                }
             }
         }
-        Acquisition a = client.newAcquisition(name, me, wait);
+        if (mode == LockMode.WRITE) {
+            refuseUpgrade(me);
+        }
+        Acquisition a = client.newAcquisition(name, mode, 1, 1, me, reentrant, wait);
+        if (mode == LockMode.READ) {
+            // Downgrade: a read under this thread's own write lock is not blocked by it.
+            Acquisition write = client.heldBy(name, LockMode.WRITE, me);
+            if (write != null && write.isValid()) {
+                a.grantedDespite = write.entry().key();
+            }
+        }
         a.start();
         try {
             return Optional.of(new EngineLease(a.await()));
@@ -62,9 +84,50 @@ final class EngineLock implements DistributedLock {
         }
     }
 
+    /** A read holder asking for the write lock would wait for itself (and for other upgraders). */
+    private void refuseUpgrade(Thread me) {
+        Acquisition read = client.heldBy(name, LockMode.READ, me);
+        if (read != null && read.isValid()) {
+            throw new IllegalStateException("lock '" + name + "' on " + client.backendName
+                    + ": cannot upgrade a read lock to a write lock (two upgrading readers would wait for each"
+                    + " other for ever); release the read lock first");
+        }
+    }
+
     @Override
     public CompletableFuture<Lease> acquireAsync(Duration wait) {
-        Acquisition a = client.newAcquisition(name, null, checkWait(wait));
+        Acquisition a = client.newAcquisition(name, mode, 1, 1, null, false, checkWait(wait));
+        return startAsync(client, a);
+    }
+
+    @Override
+    public boolean isHeldByCurrentThread() {
+        Acquisition held = client.heldBy(name, mode, Thread.currentThread());
+        return held != null && held.isValid();
+    }
+
+    @Override
+    public Lock asJavaLock() {
+        return new JavaLockView(this, client.backendName, () -> {
+            Acquisition held = client.heldBy(name, mode, Thread.currentThread());
+            if (held == null || held.holds() == 0) {
+                throw new IllegalMonitorStateException("lock '" + name + "' on " + client.backendName
+                        + " is not held by thread '" + Thread.currentThread().getName() + "'");
+            }
+            EngineLease.awaitRelease(held.exit(), client);
+        });
+    }
+
+    static Duration checkWait(Duration wait) {
+        Objects.requireNonNull(wait, "wait");
+        if (wait.isNegative()) {
+            throw new IllegalArgumentException("wait must not be negative: " + wait);
+        }
+        return wait;
+    }
+
+    /** Runs {@code a} and completes the returned future with its lease on a callback thread. */
+    static CompletableFuture<Lease> startAsync(EngineClient client, Acquisition a) {
         CompletableFuture<Lease> result = new CompletableFuture<>();
         a.outcome.whenCompleteAsync(
                 (granted, error) -> {
@@ -85,26 +148,8 @@ final class EngineLock implements DistributedLock {
     }
 
     @Override
-    public boolean isHeldByCurrentThread() {
-        Acquisition held = client.heldBy(name, Thread.currentThread());
-        return held != null && held.isValid();
-    }
-
-    @Override
-    public Lock asJavaLock() {
-        return new JavaLockView(this, client);
-    }
-
-    static Duration checkWait(Duration wait) {
-        Objects.requireNonNull(wait, "wait");
-        if (wait.isNegative()) {
-            throw new IllegalArgumentException("wait must not be negative: " + wait);
-        }
-        return wait;
-    }
-
-    @Override
     public String toString() {
-        return "DistributedLock[" + name + " on " + client.backendName + "]";
+        return "DistributedLock[" + name + (mode == LockMode.EXCLUSIVE ? "" : " " + mode) + " on "
+                + client.backendName + "]";
     }
 }

@@ -1,18 +1,24 @@
 package io.dlock.core;
 
+import io.dlock.DistributedLock;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
-/** {@link Lock} over a {@link EngineLock}: thread-owned, reentrant, sharing the lock's holds. */
+/** {@link Lock} over a {@link DistributedLock}: thread-owned holds, released by {@code unlock}. */
 final class JavaLockView implements Lock {
-    private final EngineLock lock;
-    private final EngineClient client;
+    private final DistributedLock lock;
+    private final String backendName;
+    private final Runnable unlock;
 
-    JavaLockView(EngineLock lock, EngineClient client) {
+    /**
+     * @param unlock drops one hold of the calling thread, or throws IllegalMonitorStateException
+     */
+    JavaLockView(DistributedLock lock, String backendName, Runnable unlock) {
         this.lock = lock;
-        this.client = client;
+        this.backendName = backendName;
+        this.unlock = unlock;
     }
 
     @Override
@@ -54,17 +60,12 @@ final class JavaLockView implements Lock {
 
     @Override
     public void unlock() {
-        Acquisition held = client.heldBy(lock.name(), Thread.currentThread());
-        if (held == null || held.holds() == 0) {
-            throw new IllegalMonitorStateException("lock '" + lock.name() + "' on " + client.backendName
-                    + " is not held by thread '" + Thread.currentThread().getName() + "'");
-        }
-        EngineLease.awaitRelease(held.exit(), client);
+        unlock.run();
     }
 
     @Override
     public Condition newCondition() {
-        throw new UnsupportedOperationException("lock '" + lock.name() + "' on " + client.backendName
+        throw new UnsupportedOperationException("lock '" + lock.name() + "' on " + backendName
                 + ": conditions are not supported by distributed locks");
     }
 }

@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  * <p>Common parameters: {@code leaseTime}, {@code sessionTimeout}, {@code connectTimeout} and the
  * retry policy's {@code retryBaseSleep}, {@code retryMaxSleep} (durations such as {@code 3s},
  * {@code 1500ms}, {@code 2m}, {@code 1h}, or ISO-8601 {@code PT3S}), {@code retryMaxRetries},
- * {@code callbackThreads} (integers), {@code fair} and {@code renewal} ({@code true}/{@code false}).
+ * {@code callbackThreads} (integers), {@code fair}, {@code renewal} and {@code reentrant} ({@code true}/{@code false}).
  *
  * @param scheme the scheme in lower case
  * @param authority the hosts part, for example {@code h1:2181,h2:2181}, without user info
@@ -49,6 +49,7 @@ public record BackendUri(
             "connectTimeout",
             "fair",
             "renewal",
+            "reentrant",
             "retryBaseSleep",
             "retryMaxSleep",
             "retryMaxRetries",
@@ -116,6 +117,7 @@ public record BackendUri(
                     case "connectTimeout" -> options.connectTimeout(duration(name, value));
                     case "fair" -> options.fair(bool(name, value));
                     case "renewal" -> options.renewal(bool(name, value));
+                    case "reentrant" -> options.reentrant(bool(name, value));
                     case "retryBaseSleep" -> retryBase = duration(name, value);
                     case "retryMaxSleep" -> retryMax = duration(name, value);
                     case "retryMaxRetries" -> retries = integer(name, value);

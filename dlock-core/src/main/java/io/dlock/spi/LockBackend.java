@@ -27,11 +27,11 @@ public interface LockBackend extends AutoCloseable {
     Set<Capability> capabilities();
 
     /**
-     * The protocol of exclusive locks.
+     * The backend's queue protocol, for every mode its capabilities cover.
      *
      * @return the protocol, shared by every lock of this backend
      */
-    LockProtocol mutex();
+    LockProtocol protocol();
 
     /**
      * Registers the engine's listener for connection state changes. Called once, before any lock is

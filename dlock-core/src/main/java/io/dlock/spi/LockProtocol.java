@@ -4,8 +4,8 @@ import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 
 /**
- * How one kind of primitive (here: the exclusive lock) is enqueued, granted, awaited and released
- * on a backend. Every method is non-blocking; stages complete on the backend client's threads and
+ * How a backend's queues are entered, granted, awaited and left, for every {@link LockMode} the
+ * backend declares in its capabilities. Every method is non-blocking; stages complete on the backend client's threads and
  * must not be blocked by the engine.
  *
  * <p>Failures are reported as exceptionally completed stages: {@link EntryLostException} when an
@@ -15,19 +15,18 @@ import java.util.concurrent.CompletionStage;
 public interface LockProtocol {
 
     /**
-     * Creates an entry for {@code acquisitionId} in the lock's queue and reports where it stands.
-     * If the reply is lost in transit, the implementation finds its own entry again (by the
-     * acquisition id) instead of creating a second one.
+     * Creates an entry for the request in the lock's queue and reports where it stands. If the
+     * reply is lost in transit, the implementation finds its own entry again (by the acquisition id)
+     * instead of creating a second one.
      *
-     * @param lockName the lock's name
-     * @param acquisitionId a random id unique to this acquisition
-     * @return the entry's position: granted, or waiting behind a predecessor
+     * @param request what is asked for
+     * @return the entry's position: granted, or waiting
      */
-    CompletionStage<Position> enqueue(String lockName, String acquisitionId);
+    CompletionStage<Position> enqueue(LockRequest request);
 
     /**
-     * Completes when {@code waiting}'s predecessor has gone, with the entry's new position. Only
-     * this entry is woken by that departure (no herd).
+     * Completes when what {@code waiting} waits for has changed (for locks: its predecessor has
+     * gone, and only this entry is woken by that departure), with the entry's new position.
      *
      * @param waiting a waiting position returned by {@link #enqueue} or this method
      * @return the new position (granted, or waiting behind another predecessor)

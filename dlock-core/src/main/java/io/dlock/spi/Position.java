@@ -3,11 +3,12 @@ package io.dlock.spi;
 import java.util.Objects;
 
 /**
- * Where an entry stands: either granted, or waiting behind one predecessor.
+ * Where an entry stands: either granted, or waiting.
  *
  * @param entry the entry
  * @param grant the grant if the entry holds the lock, else null
- * @param predecessor the backend key of the entry to wait for, else null
+ * @param predecessor what to wait for, in the backend's terms (for locks: the key of the entry
+ *     ahead), else null
  */
 public record Position(QueueEntry entry, Grant grant, String predecessor) {
 

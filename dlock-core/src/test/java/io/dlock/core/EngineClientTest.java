@@ -1,5 +1,7 @@
 package io.dlock.core;
 
+import io.dlock.spi.LockMode;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -328,7 +330,7 @@ class EngineClientTest {
     void cancel_whileEnqueueReplyInFlight_withdrawsEntryWhenReplyArrives() throws Exception {
         EngineClient engine = (EngineClient) client;
         backend.holdEnqueueReplies(true);
-        Acquisition a = engine.newAcquisition("orders", Thread.currentThread(), Duration.ofMillis(20));
+        Acquisition a = engine.newAcquisition("orders", LockMode.EXCLUSIVE, 1, 1, Thread.currentThread(), true, Duration.ofMillis(20));
         a.start();
         eventually().until(() -> backend.heldReplies() == 1);
         assertThat(backend.queue("orders")).hasSize(1); // the server granted it; the reply is in flight
@@ -341,7 +343,7 @@ class EngineClientTest {
 
         assertThatThrownBy(() -> a.outcome.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(LockTimeoutException.class);
         assertThat(backend.queue("orders")).isEmpty(); // withdrawn before the outcome completed
-        assertThat(engine.heldBy("orders", Thread.currentThread())).isNull();
+        assertThat(engine.heldBy("orders", LockMode.EXCLUSIVE, Thread.currentThread())).isNull();
     }
 
     @Test

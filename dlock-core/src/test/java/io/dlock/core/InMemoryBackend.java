@@ -9,7 +9,9 @@ import io.dlock.spi.ConnectionState;
 import io.dlock.spi.EntryLostException;
 import io.dlock.spi.Grant;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
 import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
 import java.time.Duration;
@@ -354,7 +356,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     }
 
     @Override
-    public LockProtocol mutex() {
+    public LockProtocol protocol() {
         return this;
     }
 
@@ -382,7 +384,12 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     // ---- LockProtocol
 
     @Override
-    public CompletionStage<Position> enqueue(String lockName, String acquisitionId) {
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        if (request.mode() != LockMode.EXCLUSIVE) {
+            throw new UnsupportedOperationException("the in-memory backend queues exclusive locks only");
+        }
+        String lockName = request.lockName();
+        String acquisitionId = request.acquisitionId();
         CompletableFuture<Position> reply = new CompletableFuture<>();
         REPLIES.execute(() -> {
             FailMode fail = failNextEnqueue.getAndSet(null);

@@ -97,7 +97,7 @@ class LockStateTest {
     private Acquisition newAcquisition(String name) {
         LockClient client = LockEngine.newClient(InMemoryBackend.create(), LockOptions.defaults());
         clients.add(client);
-        return new Acquisition((EngineClient) client, name, null, null);
+        return new Acquisition((EngineClient) client, name, io.dlock.spi.LockMode.EXCLUSIVE, 1, 1, null, true, null);
     }
 
     @ParameterizedTest(name = "{0} -> {1}")

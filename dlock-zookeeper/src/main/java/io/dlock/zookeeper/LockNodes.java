@@ -1,49 +1,114 @@
 package io.dlock.zookeeper;
 
+import io.dlock.spi.LockMode;
 import java.util.List;
 
 /**
- * Names and order of lock nodes. A node is {@code _c_<acquisition id>-lock-<sequence>}, the form
- * Curator's {@code InterProcessMutex} uses with protection, so both recipes see one queue.
+ * Names and order of queue nodes. A node is {@code _c_<acquisition id>-<marker><sequence>}, the
+ * form Curator's recipes use with protection, so that dlock and Curator see one queue:
  *
- * <p>ZooKeeper's sequence is a signed 32-bit counter per parent that wraps from 2147483647 to
- * -2147483648. Nodes are ordered by serial-number arithmetic relative to a reference node
- * ({@code (int) (a - b)}), which is correct as long as the live queue spans fewer than 2^31
- * creations, unlike a plain string or numeric sort.
+ * <ul>
+ *   <li>exclusive lock: marker {@code lock-} (Curator's {@code InterProcessMutex});
+ *   <li>read-write lock: {@code __READ__} and {@code __WRIT__} (Curator's {@code
+ *       InterProcessReadWriteLock});
+ *   <li>semaphore: {@code p<permits>-sem-}, the node's permits in its name.
+ * </ul>
+ *
+ * <p>Each primitive sees only its own family of nodes under a name. ZooKeeper's sequence is one
+ * signed 32-bit counter per parent that wraps from 2147483647 to -2147483648; nodes are ordered by
+ * serial-number arithmetic relative to a reference node ({@code (int) (a - b)}), which is correct
+ * as long as the live queue spans fewer than 2^31 creations, unlike a plain string or numeric sort.
  */
 final class LockNodes {
     static final String PROTECTED_PREFIX = "_c_";
     static final String LOCK_MARKER = "lock-";
+    static final String READ_MARKER = "__READ__";
+    static final String WRITE_MARKER = "__WRIT__";
+    static final String SEMAPHORE_MARKER = "-sem-";
 
     private LockNodes() {}
 
+    /** A parsed queue node. */
+    record Node(String name, LockMode mode, int sequence, int permits) {}
+
     /** The prefix ZooKeeper appends the sequence to. */
-    static String prefix(String acquisitionId) {
-        return PROTECTED_PREFIX + acquisitionId + "-" + LOCK_MARKER;
+    static String prefix(String acquisitionId, LockMode mode, int permits) {
+        String base = PROTECTED_PREFIX + acquisitionId + "-";
+        return switch (mode) {
+            case EXCLUSIVE -> base + LOCK_MARKER;
+            case READ -> base + READ_MARKER;
+            case WRITE -> base + WRITE_MARKER;
+            case SEMAPHORE -> base + "p" + permits + SEMAPHORE_MARKER;
+        };
     }
 
-    /** Whether {@code child} is a lock node (ours or Curator's). */
-    static boolean isLockNode(String child) {
-        int i = child.lastIndexOf(LOCK_MARKER);
-        if (i < 0 || i + LOCK_MARKER.length() >= child.length()) {
-            return false;
+    /** The exclusive-lock prefix. */
+    static String prefix(String acquisitionId) {
+        return prefix(acquisitionId, LockMode.EXCLUSIVE, 1);
+    }
+
+    /** Parses a child name, or returns null if it is no queue node. */
+    static Node parse(String child) {
+        int seqStart = sequenceStart(child);
+        if (seqStart < 0) {
+            return null;
         }
-        String seq = child.substring(i + LOCK_MARKER.length());
-        int start = seq.charAt(0) == '-' ? 1 : 0;
-        if (start == seq.length()) {
-            return false;
+        String head = child.substring(0, seqStart);
+        int sequence;
+        try {
+            sequence = Integer.parseInt(child.substring(seqStart));
+        } catch (NumberFormatException e) {
+            return null;
         }
-        for (int k = start; k < seq.length(); k++) {
-            if (!Character.isDigit(seq.charAt(k))) {
-                return false;
+        if (head.endsWith(READ_MARKER)) {
+            return new Node(child, LockMode.READ, sequence, 1);
+        }
+        if (head.endsWith(WRITE_MARKER)) {
+            return new Node(child, LockMode.WRITE, sequence, 1);
+        }
+        if (head.endsWith(SEMAPHORE_MARKER)) {
+            int p = head.lastIndexOf("-p", head.length() - SEMAPHORE_MARKER.length() - 1);
+            try {
+                int permits = Integer.parseInt(head.substring(p + 2, head.length() - SEMAPHORE_MARKER.length()));
+                return p < 0 || permits < 1 ? null : new Node(child, LockMode.SEMAPHORE, sequence, permits);
+            } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
+                return null;
             }
         }
-        return true;
+        if (head.endsWith(LOCK_MARKER)) {
+            return new Node(child, LockMode.EXCLUSIVE, sequence, 1);
+        }
+        return null;
     }
 
-    /** The sequence number of a lock node. */
+    /** Where the trailing sequence (digits, maybe after a minus sign) starts, or -1. */
+    private static int sequenceStart(String child) {
+        int i = child.length();
+        while (i > 0 && Character.isDigit(child.charAt(i - 1))) {
+            i--;
+        }
+        if (i == child.length()) {
+            return -1;
+        }
+        // A minus sign belongs to the sequence only right after a marker ("lock--2147483648").
+        if (i > 0 && child.charAt(i - 1) == '-' && i > 1 && (child.startsWith(LOCK_MARKER, i - 1 - LOCK_MARKER.length())
+                || child.startsWith(SEMAPHORE_MARKER, i - 1 - SEMAPHORE_MARKER.length())
+                || child.startsWith(READ_MARKER, i - 1 - READ_MARKER.length())
+                || child.startsWith(WRITE_MARKER, i - 1 - WRITE_MARKER.length()))) {
+            return i - 1;
+        }
+        return i;
+    }
+
+    /** Whether {@code child} is an exclusive-lock node (ours or Curator's). */
+    static boolean isLockNode(String child) {
+        Node n = parse(child);
+        return n != null && n.mode() == LockMode.EXCLUSIVE;
+    }
+
+    /** The sequence number of a queue node. */
     static int sequence(String child) {
-        return Integer.parseInt(child.substring(child.lastIndexOf(LOCK_MARKER) + LOCK_MARKER.length()));
+        return parse(child).sequence();
     }
 
     /** Whether {@code child} was created for {@code acquisitionId}. */
@@ -51,26 +116,28 @@ final class LockNodes {
         return child.startsWith(PROTECTED_PREFIX + acquisitionId + "-");
     }
 
+    /** Whether two modes share one queue. */
+    static boolean sameFamily(LockMode a, LockMode b) {
+        return a == b || (a == LockMode.READ || a == LockMode.WRITE) && (b == LockMode.READ || b == LockMode.WRITE);
+    }
+
+    /** The nodes of {@code own}'s family that are ahead of it, nearest first. */
+    static List<Node> ahead(Node own, List<String> children) {
+        return children.stream()
+                .map(LockNodes::parse)
+                .filter(n -> n != null && sameFamily(n.mode(), own.mode()) && n.sequence() - own.sequence() < 0)
+                .sorted((a, b) -> Integer.compare(b.sequence() - own.sequence(), a.sequence() - own.sequence()))
+                .toList();
+    }
+
     /**
-     * The lock node immediately ahead of {@code own} in the queue, or null if {@code own} is first.
+     * The exclusive-lock node immediately ahead of {@code own}, or null if {@code own} is first.
      *
      * @param own the node whose predecessor to find; must be a lock node
      * @param children the parent's children, in any order
      */
     static String predecessor(String own, List<String> children) {
-        int mine = sequence(own);
-        String best = null;
-        int bestDistance = Integer.MIN_VALUE;
-        for (String child : children) {
-            if (!isLockNode(child)) {
-                continue;
-            }
-            int distance = sequence(child) - mine; // wraps: serial-number arithmetic
-            if (distance < 0 && (best == null || distance > bestDistance)) {
-                best = child;
-                bestDistance = distance;
-            }
-        }
-        return best;
+        List<Node> ahead = ahead(parse(own), children);
+        return ahead.isEmpty() ? null : ahead.get(0).name();
     }
 }

@@ -41,6 +41,9 @@ final class ZooKeeperBackend implements LockBackend {
     private static final Set<Capability> CAPABILITIES = Set.copyOf(EnumSet.of(
             Capability.EXCLUSIVE,
             Capability.FAIR,
+            Capability.READ_WRITE,
+            Capability.SEMAPHORE,
+            Capability.MULTI_LOCK,
             Capability.FENCING_TOKENS,
             Capability.LOST_DETECTION,
             Capability.CRASH_RELEASE,
@@ -172,7 +175,7 @@ final class ZooKeeperBackend implements LockBackend {
     }
 
     @Override
-    public LockProtocol mutex() {
+    public LockProtocol protocol() {
         return mutex;
     }
 

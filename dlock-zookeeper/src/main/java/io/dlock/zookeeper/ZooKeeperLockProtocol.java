@@ -3,10 +3,14 @@ package io.dlock.zookeeper;
 import io.dlock.LockBackendException;
 import io.dlock.spi.EntryLostException;
 import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
 import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -44,7 +48,12 @@ import org.slf4j.LoggerFactory;
 final class ZooKeeperLockProtocol implements LockProtocol {
     private static final Logger log = LoggerFactory.getLogger(ZooKeeperLockProtocol.class);
 
+    /** What a semaphore waiter waits for: any change among the children. */
+    static final String WATCH_CHILDREN = "*";
+
     private final ZooKeeperBackend backend;
+    /** The request behind each live entry of this client, by entry key (mode, permits, downgrade). */
+    private final Map<String, LockRequest> requests = new ConcurrentHashMap<>();
 
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
         this.backend = backend;
@@ -53,24 +62,37 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     // ---- enqueue
 
     @Override
-    public CompletionStage<Position> enqueue(String lockName, String acquisitionId) {
+    public CompletionStage<Position> enqueue(LockRequest request) {
         CompletableFuture<Position> result = new CompletableFuture<>();
-        createAndRead(lockName, acquisitionId, result, 0);
+        if (request.mode() == LockMode.SEMAPHORE) {
+            agreeOnPermits(request).whenComplete((ok, err) -> {
+                if (err != null) {
+                    result.completeExceptionally(err);
+                } else {
+                    createAndRead(request, result, 0);
+                }
+            });
+        } else {
+            createAndRead(request, result, 0);
+        }
         return result;
     }
 
-    private void createAndRead(String lockName, String id, CompletableFuture<Position> result, int attempt) {
+    private void createAndRead(LockRequest request, CompletableFuture<Position> result, int attempt) {
+        String lockName = request.lockName();
+        String id = request.acquisitionId();
         ZooKeeper zk;
         try {
             zk = backend.zk();
         } catch (LockBackendException e) {
-            afterConnectionTrouble(lockName, id, result, attempt, e);
+            afterConnectionTrouble(request, result, attempt, e);
             return;
         }
         String parent = backend.lockPath(lockName);
         long session = zk.getSessionId();
         AtomicReference<Object[]> created = new AtomicReference<>();
-        zk.create(parent + "/" + LockNodes.prefix(id), backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL,
+        String prefix = LockNodes.prefix(id, request.mode(), request.permits());
+        zk.create(parent + "/" + prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL,
                 (rc, path, ctx, name, stat) -> created.set(new Object[] {rc, name, stat}), null);
         // Pipelined: answered after the create, so it already lists the new child.
         zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
@@ -81,23 +103,24 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     String name = (String) c[1];
                     long czxid = ((Stat) c[2]).getCzxid();
                     QueueEntry entry = new QueueEntry(lockName, id, name, session, czxid);
+                    requests.put(entry.key(), request);
                     if (Code.get(rc) == Code.OK) {
-                        result.complete(position(entry, children));
+                        complete(result, entry, children);
                     } else {
                         readPosition(entry, result);
                     }
                 }
-                case NONODE -> ensureParent(parent, lockName).whenComplete((ok, err) -> {
+                case NONODE -> ensureParent(parent, lockName, new byte[0]).whenComplete((ok, err) -> {
                     if (err != null) {
                         result.completeExceptionally(err);
                     } else if (attempt >= maxAttempts()) {
                         result.completeExceptionally(failure(lockName, "creating " + parent, Code.NONODE));
                     } else {
-                        createAndRead(lockName, id, result, attempt + 1);
+                        createAndRead(request, result, attempt + 1);
                     }
                 });
                 case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED ->
-                    afterConnectionTrouble(lockName, id, result, attempt, null);
+                    afterConnectionTrouble(request, result, attempt, null);
                 default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, createCode));
             }
         }, null);
@@ -105,7 +128,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** The create's outcome is unknown: reconnect, then adopt our node if this session has it. */
     private void afterConnectionTrouble(
-            String lockName, String id, CompletableFuture<Position> result, int attempt, Throwable cause) {
+            LockRequest request, CompletableFuture<Position> result, int attempt, Throwable cause) {
+        String lockName = request.lockName();
+        String id = request.acquisitionId();
         if (attempt >= maxAttempts()) {
             result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
                     "gave up after " + (attempt + 1) + " attempts to enqueue: connection kept failing", cause));
@@ -120,14 +145,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     } else if (found.isPresent()) {
                         log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
                                 found.get().key());
+                        requests.put(found.get().key(), request);
                         readPosition(found.get(), result);
                     } else {
-                        createAndRead(lockName, id, result, attempt + 1);
+                        createAndRead(request, result, attempt + 1);
                     }
                 });
     }
 
-    private CompletableFuture<Void> ensureParent(String parent, String lockName) {
+    private CompletableFuture<Void> ensureParent(String parent, String lockName, byte[] data) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         try {
             backend.curator.create()
@@ -142,7 +168,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                             done.completeExceptionally(failure(lockName, "creating " + parent, code));
                         }
                     })
-                    .forPath(parent);
+                    .forPath(parent, data);
         } catch (Exception e) {
             done.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
                     "creating " + parent + " failed: " + e, e));
@@ -155,7 +181,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Position> awaitTurn(Position waiting) {
         CompletableFuture<Position> result = new CompletableFuture<>();
-        watchPredecessor(waiting, result);
+        if (WATCH_CHILDREN.equals(waiting.predecessor())) {
+            watchChildren(waiting, result);
+        } else {
+            watchPredecessor(waiting, result);
+        }
         return result;
     }
 
@@ -209,13 +239,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
             Code code = Code.get(rc);
             switch (code) {
-                case OK -> {
-                    try {
-                        result.complete(position(entry, children));
-                    } catch (EntryLostException e) {
-                        result.completeExceptionally(e);
-                    }
-                }
+                case OK -> complete(result, entry, children);
                 case NONODE -> result.completeExceptionally(new EntryLostException(entry, "its lock node is gone"));
                 case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> readPosition(entry, result));
                 case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
@@ -224,21 +248,151 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }, null);
     }
 
-    private static Position position(QueueEntry entry, List<String> children) {
+    private void complete(CompletableFuture<Position> result, QueueEntry entry, List<String> children) {
+        try {
+            result.complete(position(entry, children));
+        } catch (EntryLostException e) {
+            requests.remove(entry.key());
+            result.completeExceptionally(e);
+        }
+    }
+
+    /** Where {@code entry} stands among {@code children}, by the rule of its mode. */
+    private Position position(QueueEntry entry, List<String> children) {
         String own = entry.key().substring(entry.key().lastIndexOf('/') + 1);
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
-        String predecessor = LockNodes.predecessor(own, children);
-        return predecessor == null
+        LockNodes.Node node = LockNodes.parse(own);
+        LockRequest request = requests.get(entry.key());
+        List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
+        String waitFor = switch (node.mode()) {
+            case EXCLUSIVE, WRITE -> ahead.isEmpty() ? null : ahead.get(0).name();
+            case READ -> {
+                // The nearest writer ahead blocks a reader, unless it is this thread's own write
+                // lock (a downgrade); readers ahead never do.
+                String ownWrite = request == null || request.grantedDespite() == null ? ""
+                        : request.grantedDespite().substring(request.grantedDespite().lastIndexOf('/') + 1);
+                yield ahead.stream()
+                        .filter(n -> n.mode() == LockMode.WRITE && !n.name().equals(ownWrite))
+                        .map(LockNodes.Node::name)
+                        .findFirst()
+                        .orElse(null);
+            }
+            case SEMAPHORE -> {
+                int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
+                int taken = ahead.stream().mapToInt(LockNodes.Node::permits).sum();
+                yield taken + node.permits() <= max ? null : WATCH_CHILDREN;
+            }
+        };
+        return waitFor == null
                 ? Position.granted(new Grant(entry, entry.token(), Long.MAX_VALUE))
-                : Position.waiting(entry, predecessor);
+                : Position.waiting(entry, waitFor);
+    }
+
+    /**
+     * A semaphore waiter is unblocked by any holder ahead leaving, not only its predecessor, so it
+     * watches the children (semaphores trade the no-herd rule for that; locks keep it).
+     */
+    private void watchChildren(Position waiting, CompletableFuture<Position> result) {
+        QueueEntry entry = waiting.entry();
+        ZooKeeper zk = zkOrFail(result);
+        if (zk == null) {
+            return;
+        }
+        if (zk.getSessionId() != entry.session()) {
+            result.completeExceptionally(new EntryLostException(entry, "its session ended"));
+            return;
+        }
+        Watcher watcher = event -> {
+            if (event.getType() == Watcher.Event.EventType.None) {
+                if (event.getState() == Watcher.Event.KeeperState.Expired
+                        || event.getState() == Watcher.Event.KeeperState.Closed) {
+                    result.completeExceptionally(new EntryLostException(entry, "session " + event.getState()));
+                }
+            } else if (!result.isDone()) {
+                watchChildren(waiting, result);
+            }
+        };
+        String parent = parentOf(entry.key());
+        zk.getChildren(parent, watcher, (rc, path, ctx, children) -> {
+            Code code = Code.get(rc);
+            switch (code) {
+                case OK -> {
+                    try {
+                        Position now = position(entry, children);
+                        if (now.isGranted()) {
+                            result.complete(now);
+                        } // else: the watch fires on the next change
+                    } catch (EntryLostException e) {
+                        requests.remove(entry.key());
+                        result.completeExceptionally(e);
+                    }
+                }
+                case NONODE -> result.completeExceptionally(new EntryLostException(entry, "its parent is gone"));
+                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> watchChildren(waiting, result));
+                case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
+                default -> result.completeExceptionally(failure(entry.lockName(), "watching " + parent, code));
+            }
+        }, null);
+    }
+
+    /**
+     * Every client of one semaphore must agree on its total: the first records it in the parent
+     * node's data, later ones compare. Disagreement is an IllegalArgumentException, not silent.
+     */
+    private CompletableFuture<Void> agreeOnPermits(LockRequest request) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        String parent = backend.lockPath(request.lockName());
+        byte[] mine = ("permits=" + request.maxPermits()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ZooKeeper zk = zkOrFail(done);
+        if (zk == null) {
+            return done;
+        }
+        zk.getData(parent, false, (rc, path, ctx, data, stat) -> {
+            Code code = Code.get(rc);
+            switch (code) {
+                case NONODE -> ensureParent(parent, request.lockName(), mine).whenComplete((ok, err) -> {
+                    if (err != null) {
+                        done.completeExceptionally(err);
+                    } else {
+                        agreeOnPermits(request).whenComplete((x, e) -> complete(done, e));
+                    }
+                });
+                case OK -> {
+                    String recorded = data == null ? "" : new String(data, java.nio.charset.StandardCharsets.UTF_8);
+                    if (recorded.isEmpty()) {
+                        zk.setData(parent, mine, stat.getVersion(), (rc2, p2, c2, s2) ->
+                                agreeOnPermits(request).whenComplete((x, e) -> complete(done, e)), null);
+                    } else if (recorded.equals(new String(mine, java.nio.charset.StandardCharsets.UTF_8))) {
+                        done.complete(null);
+                    } else {
+                        done.completeExceptionally(new IllegalArgumentException("semaphore '" + request.lockName()
+                                + "' on zookeeper is in use with " + recorded.replace("permits=", "")
+                                + " permits; this client opened it with " + request.maxPermits()));
+                    }
+                }
+                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(done,
+                        () -> agreeOnPermits(request).whenComplete((x, e) -> complete(done, e)));
+                default -> done.completeExceptionally(failure(request.lockName(), "reading " + parent, code));
+            }
+        }, null);
+        return done;
+    }
+
+    private static void complete(CompletableFuture<Void> done, Throwable error) {
+        if (error != null) {
+            done.completeExceptionally(error);
+        } else {
+            done.complete(null);
+        }
     }
 
     // ---- release
 
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
+        requests.remove(entry.key());
         CompletableFuture<Void> done = new CompletableFuture<>();
         delete(entry, done);
         return done;

@@ -24,6 +24,7 @@ public final class LockWorkerMain {
             switch (args[0]) {
                 case "count" -> count(client, args[2], Path.of(args[3]), Integer.parseInt(args[4]));
                 case "hold" -> hold(client, args[2]);
+                case "permits" -> permits(client, args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                 default -> throw new IllegalArgumentException(args[0]);
             }
         }
@@ -41,6 +42,12 @@ public final class LockWorkerMain {
             }
         }
         System.out.println("DONE");
+    }
+
+    private static void permits(LockClient client, String name, int total, int take) throws Exception {
+        Lease lease = client.semaphore(name, total).acquire(take);
+        System.out.println("HOLDING " + lease.fencingToken());
+        Thread.sleep(Long.MAX_VALUE);
     }
 
     private static void hold(LockClient client, String lock) throws Exception {

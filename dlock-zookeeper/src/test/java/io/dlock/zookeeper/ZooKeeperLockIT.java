@@ -425,15 +425,10 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport {
     void capabilities_areTruthful() {
         LockClient client = client();
         assertThat(client.capabilities())
-                .contains(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS,
-                        Capability.LOST_DETECTION, Capability.CRASH_RELEASE, Capability.NO_HERD)
-                .doesNotContain(Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK);
-        assertThatThrownBy(() -> client.readWriteLock("rw"))
-                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("READ_WRITE");
-        assertThatThrownBy(() -> client.semaphore("s", 3))
-                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("SEMAPHORE");
-        assertThatThrownBy(() -> client.multiLock(List.of("a", "b")))
-                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("MULTI_LOCK");
+                .contains(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.READ_WRITE,
+                        Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
+                        Capability.CRASH_RELEASE, Capability.NO_HERD)
+                .doesNotContain(Capability.RENEWAL); // the session is the lease: nothing to renew
     }
 
     @Test

@@ -31,7 +31,7 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         backend.curator.create().creatingParentContainersIfNeeded().forPath("/" + namespace + "/adopt");
         String created = backend.zk().create("/" + namespace + "/adopt/" + LockNodes.prefix(id), new byte[0],
                 ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL);
-        Optional<QueueEntry> found = backend.mutex().findOwnEntry("adopt", id).toCompletableFuture()
+        Optional<QueueEntry> found = backend.protocol().findOwnEntry("adopt", id).toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isPresent();
         assertThat(found.get().key()).isEqualTo(created);
@@ -44,12 +44,12 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         ZooKeeperBackend mine = backend();
         ZooKeeperBackend other = backend();
         String id = UUID.randomUUID().toString();
-        Position theirs = other.mutex().enqueue("foreign", id).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Position theirs = other.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("foreign", id)).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(theirs.isGranted()).isTrue();
         assertThat(children("foreign")).hasSize(1);
         // A node carrying our acquisition id but owned by another session (for example one that is
         // expiring) must never be taken as ours: that is how two Curator clients once held one lock.
-        Optional<QueueEntry> found = mine.mutex().findOwnEntry("foreign", id).toCompletableFuture()
+        Optional<QueueEntry> found = mine.protocol().findOwnEntry("foreign", id).toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isEmpty();
     }
@@ -58,17 +58,17 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
     void enqueue_afterParentRemoved_recreatesParentAndGrants() throws Exception {
         ZooKeeperBackend backend = backend();
         String id = UUID.randomUUID().toString();
-        Position first = backend.mutex().enqueue("fresh", id).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Position first = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("fresh", id)).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(first.isGranted()).isTrue();
         assertThat(first.grant().fencingToken()).isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
-        backend.mutex().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.protocol().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("fresh")).isEmpty();
         backend.zk().delete("/" + namespace + "/fresh", -1);
-        Position second = backend.mutex().enqueue("fresh", UUID.randomUUID().toString()).toCompletableFuture()
+        Position second = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("fresh", UUID.randomUUID().toString())).toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(second.isGranted()).isTrue();
         assertThat(second.grant().fencingToken()).isGreaterThan(first.grant().fencingToken());
-        backend.mutex().release(second.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.protocol().release(second.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
 
     @Test
@@ -83,10 +83,10 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
     @Test
     void release_twice_isHarmless() throws Exception {
         ZooKeeperBackend backend = backend();
-        Position p = backend.mutex().enqueue("twice", UUID.randomUUID().toString()).toCompletableFuture()
+        Position p = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("twice", UUID.randomUUID().toString())).toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
-        backend.mutex().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        backend.mutex().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.protocol().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.protocol().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("twice")).isEmpty();
     }
 }
