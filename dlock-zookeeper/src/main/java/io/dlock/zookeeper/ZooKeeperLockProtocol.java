@@ -191,12 +191,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     private void watchPredecessor(Position waiting, CompletableFuture<Position> result) {
         QueueEntry entry = waiting.entry();
-        ZooKeeper zk = zkOrFail(result);
+        ZooKeeper zk = sessionOf(entry, result);
         if (zk == null) {
-            return;
-        }
-        if (zk.getSessionId() != entry.session()) {
-            result.completeExceptionally(new EntryLostException(entry, "its session ended"));
             return;
         }
         Watcher watcher = new Watcher() {
@@ -296,12 +292,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     private void watchChildren(Position waiting, CompletableFuture<Position> result) {
         QueueEntry entry = waiting.entry();
-        ZooKeeper zk = zkOrFail(result);
+        ZooKeeper zk = sessionOf(entry, result);
         if (zk == null) {
-            return;
-        }
-        if (zk.getSessionId() != entry.session()) {
-            result.completeExceptionally(new EntryLostException(entry, "its session ended"));
             return;
         }
         Watcher watcher = event -> {
@@ -488,6 +480,19 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             result.completeExceptionally(e);
             return null;
         }
+    }
+
+    /**
+     * The handle of the session that owns {@code entry}, or null after failing {@code result}: a
+     * waiter whose session has been replaced has lost its entry.
+     */
+    private ZooKeeper sessionOf(QueueEntry entry, CompletableFuture<Position> result) {
+        ZooKeeper zk = zkOrFail(result);
+        if (zk != null && zk.getSessionId() != entry.session()) {
+            result.completeExceptionally(new EntryLostException(entry, "its session ended"));
+            return null;
+        }
+        return zk;
     }
 
     /** Runs {@code retry} once reconnected within the session, or fails {@code result}. */
