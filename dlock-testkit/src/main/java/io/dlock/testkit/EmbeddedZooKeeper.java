@@ -147,11 +147,6 @@ public final class EmbeddedZooKeeper implements TestServer {
     }
 
     @Override
-    public String connectString() {
-        return "127.0.0.1:" + port;
-    }
-
-    @Override
     public int port() {
         return port;
     }

@@ -15,7 +15,9 @@ public interface TestServer extends AutoCloseable {
      *
      * @return host and port separated by a colon
      */
-    String connectString();
+    default String connectString() {
+        return "127.0.0.1:" + port(); // every test server listens on loopback only
+    }
 
     /**
      * Returns the TCP port the server listens on.

@@ -108,11 +108,6 @@ public final class ZooKeeperProcess implements TestServer {
     }
 
     @Override
-    public String connectString() {
-        return "127.0.0.1:" + port;
-    }
-
-    @Override
     public int port() {
         return port;
     }

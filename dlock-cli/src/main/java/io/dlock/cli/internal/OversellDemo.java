@@ -243,11 +243,9 @@ public final class OversellDemo {
 
     private String killHolder(Round round) {
         int holdAt = Math.min(3, stock);
-        round.startWorkers(holdAt, KILLED_HOLD_MS);
-        round.awaitReady();
-        Worker holder = round.workers.get(0);
-        List<Worker> others = round.workers.subList(1, round.workers.size());
-        Hold hold = round.holdFirst(holder, holdAt);
+        Hold hold = round.startHeld(holdAt, KILLED_HOLD_MS);
+        Worker holder = round.holder();
+        List<Worker> others = round.others();
         out.printf("  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n",
                 holder.name, holdAt - 1, hold.token, hold.stockRead);
         round.goAndQueue(others);
@@ -280,11 +278,9 @@ public final class OversellDemo {
 
     private String pauseHolder(Round round) {
         int holdAt = Math.min(3, stock);
-        round.startWorkers(holdAt, PAUSED_HOLD_MS);
-        round.awaitReady();
-        Worker holder = round.workers.get(0);
-        List<Worker> others = round.workers.subList(1, round.workers.size());
-        Hold hold = round.holdFirst(holder, holdAt);
+        Hold hold = round.startHeld(holdAt, PAUSED_HOLD_MS);
+        Worker holder = round.holder();
+        List<Worker> others = round.others();
         holder.jvm.pause();
         long pausedAt = System.nanoTime();
         out.printf("  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n"
@@ -498,6 +494,23 @@ public final class OversellDemo {
         }
 
         /** Lets {@code holder} run alone until it announces its hold, and returns the hold. */
+        /** Starts the workers and lets worker-1 alone reach order {@code holdAt}, where it stalls holding the lock. */
+        Hold startHeld(int holdAt, long holdForMs) {
+            startWorkers(holdAt, holdForMs);
+            awaitReady();
+            return holdFirst(holder(), holdAt);
+        }
+
+        /** The worker that stalls inside its critical section (worker-1). */
+        Worker holder() {
+            return workers.get(0);
+        }
+
+        /** Every worker but the holder. */
+        List<Worker> others() {
+            return workers.subList(1, workers.size());
+        }
+
         Hold holdFirst(Worker holder, int holdAt) {
             victim = holder;
             holder.jvm.send(DemoWorker.GO);
