@@ -1,6 +1,7 @@
 package io.dlock.spi;
 
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -51,4 +52,21 @@ public interface LockProtocol {
      * @return the entry, or empty if this session has none
      */
     CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId);
+
+    /**
+     * Extends a grant whose validity is a lease ({@link Grant#validUntilNanos()} finite). The
+     * engine calls it every third of the lease time while the lease is open, and again after a
+     * failure until the grant runs out. Implementations must read the ticker <em>before</em>
+     * sending, so the new validity never outlives the server's copy.
+     *
+     * <p>Failure: {@link EntryLostException} when the server no longer holds this grant (its
+     * token is gone or replaced): the engine marks the lease lost at once. Any other failure is
+     * treated as transient and retried while the old validity lasts.
+     *
+     * @param grant the grant to extend, as last returned by the protocol
+     * @return the same grant with a later {@code validUntilNanos}
+     */
+    default CompletionStage<Grant> renew(Grant grant) {
+        return CompletableFuture.completedFuture(grant);
+    }
 }
