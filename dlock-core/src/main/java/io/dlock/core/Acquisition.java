@@ -79,6 +79,13 @@ final class Acquisition {
     private volatile boolean deadlineArmed;
     private volatile CompletableFuture<Void> released;
 
+    /** Renewal bookkeeping, owned by {@link Renewer}: when the last successful renewal was sent. */
+    volatile long renewedAt;
+    /** At most one renewal in flight. */
+    final AtomicBoolean renewing = new AtomicBoolean();
+    /** Why the last renewal failed, reported as the cause if the lease runs out. */
+    volatile Throwable lastRenewalFailure;
+
     Acquisition(EngineClient client, String name, LockMode mode, int permits, int maxPermits, Thread owner,
             boolean reentrant, Duration wait) {
         this.client = client;
@@ -99,6 +106,15 @@ final class Acquisition {
 
     Grant grant() {
         return grant;
+    }
+
+    /** Takes a renewed grant (sent at {@code sentAt}) if still held and it extends the validity. */
+    void renewed(Grant renewed, long sentAt) {
+        Grant current = grant;
+        if (state.get() == LockState.HELD && renewed.validUntilNanos() - current.validUntilNanos() > 0) {
+            grant = renewed;
+            renewedAt = sentAt;
+        }
     }
 
     /** Moves {@code from -> to}; false if the state was not {@code from}; ISE on an illegal edge. */

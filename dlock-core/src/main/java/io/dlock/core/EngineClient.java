@@ -76,6 +76,7 @@ final class EngineClient implements LockClient {
     final ExecutorService callbacks;
     private final ScheduledThreadPoolExecutor timer;
     final StallDetector stallDetector;
+    final Renewer renewer;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
@@ -96,6 +97,7 @@ final class EngineClient implements LockClient {
         this.timer.setRemoveOnCancelPolicy(true);
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
         this.stallDetector.start(timer);
+        this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
         backend.onConnectionState(this::onConnectionState);
     }
 
@@ -252,15 +254,18 @@ final class EngineClient implements LockClient {
         if (a.owner != null) {
             threadHolds.put(new HoldKey(a.name, a.mode, a.owner), a);
         }
+        renewer.track(a);
     }
 
     /** A lost grant stays registered to its thread until its holds are closed (see Acquisition). */
     void onLost(Acquisition a) {
         live.remove(a);
+        renewer.untrack(a);
     }
 
     void onEnded(Acquisition a) {
         live.remove(a);
+        renewer.untrack(a);
         if (a.owner != null) {
             threadHolds.remove(new HoldKey(a.name, a.mode, a.owner), a);
         }
@@ -268,6 +273,10 @@ final class EngineClient implements LockClient {
 
     ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
         return timer.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    ScheduledFuture<?> scheduleWithFixedDelay(Runnable task, long periodNanos) {
+        return timer.scheduleWithFixedDelay(task, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
     }
 
     private void onConnectionState(ConnectionState state) {

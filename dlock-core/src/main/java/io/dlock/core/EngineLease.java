@@ -25,6 +25,10 @@ final class EngineLease implements Lease {
         this.fencingToken = acquisition.grant().fencingToken();
     }
 
+    Acquisition acquisition() {
+        return acquisition;
+    }
+
     @Override
     public String lockName() {
         return acquisition.name;
