@@ -86,6 +86,24 @@ final class Acquisition {
     /** Why the last renewal failed, reported as the cause if the lease runs out. */
     volatile Throwable lastRenewalFailure;
 
+    /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
+    static final int LOCAL_BITS = 10;
+    static final int LOCAL_NONE = 0;
+    static final int LOCAL_WAITING = 1;
+    static final int LOCAL_HANDED = 2;
+    static final int LOCAL_PROMOTED = 3;
+    static final int LOCAL_CANCELLED = 4;
+    /**
+     * Where a locally queued acquisition stands: NONE (never waited locally), WAITING, then exactly
+     * one of HANDED (a local hand-off claimed it), PROMOTED (it went to the backend) or CANCELLED.
+     */
+    final AtomicInteger localPhase = new AtomicInteger(LOCAL_NONE);
+    /** The local queue this acquisition went through; null when local queueing is off or not used. */
+    volatile LocalQueues.Queue localQueue;
+    /** How many local hand-offs separate this grant from its backend grant. */
+    volatile int localSeq;
+    private volatile long fencingToken;
+
     Acquisition(EngineClient client, String name, LockMode mode, int permits, int maxPermits, Thread owner,
             boolean reentrant, Duration wait) {
         this.client = client;
@@ -136,17 +154,75 @@ final class Acquisition {
         if (!transition(LockState.IDLE, LockState.QUEUED)) {
             return;
         }
+        send();
+    }
+
+    private void send() {
         if (timed) {
             // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
             // this backstop bounds the overrun when the backend is slow to answer at all.
-            long backstop = saturatedNanos(wait) + client.options.connectTimeout().toNanos();
+            long backstop = Math.max(0, deadlineNanos - client.ticker.read()) + client.options.connectTimeout().toNanos();
+            cancelTimer();
             timer = client.schedule(() -> {
                 if (entry == null) {
                     cancel(new LockTimeoutException(name, client.backendName, wait));
                 }
-            }, Math.max(0, backstop));
+            }, backstop);
         }
         client.protocol.enqueue(request()).whenComplete(this::onPosition);
+    }
+
+    /** Becomes a local waiter (QUEUED with no backend entry); false if already cancelled. */
+    boolean enterLocalWait() {
+        localPhase.set(LOCAL_WAITING);
+        return transition(LockState.IDLE, LockState.QUEUED);
+    }
+
+    /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
+    void armLocalDeadline() {
+        if (!timed) {
+            return;
+        }
+        long remaining = deadlineNanos - client.ticker.read();
+        if (remaining <= 0) {
+            cancel(new LockTimeoutException(name, client.backendName, wait));
+            return;
+        }
+        timer = client.schedule(() -> cancel(new LockTimeoutException(name, client.backendName, wait)), remaining);
+    }
+
+    /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
+    void startPromoted() {
+        cancelTimer();
+        send(); // if cancelled meanwhile, onPosition withdraws the new entry and finishes
+    }
+
+    /**
+     * Takes over {@code from}'s grant by a local hand-off (claimed as HANDED). The backend entry
+     * stays; the token rises by one. False if this waiter was cancelled first: it is then finished
+     * here and the caller tries the next one.
+     */
+    boolean takeOver(Acquisition from) {
+        cancelTimer();
+        entry = from.entry;
+        grant = from.grant;
+        fencingToken = from.fencingToken + 1;
+        localSeq = from.localSeq + 1;
+        renewedAt = from.renewedAt;
+        holds.set(1);
+        if (transition(LockState.QUEUED, LockState.HELD)) {
+            client.onGranted(this);
+            outcome.complete(this);
+            return true;
+        }
+        holds.set(0);
+        entry = null;
+        completeCancelled();
+        return false;
+    }
+
+    long fencingToken() {
+        return fencingToken;
     }
 
     private LockRequest request() {
@@ -170,6 +246,8 @@ final class Acquisition {
         }
         if (position.isGranted()) {
             grant = position.grant();
+            fencingToken = grant.fencingToken() << LOCAL_BITS;
+            localSeq = 0;
             holds.set(1);
             if (transition(LockState.QUEUED, LockState.HELD)) {
                 cancelTimer();
@@ -229,6 +307,14 @@ final class Acquisition {
         }
         cancelCause = cause;
         cancelTimer();
+        if (localPhase.compareAndSet(LOCAL_WAITING, LOCAL_CANCELLED)) {
+            client.local.removeWaiter(this);
+            finishCancelled();
+            return;
+        }
+        if (localPhase.get() == LOCAL_HANDED) {
+            return; // a hand-off claimed it: takeOver sees CANCELLED and finishes it
+        }
         if (entry != null) {
             withdraw();
         }
@@ -259,6 +345,11 @@ final class Acquisition {
     }
 
     private void finishCancelled() {
+        completeCancelled();
+        client.local.ended(this);
+    }
+
+    private void completeCancelled() {
         Throwable cause = cancelCause;
         outcome.completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
     }
@@ -304,7 +395,9 @@ final class Acquisition {
         if (!withdrawn.compareAndSet(false, true)) {
             return CompletableFuture.completedFuture(null);
         }
-        return client.protocol.release(e).toCompletableFuture().handle((ok, err) -> {
+        CompletableFuture<Void> cleaned = client.protocol.release(e).toCompletableFuture();
+        client.local.ended(this);
+        return cleaned.handle((ok, err) -> {
             if (err != null) {
                 log.debug("[lock={} state=LOST] cleanup of {} failed: {}", name, e.key(), err.toString());
             }
@@ -318,6 +411,7 @@ final class Acquisition {
 
     /** Releases the grant regardless of the hold count (client close, abandoned grant). */
     CompletableFuture<Void> release() {
+        boolean mayHandOff = localQueue != null && client.isOpen() && grantOutlastsHandOff();
         if (!transition(LockState.HELD, LockState.RELEASING)) {
             CompletableFuture<Void> r = released;
             return r != null ? r : CompletableFuture.completedFuture(null);
@@ -325,6 +419,12 @@ final class Acquisition {
         holds.set(0);
         lostListeners.clear();
         client.onEnded(this);
+        if (mayHandOff && client.local.handOff(this)) {
+            transition(LockState.RELEASING, LockState.RELEASED);
+            CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
+            released = done;
+            return done;
+        }
         QueueEntry e = entry;
         CompletableFuture<Void> done = client.protocol.release(e).toCompletableFuture()
                 .handle((ok, err) -> {
@@ -335,7 +435,17 @@ final class Acquisition {
                     return null;
                 });
         released = done;
+        client.local.ended(this); // after the release is sent: the next local waiter queues behind it
         return done;
+    }
+
+    /** Whether the grant is valid with enough time left to be worth passing on. */
+    private boolean grantOutlastsHandOff() {
+        if (!isValid()) {
+            return false;
+        }
+        long until = grant.validUntilNanos();
+        return until == Long.MAX_VALUE || until - client.ticker.read() > client.renewer.lossThresholdNanos();
     }
 
     /**
@@ -349,8 +459,11 @@ final class Acquisition {
             return;
         }
         lostCause = new LockLostException(name, client.backendName, reason, cause);
-        log.warn("[lock={} state=LOST] fencing token {}: {}", name, grant.fencingToken(), reason);
+        log.warn("[lock={} state=LOST] fencing token {}: {}", name, fencingToken, reason);
         client.onLost(this);
+        // Local waiters need not wait for the owner to close a lost lease: the next one queues in
+        // the backend, behind the lost entry if the server still has it.
+        client.local.ended(this);
         client.callbacks.execute(this::runLostListeners);
     }
 

@@ -77,6 +77,8 @@ final class EngineClient implements LockClient {
     private final ScheduledThreadPoolExecutor timer;
     final StallDetector stallDetector;
     final Renewer renewer;
+    /** JVM-local queues of exclusive acquisitions (a no-op when the option is off). */
+    final LocalQueues local;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
@@ -98,6 +100,7 @@ final class EngineClient implements LockClient {
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
         this.stallDetector.start(timer);
         this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
+        this.local = new LocalQueues(options.maxLocalHandoffs());
         backend.onConnectionState(this::onConnectionState);
     }
 
@@ -222,6 +225,24 @@ final class EngineClient implements LockClient {
     }
 
     // ---- engine internals
+
+    /** Acquisitions waiting or holding (lost ones excluded). */
+    int liveCount() {
+        return live.size();
+    }
+
+    boolean isOpen() {
+        return lifecycle.get() == Lifecycle.OPEN;
+    }
+
+    /** Starts an acquisition, through the JVM-local queue where that applies. Never blocks. */
+    void begin(Acquisition a) {
+        if (a.mode == LockMode.EXCLUSIVE && options.localQueueing()) {
+            local.start(a);
+        } else {
+            a.start();
+        }
+    }
 
     private void checkOpen() {
         if (lifecycle.get() != Lifecycle.OPEN) {

@@ -50,7 +50,9 @@ final class Renewer {
         if (a.grant().validUntilNanos() == Long.MAX_VALUE) {
             return;
         }
-        a.renewedAt = client.ticker.read();
+        if (a.localSeq == 0) { // a local hand-off keeps the renewal time of the grant it took over
+            a.renewedAt = client.ticker.read();
+        }
         tracked.add(a);
         if (started.compareAndSet(false, true)) {
             try {
@@ -63,6 +65,11 @@ final class Renewer {
 
     void untrack(Acquisition a) {
         tracked.remove(a);
+    }
+
+    /** Less validity left than this, and a grant counts as lost. */
+    long lossThresholdNanos() {
+        return 2 * tickNanos;
     }
 
     int tracked() {
@@ -78,7 +85,7 @@ final class Renewer {
                     continue;
                 }
                 Grant g = a.grant();
-                if (g.validUntilNanos() - now < 2 * tickNanos) {
+                if (g.validUntilNanos() - now < lossThresholdNanos()) {
                     tracked.remove(a);
                     a.lose(renewal
                             ? "the lease could not be renewed before it ran out"
