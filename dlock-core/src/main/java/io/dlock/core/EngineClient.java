@@ -84,6 +84,9 @@ final class EngineClient implements LockClient {
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
     private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
     private final AtomicLong suspension = new AtomicLong();
+    /** Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. */
+    private final String idPrefix = java.util.UUID.randomUUID().toString();
+    private final AtomicLong ids = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
 
     EngineClient(LockBackend backend, LockOptions options) {
@@ -229,6 +232,10 @@ final class EngineClient implements LockClient {
     /** Acquisitions waiting or holding (lost ones excluded). */
     int liveCount() {
         return live.size();
+    }
+
+    String nextAcquisitionId() {
+        return idPrefix + "-" + ids.incrementAndGet();
     }
 
     boolean isOpen() {

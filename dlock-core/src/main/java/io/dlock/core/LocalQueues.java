@@ -17,7 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Concurrency: each lock name has a {@link Queue} whose monitor guards its fields; the monitor is
  * held only for a few field updates and CASes, never across I/O or a wait. A waiter is claimed
- * exactly once, by a CAS on {@link Acquisition#localPhase}: a hand-off, a promotion to carrier or
+ * exactly once, by a CAS on {@link Acquisition#claimLocal}: a hand-off, a promotion to carrier or
  * its own cancellation. Queues with no carrier are removed from the map and marked dead, so a racing
  * caller retries on a fresh one.
  */
@@ -152,7 +152,7 @@ final class LocalQueues {
         }
         Acquisition next;
         while ((next = q.waiters.poll()) != null) {
-            if (next.localPhase.compareAndSet(Acquisition.LOCAL_WAITING, phase)) {
+            if (next.claimLocal(phase)) {
                 return next;
             }
         }

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: the tick runs on the client's timer thread; renewal replies arrive on the
  * backend's threads. Each acquisition has at most one renewal in flight ({@link
- * Acquisition#renewing}); its grant is replaced only while it is HELD.
+ * Acquisition#startRenewal}); its grant is replaced only while it is HELD.
  */
 final class Renewer {
     private static final Logger log = LoggerFactory.getLogger(Renewer.class);
@@ -90,7 +90,7 @@ final class Renewer {
                     a.lose(renewal
                             ? "the lease could not be renewed before it ran out"
                             : "the lease ran out (renewal is off)", a.lastRenewalFailure);
-                } else if (renewal && now - a.renewedAt >= intervalNanos && a.renewing.compareAndSet(false, true)) {
+                } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
                     renew(a, g, now);
                 }
             }
@@ -101,7 +101,7 @@ final class Renewer {
 
     private void renew(Acquisition a, Grant g, long sentAt) {
         client.protocol.renew(g).whenComplete((renewed, error) -> {
-            a.renewing.set(false);
+            a.endRenewal();
             if (error == null) {
                 a.lastRenewalFailure = null;
                 a.renewed(renewed, sentAt);
