@@ -57,6 +57,11 @@ class RenewerTest {
         return await().atMost(Duration.ofSeconds(5)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(2));
     }
 
+    /** Asserts that {@code condition} stays true for {@code period} (many renewer ticks). */
+    private static void holdsFor(Duration period, java.util.concurrent.Callable<Boolean> condition) {
+        await().during(period).atMost(period.plusSeconds(5)).pollInterval(Duration.ofMillis(5)).until(condition);
+    }
+
     private static long validUntil(Lease lease) {
         return ((EngineLease) lease).acquisition().grant().validUntilNanos();
     }
@@ -95,8 +100,7 @@ class RenewerTest {
         assertThat(lease.isValid()).isFalse();
         assertThat(lost.get(0)).hasMessageContaining("renewal found the lock gone");
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(250));
-        Thread.sleep(100); // several ticks: the listener must not run again
-        assertThat(lost).hasSize(1);
+        holdsFor(Duration.ofMillis(100), () -> lost.size() == 1); // several ticks: no second run
         lease.close();
     }
 
@@ -112,8 +116,7 @@ class RenewerTest {
         backend.failRenewals(true);
         long deadline = validUntil(lease);
         now.set(deadline - TimeUnit.MILLISECONDS.toNanos(100)); // renewals due and failing
-        Thread.sleep(150);
-        assertThat(lostAt[0]).as("still 100 ms of validity: not lost yet").isZero();
+        holdsFor(Duration.ofMillis(150), () -> lostAt[0] == 0); // 100 ms of validity left: not lost yet
         assertThat(lease.isValid()).isTrue();
         now.set(deadline - TimeUnit.MILLISECONDS.toNanos(30)); // less than two ticks left
         eventually().until(() -> lostAt[0] != 0);
@@ -135,9 +138,7 @@ class RenewerTest {
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
         lease.onLost(lost::add);
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(400));
-        Thread.sleep(100);
-        assertThat(lease.isValid()).isTrue();
-        assertThat(lost).isEmpty();
+        holdsFor(Duration.ofMillis(100), () -> lease.isValid() && lost.isEmpty());
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(200));
         eventually().until(() -> lost.size() == 1);
         assertThat(lease.isValid()).isFalse();
@@ -154,8 +155,7 @@ class RenewerTest {
         assertThat(((EngineClient) client).renewer.tracked()).isZero();
         int before = server.renewals.get();
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(500));
-        Thread.sleep(100);
-        assertThat(server.renewals.get()).isEqualTo(before);
+        holdsFor(Duration.ofMillis(100), () -> server.renewals.get() == before);
     }
 
     @Test
