@@ -3,28 +3,28 @@ package io.dlock.testkit;
 import io.dlock.testkit.FencedStore.Access;
 import io.dlock.testkit.FencedStore.Kind;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.PriorityQueue;
 
 /**
  * Judges a {@link FencedStore}'s history: did lock holders overlap, were updates lost, and did
  * fencing refuse what it should?
  *
  * <p>A <em>critical section</em> is every access by one client with one token (one grant), from
- * its first access to its last in the store's order. Two sections <em>overlap</em> when one's
- * accesses fall between the other's first and last. The checker reports:
+ * its first access to its last in the store's order. A section <em>overlaps</em> (is interrupted)
+ * when another section's access falls between its first and last access. The checker reports:
  *
  * <ul>
- *   <li>{@link Report#overlaps()}: pairs of overlapping sections over all accesses, refused ones
- *       included. A paused or partitioned holder that wakes up inside the next holder's section
- *       counts here even when fencing refused it: this is what the store saw, not what it let
- *       through.
- *   <li>{@link Report#acceptedOverlaps()}: pairs that overlap counting only accepted accesses.
+ *   <li>{@link Report#overlaps()}: interrupted sections over all accesses, refused ones included. A
+ *       holder paused between its read and its write is one interrupted section however many
+ *       sections ran meanwhile; it counts even when fencing refused its write: this is what the
+ *       store saw, not what it let through.
+ *   <li>{@link Report#acceptedOverlaps()}: sections interrupted counting only accepted accesses.
  *       With fencing this must be 0.
  *   <li>{@link Report#lostUpdates()}: accepted writes whose section read a value that another
  *       write had replaced before this write landed (read-modify-write lost someone's update).
@@ -49,8 +49,9 @@ public final class FencingChecker {
      * @param accesses how many accesses were judged
      * @param sections how many critical sections (distinct client and token) accessed the store
      * @param acceptedWrites writes the store performed
-     * @param overlaps pairs of sections that overlapped, counting every access
-     * @param acceptedOverlaps pairs of sections whose accepted accesses overlapped
+     * @param overlaps sections into which another section's access fell, counting every access
+     * @param acceptedOverlaps sections interrupted by another's accepted access, counting accepted
+     *     accesses only
      * @param lostUpdates accepted writes that overwrote an update their section had not read
      * @param staleWritesRejected writes refused for a stale token
      * @param staleReadsRejected reads refused for a stale token
@@ -113,8 +114,10 @@ public final class FencingChecker {
      */
     public static Report check(List<Access> accesses, long initialValue, long finalValue) {
         Objects.requireNonNull(accesses, "accesses");
-        Map<Section, long[]> all = new LinkedHashMap<>(); // section -> {first, last} sequence
+        // section -> {first, last, count}, in positions among all accesses and among accepted ones
+        Map<Section, long[]> all = new LinkedHashMap<>();
         Map<Section, long[]> accepted = new LinkedHashMap<>();
+        long acceptedPosition = 0;
         Map<Section, Long> lastRead = new HashMap<>();
         long previous = -1;
         long value = initialValue;
@@ -140,7 +143,7 @@ public final class FencingChecker {
                 }
                 continue;
             }
-            span(accepted, s, a.sequence());
+            span(accepted, s, acceptedPosition++);
             if (a.kind() == Kind.READ) {
                 lastRead.put(s, a.value());
             } else {
@@ -163,10 +166,11 @@ public final class FencingChecker {
             }
             highest = Math.max(highest, a.token());
         }
-        long overlaps = overlappingPairs(all.values());
-        long acceptedOverlaps = overlappingPairs(accepted.values());
+        long overlaps = interrupted(all.values());
+        long acceptedOverlaps = interrupted(accepted.values());
         if (acceptedOverlaps > 0 && firstProblem.isEmpty()) {
-            firstProblem = "accepted accesses of two sections interleaved: " + firstOverlap(accepted);
+            firstProblem = "accepted accesses of two sections interleaved (positions among accepted accesses): "
+                    + firstOverlap(accepted);
         }
         return new Report(accesses.size(), all.size(), acceptedWrites, overlaps, acceptedOverlaps, lostUpdates,
                 staleWritesRejected, staleReadsRejected, staleWritesAccepted, initialValue, finalValue, firstProblem);
@@ -174,29 +178,28 @@ public final class FencingChecker {
 
     private record Section(String client, long token) {}
 
-    private static void span(Map<Section, long[]> spans, Section s, long sequence) {
+    private static void span(Map<Section, long[]> spans, Section s, long position) {
         long[] span = spans.get(s);
         if (span == null) {
-            spans.put(s, new long[] {sequence, sequence});
+            spans.put(s, new long[] {position, position, 1});
         } else {
-            span[1] = sequence;
+            span[1] = position;
+            span[2]++;
         }
     }
 
-    /** Counts intersecting pairs among closed intervals with a sweep over their starts. */
-    private static long overlappingPairs(java.util.Collection<long[]> spans) {
-        List<long[]> sorted = new ArrayList<>(spans);
-        sorted.sort(Comparator.comparingLong(s -> s[0]));
-        PriorityQueue<Long> ends = new PriorityQueue<>();
-        long pairs = 0;
-        for (long[] s : sorted) {
-            while (!ends.isEmpty() && ends.peek() < s[0]) {
-                ends.poll();
+    /**
+     * Counts the sections another section's access broke into: positions are consecutive, so a
+     * section was interrupted exactly when it holds fewer accesses than its span has positions.
+     */
+    private static long interrupted(Collection<long[]> spans) {
+        long n = 0;
+        for (long[] s : spans) {
+            if (s[2] < s[1] - s[0] + 1) {
+                n++;
             }
-            pairs += ends.size();
-            ends.add(s[1]);
         }
-        return pairs;
+        return n;
     }
 
     private static String firstOverlap(Map<Section, long[]> spans) {
@@ -204,7 +207,7 @@ public final class FencingChecker {
         sorted.sort(Comparator.comparingLong(e -> e.getValue()[0]));
         Map.Entry<Section, long[]> open = null;
         for (Map.Entry<Section, long[]> e : sorted) {
-            if (open != null && e.getValue()[0] <= open.getValue()[1]) {
+            if (open != null && e.getValue()[0] < open.getValue()[1]) {
                 return open.getKey() + " " + range(open.getValue()) + " and " + e.getKey() + " " + range(e.getValue());
             }
             if (open == null || e.getValue()[1] > open.getValue()[1]) {

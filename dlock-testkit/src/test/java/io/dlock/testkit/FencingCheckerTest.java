@@ -80,7 +80,7 @@ class FencingCheckerTest {
     }
 
     @Test
-    void check_threeNestedSections_countsEveryOverlappingPair() {
+    void check_threeNestedSections_countsEveryInterruptedSection() {
         List<Access> h = new ArrayList<>();
         h.add(access(0, Kind.READ, "a", 1, 0));
         h.add(access(1, Kind.READ, "b", 2, 0));
@@ -90,10 +90,25 @@ class FencingCheckerTest {
         h.add(access(5, Kind.WRITE, "a", 1, 1));
         h.add(access(6, Kind.READ, "d", 4, 1)); // after everyone: no overlap
         FencingChecker.Report r = FencingChecker.check(h, 0, 1);
-        assertThat(r.overlaps()).isEqualTo(3);
+        assertThat(r.overlaps()).isEqualTo(2); // a and b were interrupted; c ran undisturbed
         assertThat(r.lostUpdates()).isEqualTo(2); // b and a wrote over c's update
         assertThat(r.staleWritesAccepted()).isEqualTo(2);
         assertThat(r.shortfall()).isEqualTo(2);
+    }
+
+    @Test
+    void check_pausedHolderAcrossManySections_oneInterruptedSection() {
+        FencedStore store = FencedStore.fenced();
+        long v = store.read("paused", 1).orElseThrow();
+        for (long t = 2; t < 50; t++) {
+            long x = store.read("w", t).orElseThrow();
+            store.write("w", t, x + 1);
+        }
+        store.write("paused", 1, v + 1);
+        FencingChecker.Report r = store.check();
+        assertThat(r.overlaps()).isEqualTo(1);
+        assertThat(r.acceptedOverlaps()).isZero();
+        assertThat(r.sections()).isEqualTo(49);
     }
 
     @Test
