@@ -171,6 +171,13 @@ final class Workloads {
         }
     }
 
+    private static String perCycleText(Map<String, Long> counts, int n) {
+        StringBuilder sb = new StringBuilder();
+        counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append(':')
+                .append(String.format(Locale.ROOT, "%.2f", v / (double) n)));
+        return sb.toString();
+    }
+
     private static String orDash(String s) {
         return s == null ? "-" : s;
     }
@@ -271,8 +278,9 @@ final class Workloads {
     /**
      * COST: the server's own request counters over {@code costCycles} uncontended cycles, per cycle.
      * ZooKeeper: {@code zk_packets_received} from {@code mntr} (less what an idle interval of the
-     * same probes adds: session pings of the open clients). Redis: {@code INFO commandstats}
-     * calls, without the {@code INFO} probes themselves.
+     * same probes adds: session pings of the open clients). Redis: the client's own requests as
+     * {@code MONITOR} sees them (commands run inside scripts listed apart), and the {@code INFO
+     * commandstats} delta, which counts both, without the probes themselves.
      */
     List<Result> cost(List<LockImpl> impls) throws InterruptedException {
         List<Result> out = new ArrayList<>();
@@ -303,23 +311,27 @@ final class Workloads {
                     perCycle = (after - before - (idle1 - idle0)) / (double) n;
                     extra.put("counter", "zk_packets_received");
                 } else {
+                    String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
                     Map<String, Long> before = ServerStats.redisCommandCalls(redis.sync());
-                    for (int i = 0; i < n; i++) {
-                        lock.acquire().release();
-                    }
-                    Map<String, Long> after = ServerStats.redisCommandCalls(redis.sync());
-                    long total = 0;
-                    StringBuilder breakdown = new StringBuilder();
-                    for (Map.Entry<String, Long> e : after.entrySet()) {
-                        long d = e.getValue() - before.getOrDefault(e.getKey(), 0L);
-                        if (d > 0 && !e.getKey().equals("info")) {
-                            total += d;
-                            breakdown.append(breakdown.length() == 0 ? "" : " ").append(e.getKey()).append(':')
-                                    .append(String.format(Locale.ROOT, "%.2f", d / (double) n));
+                    try (RedisMonitor monitor = new RedisMonitor(servers.redis(), marker)) {
+                        for (int i = 0; i < n; i++) {
+                            lock.acquire().release();
                         }
+                        redis.sync().echo(marker);
+                        monitor.awaitMarker();
+                        Map<String, Long> after = ServerStats.redisCommandCalls(redis.sync());
+                        Map<String, Long> all = new java.util.TreeMap<>();
+                        after.forEach((k, v) -> {
+                            long d = v - before.getOrDefault(k, 0L);
+                            if (d > 0 && !k.equals("info") && !k.equals("echo") && !k.equals("monitor")) {
+                                all.put(k, d);
+                            }
+                        });
+                        perCycle = monitor.requests().values().stream().mapToLong(Long::longValue).sum() / (double) n;
+                        extra.put("requests", perCycleText(monitor.requests(), n));
+                        extra.put("insideScripts", perCycleText(monitor.inScripts(), n));
+                        extra.put("commandstats", perCycleText(all, n));
                     }
-                    perCycle = total / (double) n;
-                    extra.put("commands", breakdown.toString());
                 }
                 log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
                 log.flush();
