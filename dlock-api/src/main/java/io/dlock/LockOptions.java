@@ -32,6 +32,19 @@ public final class LockOptions {
      * any thread, like Curator's {@code InterProcessSemaphoreMutex}.
      */
     public static final boolean DEFAULT_REENTRANT = true;
+    /**
+     * Whether threads of one client that wait for the same exclusive lock queue inside the JVM, with
+     * only one of them in the backend's queue: true. A release then hands the lock to the next local
+     * waiter without a server round trip, up to {@link #DEFAULT_MAX_LOCAL_HANDOFFS} times in a row.
+     */
+    public static final boolean DEFAULT_LOCAL_QUEUEING = true;
+    /**
+     * How many consecutive local hand-offs one backend grant may serve before the lock goes back to
+     * the backend's queue, so that other clients are not starved: 64.
+     */
+    public static final int DEFAULT_MAX_LOCAL_HANDOFFS = 64;
+    /** The highest {@code maxLocalHandoffs}: local grants use the low 10 bits of the fencing token. */
+    public static final int MAX_LOCAL_HANDOFFS_LIMIT = 1023;
     /** How many threads run async completions and {@code onLost} listeners: 2. */
     public static final int DEFAULT_CALLBACK_THREADS = 2;
 
@@ -46,6 +59,8 @@ public final class LockOptions {
     private final RetryPolicy retryPolicy;
     private final Ticker ticker;
     private final int callbackThreads;
+    private final boolean localQueueing;
+    private final int maxLocalHandoffs;
 
     private LockOptions(Builder b) {
         this.leaseTime = b.leaseTime;
@@ -57,6 +72,8 @@ public final class LockOptions {
         this.retryPolicy = b.retryPolicy;
         this.ticker = b.ticker;
         this.callbackThreads = b.callbackThreads;
+        this.localQueueing = b.localQueueing;
+        this.maxLocalHandoffs = b.maxLocalHandoffs;
     }
 
     /**
@@ -193,6 +210,28 @@ public final class LockOptions {
         return callbackThreads;
     }
 
+    /**
+     * JVM-local queueing of exclusive-lock waiters; default {@link #DEFAULT_LOCAL_QUEUEING}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return whether waiters of one client queue locally
+     */
+    public boolean localQueueing() {
+        return localQueueing;
+    }
+
+    /**
+     * Consecutive local hand-offs per backend grant; default {@link #DEFAULT_MAX_LOCAL_HANDOFFS}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the bound
+     */
+    public int maxLocalHandoffs() {
+        return maxLocalHandoffs;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof LockOptions other
@@ -204,20 +243,23 @@ public final class LockOptions {
                 && reentrant == other.reentrant
                 && retryPolicy.equals(other.retryPolicy)
                 && ticker == other.ticker
-                && callbackThreads == other.callbackThreads;
+                && callbackThreads == other.callbackThreads
+                && localQueueing == other.localQueueing
+                && maxLocalHandoffs == other.maxLocalHandoffs;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, reentrant, retryPolicy,
-                callbackThreads);
+                callbackThreads, localQueueing, maxLocalHandoffs);
     }
 
     @Override
     public String toString() {
         return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
                 + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair + ", reentrant=" + reentrant
-                + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + "]";
+                + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + ", localQueueing="
+                + localQueueing + ", maxLocalHandoffs=" + maxLocalHandoffs + "]";
     }
 
     /**
@@ -235,6 +277,8 @@ public final class LockOptions {
         private RetryPolicy retryPolicy = RetryPolicy.defaults();
         private Ticker ticker = Ticker.system();
         private int callbackThreads = DEFAULT_CALLBACK_THREADS;
+        private boolean localQueueing = DEFAULT_LOCAL_QUEUEING;
+        private int maxLocalHandoffs = DEFAULT_MAX_LOCAL_HANDOFFS;
 
         private Builder() {}
 
@@ -248,6 +292,8 @@ public final class LockOptions {
             this.retryPolicy = o.retryPolicy;
             this.ticker = o.ticker;
             this.callbackThreads = o.callbackThreads;
+            this.localQueueing = o.localQueueing;
+            this.maxLocalHandoffs = o.maxLocalHandoffs;
         }
 
         /**
@@ -375,6 +421,39 @@ public final class LockOptions {
                 throw new IllegalArgumentException("callbackThreads must be between 1 and 64: " + callbackThreads);
             }
             this.callbackThreads = callbackThreads;
+            return this;
+        }
+
+        /**
+         * Turns JVM-local queueing on or off; see {@link LockOptions#DEFAULT_LOCAL_QUEUEING}. Off,
+         * every waiting thread stands in the backend's queue itself.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param localQueueing whether waiters of one client queue locally
+         * @return this builder
+         */
+        public Builder localQueueing(boolean localQueueing) {
+            this.localQueueing = localQueueing;
+            return this;
+        }
+
+        /**
+         * Sets how many consecutive local hand-offs one backend grant may serve.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
+         *
+         * @param maxLocalHandoffs from 0 (every grant goes through the backend) to {@link
+         *     LockOptions#MAX_LOCAL_HANDOFFS_LIMIT}
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder maxLocalHandoffs(int maxLocalHandoffs) {
+            if (maxLocalHandoffs < 0 || maxLocalHandoffs > MAX_LOCAL_HANDOFFS_LIMIT) {
+                throw new IllegalArgumentException("maxLocalHandoffs must be between 0 and "
+                        + MAX_LOCAL_HANDOFFS_LIMIT + ": " + maxLocalHandoffs);
+            }
+            this.maxLocalHandoffs = maxLocalHandoffs;
             return this;
         }
 

@@ -76,11 +76,17 @@ final class EngineClient implements LockClient {
     final ExecutorService callbacks;
     private final ScheduledThreadPoolExecutor timer;
     final StallDetector stallDetector;
+    final Renewer renewer;
+    /** JVM-local queues of exclusive acquisitions (a no-op when the option is off). */
+    final LocalQueues local;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
     private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
     private final AtomicLong suspension = new AtomicLong();
+    /** Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. */
+    private final String idPrefix = java.util.UUID.randomUUID().toString();
+    private final AtomicLong ids = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
 
     EngineClient(LockBackend backend, LockOptions options) {
@@ -96,6 +102,8 @@ final class EngineClient implements LockClient {
         this.timer.setRemoveOnCancelPolicy(true);
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
         this.stallDetector.start(timer);
+        this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
+        this.local = new LocalQueues(options.maxLocalHandoffs());
         backend.onConnectionState(this::onConnectionState);
     }
 
@@ -221,6 +229,28 @@ final class EngineClient implements LockClient {
 
     // ---- engine internals
 
+    /** Acquisitions waiting or holding (lost ones excluded). */
+    int liveCount() {
+        return live.size();
+    }
+
+    String nextAcquisitionId() {
+        return idPrefix + "-" + ids.incrementAndGet();
+    }
+
+    boolean isOpen() {
+        return lifecycle.get() == Lifecycle.OPEN;
+    }
+
+    /** Starts an acquisition, through the JVM-local queue where that applies. Never blocks. */
+    void begin(Acquisition a) {
+        if (a.mode == LockMode.EXCLUSIVE && options.localQueueing()) {
+            local.start(a);
+        } else {
+            a.start();
+        }
+    }
+
     private void checkOpen() {
         if (lifecycle.get() != Lifecycle.OPEN) {
             throw new IllegalStateException(backendName + " client is " + lifecycle.get());
@@ -252,15 +282,18 @@ final class EngineClient implements LockClient {
         if (a.owner != null) {
             threadHolds.put(new HoldKey(a.name, a.mode, a.owner), a);
         }
+        renewer.track(a);
     }
 
     /** A lost grant stays registered to its thread until its holds are closed (see Acquisition). */
     void onLost(Acquisition a) {
         live.remove(a);
+        renewer.untrack(a);
     }
 
     void onEnded(Acquisition a) {
         live.remove(a);
+        renewer.untrack(a);
         if (a.owner != null) {
             threadHolds.remove(new HoldKey(a.name, a.mode, a.owner), a);
         }
@@ -268,6 +301,10 @@ final class EngineClient implements LockClient {
 
     ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
         return timer.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    ScheduledFuture<?> scheduleWithFixedDelay(Runnable task, long periodNanos) {
+        return timer.scheduleWithFixedDelay(task, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
     }
 
     private void onConnectionState(ConnectionState state) {

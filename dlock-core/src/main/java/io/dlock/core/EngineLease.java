@@ -22,7 +22,11 @@ final class EngineLease implements Lease {
 
     EngineLease(Acquisition acquisition) {
         this.acquisition = acquisition;
-        this.fencingToken = acquisition.grant().fencingToken();
+        this.fencingToken = acquisition.fencingToken();
+    }
+
+    Acquisition acquisition() {
+        return acquisition;
     }
 
     @Override

@@ -76,7 +76,7 @@ final class EngineLock implements DistributedLock {
                 a.grantedDespite = write.entry().key();
             }
         }
-        a.start();
+        client.begin(a);
         try {
             return Optional.of(new EngineLease(a.await()));
         } catch (LockTimeoutException e) {
@@ -143,7 +143,7 @@ final class EngineLock implements DistributedLock {
                 a.cancel(new CancellationException("acquireAsync cancelled"));
             }
         });
-        a.start();
+        client.begin(a);
         return result;
     }
 

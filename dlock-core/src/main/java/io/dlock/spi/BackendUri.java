@@ -53,7 +53,9 @@ public record BackendUri(
             "retryBaseSleep",
             "retryMaxSleep",
             "retryMaxRetries",
-            "callbackThreads");
+            "callbackThreads",
+            "localQueueing",
+            "maxLocalHandoffs");
 
     private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
 
@@ -122,6 +124,8 @@ public record BackendUri(
                     case "retryMaxSleep" -> retryMax = duration(name, value);
                     case "retryMaxRetries" -> retries = integer(name, value);
                     case "callbackThreads" -> options.callbackThreads(integer(name, value));
+                    case "localQueueing" -> options.localQueueing(bool(name, value));
+                    case "maxLocalHandoffs" -> options.maxLocalHandoffs(integer(name, value));
                     default -> {
                         if (!backendParameters.contains(name)) {
                             Set<String> known = new TreeSet<>(COMMON_PARAMETERS);

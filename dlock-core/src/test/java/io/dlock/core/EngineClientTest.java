@@ -86,6 +86,14 @@ class EngineClientTest {
         return open(server.connect());
     }
 
+    /** A client whose waiting threads each stand in the backend queue (no JVM-local queueing). */
+    private LockClient clientWithoutLocalQueueing() {
+        LockClient c = LockEngine.newClient(server.connect(),
+                LockOptions.builder().ticker(ticker).callbackThreads(1).localQueueing(false).build());
+        clients.add(c);
+        return c;
+    }
+
     private static ConditionFactory eventually() {
         return await().atMost(Duration.ofSeconds(5)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(5));
     }
@@ -659,6 +667,7 @@ class EngineClientTest {
     void close_client_withdrawsWaitersAndFailsThem() throws Exception {
         LockClient holder = otherClient();
         Lease held = holder.lock("orders").acquire();
+        LockClient client = clientWithoutLocalQueueing();
         Future<Lease> blocking = inThread(() -> client.lock("orders").acquire());
         awaitQueueSize("orders", 2);
         CompletableFuture<Lease> async = client.lock("orders").acquireAsync(LONG);
@@ -759,7 +768,7 @@ class EngineClientTest {
 
     @Test
     void acquireAsync_severalWaiters_grantedInArrivalOrderWakingOnlyTheNext() throws Exception {
-        LockClient other = otherClient();
+        LockClient other = clientWithoutLocalQueueing();
         Lease first = client.lock("orders").acquire();
         List<CompletableFuture<Lease>> waiters = new ArrayList<>();
         for (int i = 0; i < 5; i++) {

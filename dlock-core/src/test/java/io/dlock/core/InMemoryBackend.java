@@ -79,6 +79,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
         final AtomicInteger enqueues = new AtomicInteger();
         final AtomicInteger releases = new AtomicInteger();
         final AtomicInteger wakeUps = new AtomicInteger();
+        final AtomicInteger renewals = new AtomicInteger();
         /** Lifetime of grants: validUntil = ticker + lifetime; null for session-bound grants. */
         private volatile Ticker grantTicker;
         private volatile Duration grantLifetime;
@@ -212,6 +213,18 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
             return after;
         }
 
+        /** A fresh grant for an entry that still holds its lock; EntryLostException otherwise. */
+        Grant renew(QueueEntry e) {
+            synchronized (lock) {
+                List<Slot> q = queues.getOrDefault(e.lockName(), List.of());
+                if (indexOf(q, e.key()) != 0) {
+                    throw new EntryLostException(e, "no longer holds the lock");
+                }
+                renewals.incrementAndGet();
+                return grantOf(e);
+            }
+        }
+
         Optional<QueueEntry> find(String name, String acquisitionId, long session) {
             synchronized (lock) {
                 for (Slot s : queues.getOrDefault(name, List.of())) {
@@ -256,6 +269,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     private final AtomicBoolean holdEnqueueReplies = new AtomicBoolean();
     private final List<Runnable> heldReplies = new ArrayList<>(); // guarded by itself
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean failRenewals = new AtomicBoolean();
 
     private InMemoryBackend(Server server, long session, Set<Capability> capabilities) {
         this.server = server;
@@ -337,6 +351,11 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     /** Removes an entry on the server's own account (its session expired), waking its successor. */
     void expire(QueueEntry entry) {
         server.remove(entry).forEach(REPLIES::execute);
+    }
+
+    /** While on, renewals fail as if the server were unreachable. */
+    void failRenewals(boolean fail) {
+        failRenewals.set(fail);
     }
 
     boolean isClosed() {
@@ -444,6 +463,16 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         return CompletableFuture.supplyAsync(() -> server.find(lockName, acquisitionId, session), REPLIES);
+    }
+
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        return CompletableFuture.supplyAsync(() -> {
+            if (failRenewals.get()) {
+                throw failure(grant.entry().lockName(), "renewal refused (test)");
+            }
+            return server.renew(grant.entry());
+        }, REPLIES);
     }
 
     private LockBackendException failure(String lockName, String detail) {

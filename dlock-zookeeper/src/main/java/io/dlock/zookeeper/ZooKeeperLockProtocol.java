@@ -103,7 +103,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     String name = (String) c[1];
                     long czxid = ((Stat) c[2]).getCzxid();
                     QueueEntry entry = new QueueEntry(lockName, id, name, session, czxid);
-                    requests.put(entry.key(), request);
+                    remember(entry.key(), request);
                     if (Code.get(rc) == Code.OK) {
                         complete(result, entry, children);
                     } else {
@@ -145,7 +145,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     } else if (found.isPresent()) {
                         log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
                                 found.get().key());
-                        requests.put(found.get().key(), request);
+                        remember(found.get().key(), request);
                         readPosition(found.get(), result);
                     } else {
                         createAndRead(request, result, attempt + 1);
@@ -242,6 +242,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 default -> result.completeExceptionally(failure(entry.lockName(), "reading " + parent, code));
             }
         }, null);
+    }
+
+    /** Keeps what {@link #position} needs beyond the node name: only reads and semaphores need it. */
+    private void remember(String key, LockRequest request) {
+        if (request.mode() == LockMode.READ || request.mode() == LockMode.SEMAPHORE) {
+            requests.put(key, request);
+        }
     }
 
     private void complete(CompletableFuture<Position> result, QueueEntry entry, List<String> children) {

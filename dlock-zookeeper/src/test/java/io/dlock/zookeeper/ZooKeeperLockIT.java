@@ -123,7 +123,7 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport {
     @Test
     void acquire_waiters_grantedInArrivalOrder() throws Exception {
         LockClient holderClient = client();
-        LockClient waiterClient = client();
+        LockClient waiterClient = client("sessionTimeout=10s&localQueueing=false"); // each waiter in ZooKeeper
         Lease held = holderClient.lock("fifo").acquire();
         List<Integer> order = new CopyOnWriteArrayList<>();
         List<Thread> waiters = new ArrayList<>();
@@ -150,8 +150,8 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport {
 
     @Test
     void release_thirtyWaiters_wakesOneWaiterPerRelease() throws Exception {
-        LockClient a = client();
-        LockClient b = client();
+        LockClient a = client("sessionTimeout=10s&localQueueing=false");
+        LockClient b = client("sessionTimeout=10s&localQueueing=false");
         Lease held = a.lock("herd").acquire();
         int watchesBefore = server.watchCount();
         int waiters = 30;
@@ -188,6 +188,40 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport {
         }
         assertThat(server.watchCount()).isEqualTo(watchesBefore);
         assertThat(children("herd")).isEmpty();
+    }
+
+    @Test
+    void localQueueing_thirtyWaitersOnTwoClients_oneZnodeAndOneWatchPerClient() throws Exception {
+        LockClient a = client();
+        LockClient b = client();
+        Lease held = a.lock("local").acquire();
+        int watchesBefore = server.watchCount();
+        List<CompletableFuture<Lease>> pending = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            pending.add((i % 2 == 0 ? a : b).lock("local").acquireAsync(Duration.ofMinutes(1)));
+        }
+        // a's waiters queue behind a's holder inside the JVM; b's stand behind one b node.
+        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> children("local").size() == 2);
+        assertThat(server.watchCount() - watchesBefore).isEqualTo(1);
+
+        long lastToken = held.fencingToken();
+        held.close();
+        int[] counter = {0};
+        List<CompletableFuture<Lease>> waiting = new ArrayList<>(pending);
+        while (!waiting.isEmpty()) {
+            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
+            List<CompletableFuture<Lease>> granted = waiting.stream().filter(CompletableFuture::isDone).toList();
+            assertThat(granted).as("one holder at a time").hasSize(1);
+            waiting.removeAll(granted);
+            Lease lease = granted.get(0).get();
+            assertThat(lease.fencingToken()).isGreaterThan(lastToken);
+            lastToken = lease.fencingToken();
+            counter[0]++;
+            lease.close();
+        }
+        assertThat(counter[0]).isEqualTo(30);
+        assertThat(children("local")).isEmpty();
+        assertThat(server.watchCount()).isEqualTo(watchesBefore);
     }
 
     @Test

@@ -1,0 +1,165 @@
+package io.dlock.core;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * JVM-local queueing of exclusive acquisitions: of the threads (and async callers) of one client
+ * that want the same lock, only one, the <em>carrier</em>, stands in the backend's queue. The others
+ * wait here, in arrival order. When the carrier releases a valid grant, the next local waiter takes
+ * it over without a server round trip; after {@code maxHandoffs} consecutive local hand-offs the
+ * grant goes back to the server and the next local waiter enqueues behind the other clients' waiters,
+ * so no client starves another for longer than that bound.
+ *
+ * <p>Fencing: the engine's public token is the backend's token shifted left by {@link
+ * Acquisition#LOCAL_BITS}; the n-th local hand-off adds n. Tokens so still rise with every grant,
+ * local or not, and stay below the next backend grant's.
+ *
+ * <p>Concurrency: each lock name has a {@link Queue} whose monitor guards its fields; the monitor is
+ * held only for a few field updates and CASes, never across I/O or a wait. A waiter is claimed
+ * exactly once, by a CAS on {@link Acquisition#claimLocal}: a hand-off, a promotion to carrier or
+ * its own cancellation. Queues with no carrier are removed from the map and marked dead, so a racing
+ * caller retries on a fresh one.
+ */
+final class LocalQueues {
+    /** One lock name's local queue. */
+    static final class Queue {
+        /** The acquisition that stands for this JVM in the backend queue, or holds the grant. */
+        Acquisition carrier;
+        /** Local waiters in arrival order; allocated on first contention. */
+        ArrayDeque<Acquisition> waiters;
+        boolean dead;
+    }
+
+    private final ConcurrentHashMap<String, Queue> queues = new ConcurrentHashMap<>();
+    private final int maxHandoffs;
+
+    LocalQueues(int maxHandoffs) {
+        this.maxHandoffs = maxHandoffs;
+    }
+
+    /** Starts {@code a}: in the backend if no one here has the lock, else as a local waiter. */
+    void start(Acquisition a) {
+        while (true) {
+            Queue q = queues.computeIfAbsent(a.name, n -> new Queue());
+            boolean carrier;
+            synchronized (q) {
+                if (q.dead) {
+                    continue;
+                }
+                a.localQueue = q;
+                carrier = q.carrier == null;
+                if (carrier) {
+                    q.carrier = a;
+                } else {
+                    if (!a.enterLocalWait()) {
+                        return; // cancelled before it started
+                    }
+                    if (q.waiters == null) {
+                        q.waiters = new ArrayDeque<>(4);
+                    }
+                    q.waiters.add(a);
+                }
+            }
+            if (carrier) {
+                a.start();
+            } else {
+                a.armLocalDeadline();
+            }
+            return;
+        }
+    }
+
+    /**
+     * Passes {@code from}'s grant to the next local waiter, if any may take it. Called by the
+     * carrier's release with its state already RELEASING.
+     *
+     * @return true if a waiter now holds the grant (the backend entry stays)
+     */
+    boolean handOff(Acquisition from) {
+        Queue q = from.localQueue;
+        if (q == null || from.localSeq >= maxHandoffs) {
+            return false;
+        }
+        while (true) {
+            Acquisition next;
+            synchronized (q) {
+                if (q.carrier != from) {
+                    return false;
+                }
+                next = claimNext(q, Acquisition.LOCAL_HANDED);
+                if (next == null) {
+                    return false;
+                }
+                q.carrier = next;
+            }
+            if (next.takeOver(from)) {
+                return true;
+            }
+            // Cancelled between the claim and the grant: it finished itself; try the one after.
+            synchronized (q) {
+                if (q.carrier == next) {
+                    q.carrier = from;
+                }
+            }
+        }
+    }
+
+    /**
+     * {@code a} no longer stands in the backend for this JVM (released, withdrawn, failed, or a lost
+     * grant cleaned up): the next local waiter, if any, enqueues in the backend. Idempotent.
+     */
+    void ended(Acquisition a) {
+        Queue q = a.localQueue;
+        if (q == null) {
+            return;
+        }
+        Acquisition next;
+        synchronized (q) {
+            if (q.carrier != a) {
+                return;
+            }
+            // While the client closes, waiters are being cancelled: do not send them to the backend.
+            next = a.client.isOpen() ? claimNext(q, Acquisition.LOCAL_PROMOTED) : null;
+            q.carrier = next;
+            if (next == null) {
+                q.dead = true;
+                queues.remove(a.name, q);
+            }
+        }
+        if (next != null) {
+            next.startPromoted();
+        }
+    }
+
+    /** Forgets a cancelled local waiter. */
+    void removeWaiter(Acquisition a) {
+        Queue q = a.localQueue;
+        if (q == null) {
+            return;
+        }
+        synchronized (q) {
+            if (q.waiters != null) {
+                q.waiters.remove(a);
+            }
+        }
+    }
+
+    /** Claims the first waiter still waiting, moving it to {@code phase}; caller holds q's monitor. */
+    private static Acquisition claimNext(Queue q, int phase) {
+        if (q.waiters == null) {
+            return null;
+        }
+        Acquisition next;
+        while ((next = q.waiters.poll()) != null) {
+            if (next.claimLocal(phase)) {
+                return next;
+            }
+        }
+        return null;
+    }
+
+    int size() {
+        return queues.size();
+    }
+}
