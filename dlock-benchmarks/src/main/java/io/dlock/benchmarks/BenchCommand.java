@@ -72,7 +72,8 @@ public final class BenchCommand implements Callable<Integer> {
     private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
 
     @Option(names = "--impls", split = ",", paramLabel = "I",
-            description = "Implementations, of dlock-zk, curator, zk-floor, redisson, redisson-fair, redis-floor"
+            description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
+                    + " redisson, redisson-fair, redis-floor"
                     + " (default: every one on the chosen servers).")
     private List<String> impls = new ArrayList<>();
 

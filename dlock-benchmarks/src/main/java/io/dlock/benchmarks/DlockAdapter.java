@@ -21,8 +21,8 @@ final class DlockAdapter implements BenchClient {
         this.client = client;
     }
 
-    static DlockAdapter zookeeper(String address) {
-        return connect("zookeeper://" + address + "/" + NAMESPACE, LockOptions.defaults());
+    static DlockAdapter zookeeper(String address, LockOptions options) {
+        return connect("zookeeper://" + address + "/" + NAMESPACE, options);
     }
 
     static DlockAdapter connect(String uri, LockOptions options) {

@@ -1,5 +1,6 @@
 package io.dlock.benchmarks;
 
+import io.dlock.LockOptions;
 import java.util.Locale;
 import java.util.function.Function;
 
@@ -9,7 +10,12 @@ import java.util.function.Function;
  */
 public enum LockImpl {
     /** dlock's ZooKeeper backend, defaults (fair, reentrant). */
-    DLOCK_ZK("dlock-zk", Backend.ZOOKEEPER, Role.DLOCK, true, s -> DlockAdapter.zookeeper(s.address(Backend.ZOOKEEPER))),
+    DLOCK_ZK("dlock-zk", Backend.ZOOKEEPER, Role.DLOCK, true,
+            s -> DlockAdapter.zookeeper(s.address(Backend.ZOOKEEPER), LockOptions.defaults())),
+    /** dlock's ZooKeeper backend with JVM-local queueing off: every waiter stands in ZooKeeper's queue. */
+    DLOCK_ZK_NO_LOCAL_QUEUE("dlock-zk-nolq", Backend.ZOOKEEPER, Role.DLOCK, true,
+            s -> DlockAdapter.zookeeper(
+                    s.address(Backend.ZOOKEEPER), LockOptions.builder().localQueueing(false).build())),
     /** Apache Curator's {@code InterProcessMutex}. */
     CURATOR("curator", Backend.ZOOKEEPER, Role.ANCHOR, true, s -> new CuratorAdapter(s.address(Backend.ZOOKEEPER))),
     /** The bare protocol: create an ephemeral-sequential node, delete it. Not a lock: W1 and cost only. */

@@ -125,7 +125,9 @@ final class Workloads {
                 worker.awaitLine("READY", WORKER_START);
             }
             int[] runs = {0};
-            return interleaved("W3", impls, (impl, length) -> {
+            Map<LockImpl, long[]> perJvm = new EnumMap<>(LockImpl.class);
+            int[] periods = {0};
+            List<Result> results = interleaved("W3", impls, (impl, length) -> {
                 long[] w = window(length, 500_000_000L); // the commands reach every worker before the start
                 List<Path> files = new ArrayList<>();
                 for (ChildJvm worker : workers) {
@@ -148,8 +150,24 @@ final class Workloads {
                         throw new UncheckedIOException(e);
                     }
                 }
+                // Warm-up periods come first, one per implementation: leave them out of the shares.
+                if (periods[0]++ >= impls.size()) {
+                    long[] shares = perJvm.computeIfAbsent(impl, k -> new long[workers.size()]);
+                    for (int i = 0; i < parts.size(); i++) {
+                        shares[i] += parts.get(i).ops;
+                    }
+                }
                 return Measurement.concurrent(parts);
             });
+            for (Result r : results) {
+                long[] shares = perJvm.get(r.impl());
+                if (shares != null) {
+                    r.extra().put("perJvm", java.util.Arrays.stream(shares).mapToObj(Long::toString)
+                            .collect(java.util.stream.Collectors.joining("/")));
+                    r.extra().put("jainFairness", jain(shares));
+                }
+            }
+            return results;
         } finally {
             for (ChildJvm worker : workers) {
                 if (worker.isAlive()) {
@@ -176,6 +194,17 @@ final class Workloads {
         counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append(':')
                 .append(String.format(Locale.ROOT, "%.2f", v / (double) n)));
         return sb.toString();
+    }
+
+    /** Jain's fairness index of the workers' hand-offs: 1 when equal, 1/n when one JVM got all. */
+    static double jain(long[] shares) {
+        double sum = 0;
+        double squares = 0;
+        for (long s : shares) {
+            sum += s;
+            squares += (double) s * s;
+        }
+        return squares == 0 ? Double.NaN : sum * sum / (shares.length * squares);
     }
 
     private static String orDash(String s) {
@@ -242,6 +271,7 @@ final class Workloads {
         acquired.await();
         long t1 = System.nanoTime();
         long heapHeld = usedHeapAfterGc();
+        histogram(impl);
         long t2 = System.nanoTime();
         release.countDown();
         boolean done = released.await(10, TimeUnit.MINUTES);
@@ -265,6 +295,30 @@ final class Workloads {
         log.flush();
         return new Result("W4", impl, n / (acquireSeconds + releaseSeconds), n, acquireSeconds + releaseSeconds,
                 Double.NaN, Double.NaN, 0, extra);
+    }
+
+    /**
+     * With {@code -Ddlock.bench.histogramDir=DIR}, saves {@code jcmd <pid> GC.class_histogram} while
+     * W4's locks are held, to see what the heap per held lock is made of. Outside the timed phases.
+     */
+    private void histogram(LockImpl impl) throws InterruptedException {
+        String dir = System.getProperty("dlock.bench.histogramDir");
+        if (dir == null) {
+            return;
+        }
+        Path file = Path.of(dir, "w4-" + impl.label() + ".txt");
+        String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
+        try {
+            Files.createDirectories(file.getParent());
+            Process p = new ProcessBuilder(jcmd, Long.toString(ProcessHandle.current().pid()), "GC.class_histogram")
+                    .redirectErrorStream(true).redirectOutput(file.toFile()).start();
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+            log.println("W4 " + impl.label() + ": class histogram in " + file);
+        } catch (IOException e) {
+            log.println("W4 " + impl.label() + ": no class histogram: " + e);
+        }
     }
 
     static long usedHeapAfterGc() throws InterruptedException {
