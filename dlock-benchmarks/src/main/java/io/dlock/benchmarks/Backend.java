@@ -1,0 +1,20 @@
+package io.dlock.benchmarks;
+
+import java.util.Locale;
+
+/** A coordination server the runner starts. */
+public enum Backend {
+    /** A standalone ZooKeeper in its own JVM ({@code ZooKeeperProcess}). */
+    ZOOKEEPER,
+    /** A {@code redis-server} process. */
+    REDIS;
+
+    /**
+     * The name used on the command line and in the output.
+     *
+     * @return for example {@code zookeeper}
+     */
+    public String label() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+}

@@ -1,0 +1,369 @@
+package io.dlock.benchmarks;
+
+import io.dlock.spi.BackendUri;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code dlock bench}: starts ZooKeeper (in its own JVM) and {@code redis-server}, then runs dlock,
+ * Apache Curator's {@code InterProcessMutex}, Redisson's {@code RLock} and {@code RFairLock} and
+ * the bare protocol of each server on those servers in one run, interleaved, and prints a table
+ * with dlock's ratios to each and one JSON line per result.
+ *
+ * <p>Workloads: W1 uncontended cycles (1 thread); W2 {@code --w2-threads} threads of one JVM on one
+ * lock; W3 {@code --w3-jvms} JVMs of {@code --w3-threads} threads on one lock; W4 {@code
+ * --w4-locks} distinct locks held at once by one client, with client heap per held lock; COST the
+ * server's requests per uncontended cycle. Every contended workload also checks mutual exclusion
+ * (overlapping critical sections are counted and must be 0).
+ *
+ * <p>Run it alone with {@code java -cp dlock-benchmarks/target/benchmarks.jar
+ * io.dlock.benchmarks.BenchCommand [options]}. Exit status: 0 when every workload ran and no
+ * overlap was seen; 1 when a workload failed or an overlap was seen; 2 for bad options.
+ *
+ * <p>Thread-safety: a command object holds parsed options; one instance per invocation.
+ */
+@Command(
+        name = "bench",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Runs dlock side by side with Apache Curator (InterProcessMutex), Redisson (RLock, RFairLock) and the"
+                    + " bare protocol of each server, on servers it starts itself, interleaved, and prints ratios.",
+            "Defaults take about 5 minutes; --quick about 1."
+        },
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {
+            "0:every workload ran and mutual exclusion held",
+            "1:a workload failed, or overlapping critical sections were seen",
+            "2:invalid options"
+        })
+public final class BenchCommand implements Callable<Integer> {
+
+    /** Every workload, in the order they run. */
+    public static final List<String> WORKLOADS = List.of("W1", "W2", "W3", "W4", "COST");
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--workloads", split = ",", paramLabel = "W",
+            description = "Workloads to run, of W1, W2, W3, W4, COST (default: all).")
+    private List<String> workloads = new ArrayList<>(WORKLOADS);
+
+    @Option(names = "--backends", split = ",", paramLabel = "B",
+            description = "Servers to run on, of zookeeper, redis (default: both).")
+    private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
+
+    @Option(names = "--impls", split = ",", paramLabel = "I",
+            description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
+                    + " redisson, redisson-fair, redis-floor"
+                    + " (default: every one on the chosen servers).")
+    private List<String> impls = new ArrayList<>();
+
+    @Option(names = "--warmup", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
+            description = "Warm-up of each implementation per workload (default: ${DEFAULT-VALUE}).")
+    private Duration warmup;
+
+    @Option(names = "--duration", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
+            description = "One measured period (default: ${DEFAULT-VALUE}).")
+    private Duration duration;
+
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "3",
+            description = "Measured periods per implementation, interleaved A, B, C, A, B, C (default: ${DEFAULT-VALUE}).")
+    private int rounds;
+
+    @Option(names = "--w2-threads", paramLabel = "N", defaultValue = "8", description = "W2 threads (default: ${DEFAULT-VALUE}).")
+    private int w2Threads;
+
+    @Option(names = "--w3-jvms", paramLabel = "N", defaultValue = "4", description = "W3 worker JVMs (default: ${DEFAULT-VALUE}).")
+    private int w3Jvms;
+
+    @Option(names = "--w3-threads", paramLabel = "N", defaultValue = "2",
+            description = "W3 threads per worker JVM (default: ${DEFAULT-VALUE}).")
+    private int w3Threads;
+
+    @Option(names = "--w4-locks", paramLabel = "N", defaultValue = "100000",
+            description = "W4 locks held at once (default: ${DEFAULT-VALUE}).")
+    private int w4Locks;
+
+    @Option(names = "--w4-threads", paramLabel = "N", defaultValue = "8",
+            description = "W4 threads that acquire and release the locks (default: ${DEFAULT-VALUE}).")
+    private int w4Threads;
+
+    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "2000",
+            description = "Cycles counted for COST (default: ${DEFAULT-VALUE}).")
+    private int costCycles;
+
+    @Option(names = "--quick", description = "Smoke-test sizes: 500ms warm-up, 1 round of 1s, 10,000 W4 locks, 200 COST cycles"
+            + " (overrides those options).")
+    private boolean quick;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write the JSON lines to FILE.")
+    private Path jsonFile;
+
+    @Option(names = "--redis-server", paramLabel = "PATH", defaultValue = "/usr/bin/redis-server",
+            description = "The redis-server binary (default: ${DEFAULT-VALUE}).")
+    private String redisServer;
+
+    /**
+     * Creates the command; picocli fills in its fields.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     */
+    public BenchCommand() {}
+
+    /**
+     * Runs {@code dlock bench} on its own and exits the JVM with its status.
+     *
+     * <p>Blocking: until the run is done. Thread-safety: a process entry point. On failure: exits
+     * 1 (run failed) or 2 (bad options), after printing why.
+     *
+     * @param args the options, for example {@code --quick --workloads W1}
+     */
+    public static void main(String[] args) {
+        int status;
+        try {
+            status = new CommandLine(new BenchCommand()).setCaseInsensitiveEnumValuesAllowed(true).execute(args);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            status = 1;
+        }
+        System.exit(status);
+    }
+
+    /**
+     * Runs the benchmark: starts the servers, runs the workloads, prints the report, stops the
+     * servers.
+     *
+     * <p>Blocking: for the whole run (about 5 minutes with defaults). Thread-safety: one invocation
+     * at a time. On failure: returns 1 after printing the error; every server and worker JVM it
+     * started is stopped.
+     *
+     * @return the exit status
+     * @throws CommandLine.ParameterException for invalid options (exit status 2)
+     */
+    @Override
+    public Integer call() {
+        RunConfig config = validate();
+        List<Backend> chosenBackends = parseBackends();
+        List<LockImpl> chosen = chooseImpls(chosenBackends);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter log = spec.commandLine().getErr();
+        List<Result> results = new ArrayList<>();
+        Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
+        int status = 0;
+        Map<String, Object> header = header(config, chosen);
+        out.println("dlock bench " + Report.toJson(header));
+        out.flush();
+        try (BenchServers servers = BenchServers.start(chosenBackends, redisServer)) {
+            servers.describe().forEach(s -> log.println("started " + s));
+            try {
+                for (LockImpl impl : chosen) {
+                    clients.put(impl, impl.open(servers.servers()));
+                }
+                runWorkloads(new Workloads(config, servers.servers(), clients, log), chosen, results);
+            } finally {
+                // Before the servers stop, so that no client spends its close reconnecting.
+                for (BenchClient c : clients.values()) {
+                    try {
+                        c.close();
+                    } catch (RuntimeException e) {
+                        log.println("closing a client failed: " + e);
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            log.println("interrupted");
+            status = 1;
+        } catch (RuntimeException e) {
+            e.printStackTrace(log);
+            log.println("bench failed: " + e);
+            status = 1;
+        }
+        Report.table(out, results);
+        out.println();
+        List<String> lines = new ArrayList<>();
+        for (Result r : results) {
+            lines.add(Report.json(r, results));
+        }
+        lines.forEach(out::println);
+        out.flush();
+        if (jsonFile != null) {
+            List<String> all = new ArrayList<>();
+            all.add(Report.toJson(Map.of("run", header)));
+            all.addAll(lines);
+            try {
+                Files.write(jsonFile, all, StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot write " + jsonFile, e);
+            }
+        }
+        long overlaps = results.stream().mapToLong(Result::overlaps).sum();
+        if (overlaps > 0) {
+            log.println("MUTUAL EXCLUSION VIOLATED: " + overlaps + " overlapping critical sections");
+            status = 1;
+        }
+        log.flush();
+        return status;
+    }
+
+    private void runWorkloads(Workloads w, List<LockImpl> chosen, List<Result> results) throws InterruptedException {
+        List<LockImpl> contendable = chosen.stream().filter(LockImpl::contendable).toList();
+        for (String workload : WORKLOADS) {
+            if (!workloads.contains(workload)) {
+                continue;
+            }
+            switch (workload) {
+                case "W1" -> results.addAll(w.w1(chosen));
+                case "W2" -> results.addAll(w.w2(contendable));
+                case "W3" -> results.addAll(w.w3(contendable));
+                case "W4" -> results.addAll(w.w4(contendable));
+                default -> results.addAll(w.cost(chosen));
+            }
+        }
+    }
+
+    private RunConfig validate() {
+        for (String w : workloads) {
+            if (!WORKLOADS.contains(w.toUpperCase(Locale.ROOT))) {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                        "unknown workload '" + w + "'; known: " + String.join(", ", WORKLOADS));
+            }
+        }
+        workloads.replaceAll(w -> w.toUpperCase(Locale.ROOT));
+        Duration wu = quick ? Duration.ofMillis(500) : warmup;
+        Duration d = quick ? Duration.ofSeconds(1) : duration;
+        int r = quick ? 1 : rounds;
+        int w4 = quick ? 10_000 : w4Locks;
+        int cc = quick ? 200 : costCycles;
+        positive("--duration", d.isZero() || d.isNegative() ? 0 : 1);
+        positive("--rounds", r);
+        positive("--w2-threads", w2Threads);
+        positive("--w3-jvms", w3Jvms);
+        positive("--w3-threads", w3Threads);
+        positive("--w4-locks", w4);
+        positive("--w4-threads", w4Threads);
+        positive("--cost-cycles", cc);
+        if (wu.isNegative()) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--warmup must not be negative: " + wu);
+        }
+        if (w4Threads > w4) {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--w4-threads (" + w4Threads + ") must not exceed --w4-locks (" + w4 + ")");
+        }
+        return new RunConfig(wu, d, r, w2Threads, w3Jvms, w3Threads, w4, w4Threads, cc);
+    }
+
+    private void positive(String option, int value) {
+        if (value < 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " must be at least 1" + (
+                    option.equals("--duration") ? "ms" : "") + ", was " + value);
+        }
+    }
+
+    private List<Backend> parseBackends() {
+        List<Backend> out = new ArrayList<>();
+        for (String b : backends) {
+            Backend backend = switch (b.trim().toLowerCase(Locale.ROOT)) {
+                case "zookeeper", "zk" -> Backend.ZOOKEEPER;
+                case "redis" -> Backend.REDIS;
+                default -> throw new CommandLine.ParameterException(spec.commandLine(),
+                        "unknown backend '" + b + "'; known: zookeeper, redis");
+            };
+            if (!out.contains(backend)) {
+                out.add(backend);
+            }
+        }
+        return out;
+    }
+
+    private List<LockImpl> chooseImpls(List<Backend> chosenBackends) {
+        List<LockImpl> out = new ArrayList<>();
+        if (impls.isEmpty()) {
+            for (LockImpl impl : LockImpl.values()) {
+                if (chosenBackends.contains(impl.backend())) {
+                    out.add(impl);
+                }
+            }
+            return out;
+        }
+        for (String label : impls) {
+            LockImpl impl;
+            try {
+                impl = LockImpl.parse(label);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            if (!chosenBackends.contains(impl.backend())) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "implementation '" + impl.label()
+                        + "' runs on " + impl.backend().label() + ", which is not among --backends " + backends);
+            }
+            if (!out.contains(impl)) {
+                out.add(impl);
+            }
+        }
+        return out;
+    }
+
+    private static Map<String, Object> header(RunConfig c, List<LockImpl> impls) {
+        Map<String, Object> h = new LinkedHashMap<>();
+        h.put("date", Instant.now().toString());
+        h.put("cpus", Runtime.getRuntime().availableProcessors());
+        h.put("cpu", cpuModel());
+        h.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
+        h.put("impls", impls.stream().map(LockImpl::label).toList());
+        h.put("warmup", c.warmup().toString());
+        h.put("duration", c.duration().toString());
+        h.put("rounds", c.rounds());
+        h.put("w2Threads", c.w2Threads());
+        h.put("w3", c.w3Jvms() + "x" + c.w3Threads());
+        h.put("w4Locks", c.w4Locks());
+        h.put("w4Threads", c.w4Threads());
+        h.put("costCycles", c.costCycles());
+        return h;
+    }
+
+    private static String cpuModel() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("model name")) {
+                    return line.substring(line.indexOf(':') + 1).trim();
+                }
+            }
+        } catch (IOException | UncheckedIOException e) {
+            // not Linux
+        }
+        return System.getProperty("os.arch");
+    }
+
+    /** Parses durations as dlock's URIs write them: {@code 3s}, {@code 1500ms}, {@code 2m}. Stateless. */
+    static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            try {
+                return BackendUri.duration("duration", value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(
+                        "'" + value + "' is not a duration such as 3s, 1500ms, 2m");
+            }
+        }
+    }
+}

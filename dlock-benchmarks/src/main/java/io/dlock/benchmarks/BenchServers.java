@@ -1,0 +1,197 @@
+package io.dlock.benchmarks;
+
+import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.FreePorts;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.zookeeper.server.ZooKeeperServerMain;
+
+/**
+ * The servers of one run, each a separate process on a free loopback port so that its CPU is not
+ * counted in the client JVM: ZooKeeper in a child JVM ({@link ChildJvm} running {@code
+ * ZooKeeperServerMain}) and {@code redis-server}. {@link #close()} stops them by pid and deletes
+ * their directories.
+ *
+ * <p>Why not the testkit's {@code ZooKeeperProcess}: it runs the server with {@code
+ * -XX:TieredStopAtLevel=1} (C1 only, for fast test start-up) and a 128 MB heap, which slows every
+ * request and cannot hold W4's 200,000 znodes. A benchmark needs a server JVM as production runs
+ * it; the configuration is otherwise the same ({@code forceSync=no}, so neither server fsyncs: Redis
+ * runs without AOF).
+ *
+ * <p>Thread-safety: start and close from one thread.
+ */
+final class BenchServers implements AutoCloseable {
+    /** JVM options of the ZooKeeper server: C2, a heap large enough for W4, pauses kept short. */
+    static final List<String> ZOOKEEPER_JVM_OPTIONS = List.of(
+            "-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.4lw.commands.whitelist=*", "-Dzookeeper.jmx.log4j.disable=true",
+            "-Dznode.container.checkIntervalMs=60000");
+
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+
+    private final List<Path> directories = new ArrayList<>();
+    private ChildJvm zookeeper;
+    private Process redis;
+    private String zookeeperAddress;
+    private String redisAddress;
+
+    /**
+     * Starts the servers {@code backends} need.
+     *
+     * <p>Blocking: until each answers (ZooKeeper {@code ruok}, Redis {@code PING}), at most 60 s
+     * each. On failure: {@link IllegalStateException} with the server's last output; whatever was
+     * started is stopped.
+     */
+    static BenchServers start(List<Backend> backends, String redisServer) {
+        BenchServers s = new BenchServers();
+        try {
+            if (backends.contains(Backend.ZOOKEEPER)) {
+                s.startZooKeeper();
+            }
+            if (backends.contains(Backend.REDIS)) {
+                s.startRedis(redisServer);
+            }
+            return s;
+        } catch (RuntimeException e) {
+            s.close();
+            throw e;
+        }
+    }
+
+    Servers servers() {
+        return new Servers(zookeeperAddress, redisAddress);
+    }
+
+    /** The pid of each running server, for the report. */
+    List<String> describe() {
+        List<String> out = new ArrayList<>();
+        if (zookeeper != null) {
+            out.add("zookeeper " + zookeeperAddress + " pid " + zookeeper.pid() + " " + ZOOKEEPER_JVM_OPTIONS);
+        }
+        if (redis != null) {
+            out.add("redis " + redisAddress + " pid " + redis.pid());
+        }
+        return out;
+    }
+
+    private void startZooKeeper() {
+        int port = FreePorts.loopback();
+        Path work = tempDir("dlock-bench-zk-");
+        Path config = work.resolve("zoo.cfg");
+        write(config, List.of("tickTime=500", "minSessionTimeout=1000", "maxSessionTimeout=60000",
+                "dataDir=" + work.resolve("data").toAbsolutePath(), "clientPort=" + port, "clientPortAddress=127.0.0.1",
+                "maxClientCnxns=0", "admin.enableServer=false", "4lw.commands.whitelist=*", "forceSync=no",
+                // Snapshots every 100k txns would stall the server mid-run; W4 writes ~600k.
+                "snapCount=10000000"));
+        zookeeper = ChildJvm.start(ZooKeeperServerMain.class, List.of(config.toString()), ZOOKEEPER_JVM_OPTIONS);
+        zookeeperAddress = "127.0.0.1:" + port;
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        while (true) {
+            try {
+                if (ServerStats.fourLetterWord(zookeeperAddress, "ruok").equals("imok")) {
+                    return;
+                }
+            } catch (UncheckedIOException e) {
+                // not listening yet
+            }
+            if (!zookeeper.isAlive() || System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("ZooKeeper at " + zookeeperAddress + " did not start: "
+                        + String.join("\n", zookeeper.lines()));
+            }
+            sleep(50);
+        }
+    }
+
+    private void startRedis(String redisServer) {
+        if (!Files.isExecutable(Path.of(redisServer))) {
+            throw new IllegalStateException("redis-server not found at " + redisServer
+                    + " (install it with 'apt-get install redis-server', or pass --redis-server PATH)");
+        }
+        int port = FreePorts.loopback();
+        Path work = tempDir("dlock-bench-redis-");
+        try {
+            redis = new ProcessBuilder(redisServer, "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", work.toString(),
+                    "--logfile", work.resolve("redis.log").toString())
+                    .redirectErrorStream(true)
+                    .redirectOutput(work.resolve("stdout.log").toFile())
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + redisServer, e);
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(redis::destroyForcibly, "dlock-bench-redis-reaper"));
+        redisAddress = "127.0.0.1:" + port;
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        while (!RedisPing.ok(port)) {
+            if (!redis.isAlive() || System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("redis-server on port " + port + " did not start; see "
+                        + work.resolve("redis.log"));
+            }
+            sleep(50);
+        }
+    }
+
+    private Path tempDir(String prefix) {
+        try {
+            Path dir = Files.createTempDirectory(prefix);
+            directories.add(dir);
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void write(Path file, List<String> lines) {
+        try {
+            Files.createDirectories(file.getParent());
+            Files.write(file, lines, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis); // polls readiness: neither server offers a start-up callback
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting a server", e);
+        }
+    }
+
+    /** Stops every server by pid and deletes its directory. Idempotent; never throws. */
+    @Override
+    public void close() {
+        if (zookeeper != null) {
+            zookeeper.close();
+        }
+        if (redis != null) {
+            redis.destroy(); // SIGTERM: redis-server exits at once without --save
+            try {
+                if (!redis.waitFor(10, TimeUnit.SECONDS)) {
+                    redis.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                redis.destroyForcibly();
+            }
+        }
+        for (Path dir : directories) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException | UncheckedIOException e) {
+                // left behind in the temp directory
+            }
+        }
+        directories.clear();
+    }
+}

@@ -1,0 +1,120 @@
+package io.dlock.benchmarks;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * W3's worker: a child JVM that opens one client per implementation and, on each command from its
+ * parent, runs the contended loop ({@link Loops#contended}) on one lock, the same code W2 runs in
+ * one JVM.
+ *
+ * <p>Arguments: {@code <zookeeper address or -> <redis address or -> <impl,impl,...>}. Protocol on
+ * stdin/stdout, one line each:
+ * <pre>{@code
+ * -> READY                                                     (clients connected)
+ * <- RUN <impl> <lock> <threads> <startAtNanos> <endAtNanos> <file>
+ * -> DONE <impl> <ops>  |  FAILED <impl> <message>            (samples written to <file>)
+ * <- QUIT
+ * }</pre>
+ * Windows are given as {@code System.nanoTime()} readings, which on Linux are comparable across
+ * processes ({@code CLOCK_MONOTONIC}), so all workers start and stop together.
+ *
+ * <p>Thread-safety: a process entry point.
+ */
+public final class BenchWorker {
+    private BenchWorker() {}
+
+    /**
+     * Runs the worker until {@code QUIT} or end of input.
+     *
+     * <p>Blocking: until told to quit. On failure: exits with status 1 after printing the error.
+     *
+     * @param args the zookeeper address, the redis address ({@code -} for none) and the implementations
+     */
+    public static void main(String[] args) throws Exception {
+        Servers servers = new Servers(args[0].equals("-") ? null : args[0], args[1].equals("-") ? null : args[1]);
+        Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
+        Map<String, BenchLock> locks = new HashMap<>();
+        int status = 0;
+        try {
+            for (String label : args[2].split(",")) {
+                LockImpl impl = LockImpl.parse(label);
+                clients.put(impl, impl.open(servers));
+            }
+            System.out.println("READY");
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = in.readLine()) != null && !line.equals("QUIT")) {
+                String[] w = line.split(" ");
+                if (!w[0].equals("RUN") || w.length != 7) {
+                    System.out.println("FAILED ? unknown command: " + line);
+                    continue;
+                }
+                LockImpl impl = LockImpl.parse(w[1]);
+                try {
+                    BenchLock lock = locks.computeIfAbsent(w[1] + "/" + w[2], k -> clients.get(impl).lock(w[2]));
+                    Measurement m = Loops.contended(
+                            lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
+                    write(m, Path.of(w[6]));
+                    System.out.println("DONE " + w[1] + " " + m.ops);
+                } catch (RuntimeException | InterruptedException e) {
+                    System.out.println("FAILED " + w[1] + " " + e.toString().replace('\n', ' '));
+                }
+            }
+        } catch (Throwable e) {
+            e.printStackTrace();
+            status = 1;
+        } finally {
+            for (BenchClient c : clients.values()) {
+                c.close();
+            }
+        }
+        System.exit(status);
+    }
+
+    static void write(Measurement m, Path file) throws IOException {
+        try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file)))) {
+            out.writeLong(m.ops);
+            out.writeLong(m.windowNanos);
+            out.writeLong(m.directOverlaps);
+            writeArray(out, m.latencies);
+            writeArray(out, m.enters);
+            writeArray(out, m.exits);
+        }
+    }
+
+    static Measurement read(Path file) throws IOException {
+        try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file)))) {
+            long ops = in.readLong();
+            long window = in.readLong();
+            long direct = in.readLong();
+            return new Measurement(ops, window, readArray(in), readArray(in), readArray(in), direct);
+        }
+    }
+
+    private static void writeArray(DataOutputStream out, long[] values) throws IOException {
+        out.writeInt(values.length);
+        for (long v : values) {
+            out.writeLong(v);
+        }
+    }
+
+    private static long[] readArray(DataInputStream in) throws IOException {
+        long[] values = new long[in.readInt()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = in.readLong();
+        }
+        return values;
+    }
+}

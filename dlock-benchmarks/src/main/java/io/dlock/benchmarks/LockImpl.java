@@ -1,0 +1,128 @@
+package io.dlock.benchmarks;
+
+import io.dlock.LockOptions;
+import java.util.Locale;
+import java.util.function.Function;
+
+/**
+ * The implementations under test, one adapter each (Caffeine's {@code CacheType} pattern). The
+ * label is what the command line, the table and the JSON lines use.
+ */
+public enum LockImpl {
+    /** dlock's ZooKeeper backend, defaults (fair, reentrant). */
+    DLOCK_ZK("dlock-zk", Backend.ZOOKEEPER, Role.DLOCK, true,
+            s -> DlockAdapter.zookeeper(s.address(Backend.ZOOKEEPER), LockOptions.defaults())),
+    /** dlock's ZooKeeper backend with JVM-local queueing off: every waiter stands in ZooKeeper's queue. */
+    DLOCK_ZK_NO_LOCAL_QUEUE("dlock-zk-nolq", Backend.ZOOKEEPER, Role.DLOCK, true,
+            s -> DlockAdapter.zookeeper(
+                    s.address(Backend.ZOOKEEPER), LockOptions.builder().localQueueing(false).build())),
+    /** Apache Curator's {@code InterProcessMutex}. */
+    CURATOR("curator", Backend.ZOOKEEPER, Role.ANCHOR, true, s -> new CuratorAdapter(s.address(Backend.ZOOKEEPER))),
+    /** The bare protocol: create an ephemeral-sequential node, delete it. Not a lock: W1 and cost only. */
+    ZK_FLOOR("zk-floor", Backend.ZOOKEEPER, Role.FLOOR, false,
+            s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER))),
+    /** Redisson's {@code RLock} (non-fair, pub/sub wake-ups, watchdog renewal). */
+    REDISSON("redisson", Backend.REDIS, Role.ANCHOR, true, s -> new RedissonAdapter(s.address(Backend.REDIS), false)),
+    /** Redisson's {@code RFairLock}. */
+    REDISSON_FAIR("redisson-fair", Backend.REDIS, Role.ANCHOR, true,
+            s -> new RedissonAdapter(s.address(Backend.REDIS), true)),
+    /** The bare protocol: {@code SET NX PX}, then a compare-and-delete script. W1 and cost only. */
+    REDIS_FLOOR("redis-floor", Backend.REDIS, Role.FLOOR, false, s -> new RedisFloorAdapter(s.address(Backend.REDIS)));
+
+    /** What an implementation is in the comparison. */
+    public enum Role {
+        /** dlock itself. */
+        DLOCK,
+        /** A library users have today; dlock's targets are ratios against it. */
+        ANCHOR,
+        /** The least any lock on that server must do; a lower bound on the work, not a usable lock. */
+        FLOOR
+    }
+
+    private final String label;
+    private final Backend backend;
+    private final Role role;
+    private final boolean contendable;
+    private final Function<Servers, BenchClient> opener;
+
+    LockImpl(String label, Backend backend, Role role, boolean contendable, Function<Servers, BenchClient> opener) {
+        this.label = label;
+        this.backend = backend;
+        this.role = role;
+        this.contendable = contendable;
+        this.opener = opener;
+    }
+
+    /**
+     * The short name, for example {@code curator}.
+     *
+     * @return the label
+     */
+    public String label() {
+        return label;
+    }
+
+    /**
+     * The server this implementation runs on.
+     *
+     * @return the backend
+     */
+    public Backend backend() {
+        return backend;
+    }
+
+    /**
+     * Its role in the comparison.
+     *
+     * @return dlock, anchor or floor
+     */
+    public Role role() {
+        return role;
+    }
+
+    /**
+     * Whether it is a real lock that waiters can queue on, so that it takes part in the contended
+     * workloads (W2, W3) and W4. The floors are not: they only measure the least work per cycle.
+     *
+     * @return true for real locks
+     */
+    public boolean contendable() {
+        return contendable;
+    }
+
+    /**
+     * Connects a client to the run's servers.
+     *
+     * <p>Blocking: until connected. Thread-safety: safe from any thread. On failure: an unchecked
+     * exception naming the server; nothing is left open.
+     *
+     * @param servers where the servers listen
+     * @return the connected client
+     */
+    public BenchClient open(Servers servers) {
+        return opener.apply(servers);
+    }
+
+    /**
+     * Finds an implementation by label or constant name, ignoring case.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalArgumentException} listing the known labels.
+     *
+     * @param text for example {@code curator} or {@code DLOCK_ZK}
+     * @return the implementation
+     */
+    public static LockImpl parse(String text) {
+        String t = text.trim().toLowerCase(Locale.ROOT);
+        for (LockImpl impl : values()) {
+            if (impl.label.equals(t) || impl.name().toLowerCase(Locale.ROOT).equals(t)) {
+                return impl;
+            }
+        }
+        StringBuilder known = new StringBuilder();
+        for (LockImpl impl : values()) {
+            known.append(known.length() == 0 ? "" : ", ").append(impl.label);
+        }
+        throw new IllegalArgumentException("unknown implementation '" + text + "'; known: " + known);
+    }
+}

@@ -1,0 +1,27 @@
+package io.dlock.benchmarks;
+
+import java.time.Duration;
+
+/**
+ * The knobs of one run, validated by {@link BenchCommand}.
+ *
+ * @param warmup the warm-up of each implementation before its first measured period
+ * @param duration one measured period
+ * @param rounds how many measured periods each implementation gets, interleaved with the others'
+ * @param w2Threads threads on one lock in W2
+ * @param w3Jvms worker JVMs in W3
+ * @param w3Threads threads per worker JVM in W3
+ * @param w4Locks distinct locks held at once in W4
+ * @param w4Threads threads that acquire (and release) W4's locks, each an equal share
+ * @param costCycles uncontended cycles counted for the server cost
+ */
+record RunConfig(
+        Duration warmup,
+        Duration duration,
+        int rounds,
+        int w2Threads,
+        int w3Jvms,
+        int w3Threads,
+        int w4Locks,
+        int w4Threads,
+        int costCycles) {}

@@ -1,0 +1,27 @@
+package io.dlock.benchmarks;
+
+/**
+ * Where the servers of one run listen.
+ *
+ * @param zookeeper the ZooKeeper connect string ({@code 127.0.0.1:PORT}), or null if not started
+ * @param redis the Redis address ({@code 127.0.0.1:PORT}), or null if not started
+ */
+public record Servers(String zookeeper, String redis) {
+
+    /**
+     * The address for {@code backend}.
+     *
+     * <p>Blocking: never. Thread-safety: immutable. On failure: {@link IllegalStateException} if
+     * that server was not started.
+     *
+     * @param backend the backend
+     * @return host and port
+     */
+    public String address(Backend backend) {
+        String a = backend == Backend.ZOOKEEPER ? zookeeper : redis;
+        if (a == null) {
+            throw new IllegalStateException(backend.label() + " server was not started in this run");
+        }
+        return a;
+    }
+}

@@ -1,0 +1,404 @@
+package io.dlock.benchmarks;
+
+import io.dlock.testkit.ChildJvm;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The workloads of the side-by-side run. Every implementation runs on the same servers in the same
+ * run; W1 to W3 interleave them (warm-up of each, then {@code rounds} x A, B, C ...) so that a
+ * drift of the machine (another build, a GC of the server) spreads over all of them.
+ *
+ * <p>Thread-safety: one run at a time, driven from one thread.
+ */
+final class Workloads {
+    /** JVM options of W3's workers: the C2 compiler, a small heap, a collector that fits 2 cores. */
+    static final List<String> WORKER_JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC");
+
+    private static final Duration WORKER_START = Duration.ofSeconds(90);
+
+    private final RunConfig config;
+    private final Servers servers;
+    private final Map<LockImpl, BenchClient> clients;
+    private final PrintWriter log;
+
+    Workloads(RunConfig config, Servers servers, Map<LockImpl, BenchClient> clients, PrintWriter log) {
+        this.config = config;
+        this.servers = servers;
+        this.clients = clients;
+        this.log = log;
+    }
+
+    private interface Period {
+        Measurement run(LockImpl impl, Duration length) throws InterruptedException;
+    }
+
+    /** Warm-up for each, then rounds of A, B, C ...; returns the merged measurement of each. */
+    private List<Result> interleaved(String workload, List<LockImpl> impls, Period period) throws InterruptedException {
+        for (LockImpl impl : impls) {
+            log.printf("%s warm-up %s (%s)%n", workload, impl.label(), config.warmup());
+            log.flush();
+            period.run(impl, config.warmup());
+        }
+        Map<LockImpl, List<Measurement>> parts = new EnumMap<>(LockImpl.class);
+        for (int round = 1; round <= config.rounds(); round++) {
+            for (LockImpl impl : impls) {
+                Measurement m = period.run(impl, config.duration());
+                log.printf(Locale.ROOT, "%s round %d %-14s %10.0f ops/s%n", workload, round, impl.label(),
+                        m.opsPerSecond());
+                log.flush();
+                parts.computeIfAbsent(impl, k -> new ArrayList<>()).add(m);
+            }
+        }
+        List<Result> out = new ArrayList<>();
+        for (LockImpl impl : impls) {
+            out.add(Result.of(workload, impl, Measurement.merge(parts.get(impl))));
+        }
+        return out;
+    }
+
+    private static long[] window(Duration length, long delayNanos) {
+        long start = System.nanoTime() + delayNanos;
+        return new long[] {start, start + length.toNanos()};
+    }
+
+    /** W1: one thread, acquire+release cycles on one lock. */
+    List<Result> w1(List<LockImpl> impls) throws InterruptedException {
+        Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
+        for (LockImpl impl : impls) {
+            locks.put(impl, clients.get(impl).lock("w1"));
+        }
+        return interleaved("W1", impls, (impl, length) -> {
+            long[] w = window(length, 0);
+            return Loops.uncontended(locks.get(impl), w[0], w[1]);
+        });
+    }
+
+    /** W2: {@code w2Threads} threads of this JVM on one lock. */
+    List<Result> w2(List<LockImpl> impls) throws InterruptedException {
+        Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
+        for (LockImpl impl : impls) {
+            locks.put(impl, clients.get(impl).lock("w2"));
+        }
+        return interleaved("W2", impls, (impl, length) -> {
+            long[] w = window(length, 50_000_000L); // let every thread reach the start line
+            return Loops.contended(locks.get(impl), config.w2Threads(), w[0], w[1], "w2-" + impl.label());
+        });
+    }
+
+    /** W3: {@code w3Jvms} worker JVMs of {@code w3Threads} threads each on one lock. */
+    List<Result> w3(List<LockImpl> impls) throws InterruptedException {
+        Path dir;
+        try {
+            dir = Files.createTempDirectory("dlock-bench-w3-");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        List<ChildJvm> workers = new ArrayList<>();
+        try {
+            StringBuilder labels = new StringBuilder();
+            for (LockImpl impl : impls) {
+                labels.append(labels.length() == 0 ? "" : ",").append(impl.label());
+            }
+            List<String> args = List.of(orDash(servers.zookeeper()), orDash(servers.redis()), labels.toString());
+            for (int i = 0; i < config.w3Jvms(); i++) {
+                workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
+            }
+            for (ChildJvm worker : workers) {
+                worker.awaitLine("READY", WORKER_START);
+            }
+            int[] runs = {0};
+            Map<LockImpl, long[]> perJvm = new EnumMap<>(LockImpl.class);
+            int[] periods = {0};
+            List<Result> results = interleaved("W3", impls, (impl, length) -> {
+                long[] w = window(length, 500_000_000L); // the commands reach every worker before the start
+                List<Path> files = new ArrayList<>();
+                for (ChildJvm worker : workers) {
+                    Path file = dir.resolve("run-" + (runs[0]++) + ".bin");
+                    files.add(file);
+                    worker.send(String.format(Locale.ROOT, "RUN %s w3 %d %d %d %s", impl.label(), config.w3Threads(),
+                            w[0], w[1], file));
+                }
+                List<Measurement> parts = new ArrayList<>();
+                Duration timeout = length.plus(Duration.ofSeconds(90));
+                for (int i = 0; i < workers.size(); i++) {
+                    String line = workers.get(i).awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
+                    if (line.startsWith("FAILED")) {
+                        throw new IllegalStateException("W3 worker " + i + ": " + line);
+                    }
+                    try {
+                        parts.add(BenchWorker.read(files.get(i)));
+                        Files.deleteIfExists(files.get(i));
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+                // Warm-up periods come first, one per implementation: leave them out of the shares.
+                if (periods[0]++ >= impls.size()) {
+                    long[] shares = perJvm.computeIfAbsent(impl, k -> new long[workers.size()]);
+                    for (int i = 0; i < parts.size(); i++) {
+                        shares[i] += parts.get(i).ops;
+                    }
+                }
+                return Measurement.concurrent(parts);
+            });
+            for (Result r : results) {
+                long[] shares = perJvm.get(r.impl());
+                if (shares != null) {
+                    r.extra().put("perJvm", java.util.Arrays.stream(shares).mapToObj(Long::toString)
+                            .collect(java.util.stream.Collectors.joining("/")));
+                    r.extra().put("jainFairness", jain(shares));
+                }
+            }
+            return results;
+        } finally {
+            for (ChildJvm worker : workers) {
+                if (worker.isAlive()) {
+                    try {
+                        worker.send("QUIT");
+                        worker.waitFor(Duration.ofSeconds(20));
+                    } catch (RuntimeException e) {
+                        // killed below
+                    }
+                }
+                worker.close();
+            }
+            try (var files = Files.list(dir)) {
+                files.forEach(f -> f.toFile().delete());
+            } catch (IOException e) {
+                // left in the temp directory
+            }
+            dir.toFile().delete();
+        }
+    }
+
+    private static String perCycleText(Map<String, Long> counts, int n) {
+        StringBuilder sb = new StringBuilder();
+        counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append(':')
+                .append(String.format(Locale.ROOT, "%.2f", v / (double) n)));
+        return sb.toString();
+    }
+
+    /** Jain's fairness index of the workers' hand-offs: 1 when equal, 1/n when one JVM got all. */
+    static double jain(long[] shares) {
+        double sum = 0;
+        double squares = 0;
+        for (long s : shares) {
+            sum += s;
+            squares += (double) s * s;
+        }
+        return squares == 0 ? Double.NaN : sum * sum / (shares.length * squares);
+    }
+
+    private static String orDash(String s) {
+        return s == null ? "-" : s;
+    }
+
+    /**
+     * W4: one client holds {@code w4Locks} distinct locks at once (acquired by {@code w4Threads}
+     * threads, each its share, since the locks are thread-owned), then releases them. Heap per
+     * held lock is the used heap after a full GC with all held, minus before, over the count.
+     */
+    List<Result> w4(List<LockImpl> impls) throws InterruptedException {
+        List<Result> out = new ArrayList<>();
+        for (LockImpl impl : impls) {
+            out.add(w4(impl));
+        }
+        return out;
+    }
+
+    private Result w4(LockImpl impl) throws InterruptedException {
+        BenchClient client = clients.get(impl);
+        int n = config.w4Locks();
+        int threads = config.w4Threads();
+        BenchLock.Held[] held = new BenchLock.Held[n];
+        CountDownLatch acquired = new CountDownLatch(threads);
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(threads);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        String run = Long.toString(System.nanoTime(), 36);
+        log.printf("W4 %s: %d locks by %d threads%n", impl.label(), n, threads);
+        log.flush();
+        long heapBefore = usedHeapAfterGc();
+        long t0 = System.nanoTime();
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int from = (int) ((long) n * t / threads);
+            int to = (int) ((long) n * (t + 1) / threads);
+            Thread worker = new Thread(() -> {
+                try {
+                    try {
+                        for (int i = from; i < to; i++) {
+                            held[i] = client.lock("w4-" + run + "-" + i).acquire();
+                        }
+                    } finally {
+                        acquired.countDown();
+                    }
+                    release.await();
+                    for (int i = from; i < to; i++) {
+                        if (held[i] != null) {
+                            held[i].release();
+                            held[i] = null;
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                } finally {
+                    released.countDown();
+                }
+            }, "bench-w4-" + t);
+            worker.setDaemon(true);
+            workers.add(worker);
+            worker.start();
+        }
+        acquired.await();
+        long t1 = System.nanoTime();
+        long heapHeld = usedHeapAfterGc();
+        histogram(impl);
+        long t2 = System.nanoTime();
+        release.countDown();
+        boolean done = released.await(10, TimeUnit.MINUTES);
+        long t3 = System.nanoTime();
+        if (!done) {
+            throw new IllegalStateException("W4 " + impl.label() + ": release did not finish in 10 minutes");
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("W4 " + impl.label() + " failed: " + failure.get(), failure.get());
+        }
+        double acquireSeconds = (t1 - t0) / 1e9;
+        double releaseSeconds = (t3 - t2) / 1e9;
+        double bytesPerLock = (heapHeld - heapBefore) / (double) n;
+        Map<String, Object> extra = new LinkedHashMap<>();
+        extra.put("locks", n);
+        extra.put("acquireSeconds", acquireSeconds);
+        extra.put("releaseSeconds", releaseSeconds);
+        extra.put("heapBytesPerLock", bytesPerLock);
+        log.printf(Locale.ROOT, "W4 %s: acquired in %.1f s, released in %.1f s, %.0f heap bytes per held lock%n",
+                impl.label(), acquireSeconds, releaseSeconds, bytesPerLock);
+        log.flush();
+        return new Result("W4", impl, n / (acquireSeconds + releaseSeconds), n, acquireSeconds + releaseSeconds,
+                Double.NaN, Double.NaN, 0, extra);
+    }
+
+    /**
+     * With {@code -Ddlock.bench.histogramDir=DIR}, saves {@code jcmd <pid> GC.class_histogram} while
+     * W4's locks are held, to see what the heap per held lock is made of. Outside the timed phases.
+     */
+    private void histogram(LockImpl impl) throws InterruptedException {
+        String dir = System.getProperty("dlock.bench.histogramDir");
+        if (dir == null) {
+            return;
+        }
+        Path file = Path.of(dir, "w4-" + impl.label() + ".txt");
+        String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
+        try {
+            Files.createDirectories(file.getParent());
+            Process p = new ProcessBuilder(jcmd, Long.toString(ProcessHandle.current().pid()), "GC.class_histogram")
+                    .redirectErrorStream(true).redirectOutput(file.toFile()).start();
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+            log.println("W4 " + impl.label() + ": class histogram in " + file);
+        } catch (IOException e) {
+            log.println("W4 " + impl.label() + ": no class histogram: " + e);
+        }
+    }
+
+    static long usedHeapAfterGc() throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc(); // a full collection under G1 (ExplicitGCInvokesConcurrent is off by default)
+            Thread.sleep(100);
+        }
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    /**
+     * COST: the server's own request counters over {@code costCycles} uncontended cycles, per cycle.
+     * ZooKeeper: {@code zk_packets_received} from {@code mntr} (less what an idle interval of the
+     * same probes adds: session pings of the open clients). Redis: the client's own requests as
+     * {@code MONITOR} sees them (commands run inside scripts listed apart), and the {@code INFO
+     * commandstats} delta, which counts both, without the probes themselves.
+     */
+    List<Result> cost(List<LockImpl> impls) throws InterruptedException {
+        List<Result> out = new ArrayList<>();
+        RedisClient redisClient = null;
+        StatefulRedisConnection<String, String> redis = null;
+        try {
+            if (servers.redis() != null && impls.stream().anyMatch(i -> i.backend() == Backend.REDIS)) {
+                redisClient = RedisClient.create(RedisURI.create("redis://" + servers.redis()));
+                redis = redisClient.connect();
+            }
+            for (LockImpl impl : impls) {
+                BenchLock lock = clients.get(impl).lock("cost");
+                for (int i = 0; i < 100; i++) {
+                    lock.acquire().release();
+                }
+                int n = config.costCycles();
+                Map<String, Object> extra = new LinkedHashMap<>();
+                double perCycle;
+                if (impl.backend() == Backend.ZOOKEEPER) {
+                    String zk = servers.zookeeper();
+                    long idle0 = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    long idle1 = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    long before = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    for (int i = 0; i < n; i++) {
+                        lock.acquire().release();
+                    }
+                    long after = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    perCycle = (after - before - (idle1 - idle0)) / (double) n;
+                    extra.put("counter", "zk_packets_received");
+                } else {
+                    String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
+                    Map<String, Long> before = ServerStats.redisCommandCalls(redis.sync());
+                    try (RedisMonitor monitor = new RedisMonitor(servers.redis(), marker)) {
+                        for (int i = 0; i < n; i++) {
+                            lock.acquire().release();
+                        }
+                        redis.sync().echo(marker);
+                        monitor.awaitMarker();
+                        Map<String, Long> after = ServerStats.redisCommandCalls(redis.sync());
+                        Map<String, Long> all = new java.util.TreeMap<>();
+                        after.forEach((k, v) -> {
+                            long d = v - before.getOrDefault(k, 0L);
+                            if (d > 0 && !k.equals("info") && !k.equals("echo") && !k.equals("monitor")) {
+                                all.put(k, d);
+                            }
+                        });
+                        perCycle = monitor.requests().values().stream().mapToLong(Long::longValue).sum() / (double) n;
+                        extra.put("requests", perCycleText(monitor.requests(), n));
+                        extra.put("insideScripts", perCycleText(monitor.inScripts(), n));
+                        extra.put("commandstats", perCycleText(all, n));
+                    }
+                }
+                log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
+                log.flush();
+                out.add(new Result("COST", impl, perCycle, n, Double.NaN, Double.NaN, Double.NaN, 0, extra));
+            }
+        } finally {
+            if (redis != null) {
+                redis.close();
+            }
+            if (redisClient != null) {
+                redisClient.shutdown();
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,49 @@
+package io.dlock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * Smoke test of the side-by-side runner: {@code --quick} W3 on ZooKeeper (the runner starts the
+ * server and four worker JVMs itself). Asserts that the output is well-formed and that every
+ * adapter completed hand-offs with no overlapping critical sections. No speed is asserted.
+ */
+class BenchCommandIT {
+
+    private static final Pattern JSON_LINE = Pattern.compile(
+            "^\\{\"workload\":\"(W3)\",\"backend\":\"zookeeper\",\"impl\":\"([a-z-]+)\",\"role\":\"[a-z]+\","
+                    + "\"opsPerSec\":([0-9.]+),\"ops\":(\\d+),.*\"overlaps\":(\\d+),.*\\}$");
+
+    @Test
+    void call_quickW3OnZooKeeper_everyAdapterHandsOffWithoutOverlap() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new BenchCommand())
+                .setOut(new PrintWriter(out))
+                .setErr(new PrintWriter(err))
+                .execute("--quick", "--backends", "zookeeper", "--workloads", "W3");
+
+        String text = out.toString();
+        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        assertThat(text).startsWith("dlock bench {\"date\":")
+                .contains(Report.TITLES.get("W3"))
+                .containsPattern("ratio dlock-zk: [0-9.]+x curator");
+        List<String> jsonLines = text.lines().filter(l -> l.startsWith("{\"workload\"")).toList();
+        assertThat(jsonLines).hasSize(2); // dlock-zk and curator; the floor is not a lock
+        for (String line : jsonLines) {
+            Matcher m = JSON_LINE.matcher(line);
+            assertThat(m.matches()).as("well-formed: %s", line).isTrue();
+            assertThat(Long.parseLong(m.group(4))).as("hand-offs of %s", m.group(2)).isPositive();
+            assertThat(Long.parseLong(m.group(5))).as("overlaps of %s", m.group(2)).isZero();
+        }
+        assertThat(jsonLines).anyMatch(l -> l.contains("\"impl\":\"dlock-zk\""))
+                .anyMatch(l -> l.contains("\"impl\":\"curator\""));
+    }
+}

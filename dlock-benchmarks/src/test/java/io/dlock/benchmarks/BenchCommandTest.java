@@ -1,0 +1,81 @@
+package io.dlock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** Option checking of {@code dlock bench}: bad options exit 2 with a message and start nothing. */
+class BenchCommandTest {
+
+    private record Run(int status, String out, String err) {}
+
+    private static Run run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new BenchCommand())
+                .setOut(new PrintWriter(out))
+                .setErr(new PrintWriter(err))
+                .execute(args);
+        return new Run(status, out.toString(), err.toString());
+    }
+
+    @Test
+    void call_unknownWorkload_exits2NamingIt() {
+        Run r = run("--workloads", "W9");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("unknown workload 'W9'").contains("W1, W2, W3, W4, COST");
+        assertThat(r.out()).doesNotContain("dlock bench {");
+    }
+
+    @Test
+    void call_zeroRounds_exits2() {
+        Run r = run("--rounds", "0");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("--rounds must be at least 1, was 0");
+    }
+
+    @Test
+    void call_malformedDuration_exits2() {
+        Run r = run("--duration", "soon");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("'soon' is not a duration");
+    }
+
+    @Test
+    void call_negativeDuration_exits2() {
+        Run r = run("--warmup", "-1s");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("'-1s' is not a duration");
+    }
+
+    @Test
+    void call_unknownImplementation_exits2ListingKnownOnes() {
+        Run r = run("--impls", "etcd-lock");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("unknown implementation 'etcd-lock'").contains("curator").contains("redisson-fair");
+    }
+
+    @Test
+    void call_implementationOffTheChosenBackends_exits2() {
+        Run r = run("--backends", "zookeeper", "--impls", "redisson");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("'redisson' runs on redis");
+    }
+
+    @Test
+    void call_unknownBackend_exits2() {
+        Run r = run("--backends", "etcd");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("unknown backend 'etcd'");
+    }
+
+    @Test
+    void call_moreW4ThreadsThanLocks_exits2() {
+        Run r = run("--w4-locks", "4", "--w4-threads", "8");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("--w4-threads (8) must not exceed --w4-locks (4)");
+    }
+}
