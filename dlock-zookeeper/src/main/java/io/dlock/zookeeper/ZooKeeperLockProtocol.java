@@ -276,6 +276,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 // lock (a downgrade); readers ahead never do.
                 String ownWrite = request == null || request.grantedDespite() == null ? ""
                         : request.grantedDespite().substring(request.grantedDespite().lastIndexOf('/') + 1);
+                if (!ownWrite.isEmpty() && children.contains(ownWrite)) {
+                    // A downgrade: this thread holds the write lock, so no other writer can be inside,
+                    // and waiting for one queued behind it would wait for ourselves.
+                    yield null;
+                }
                 yield ahead.stream()
                         .filter(n -> n.mode() == LockMode.WRITE && !n.name().equals(ownWrite))
                         .map(LockNodes.Node::name)
