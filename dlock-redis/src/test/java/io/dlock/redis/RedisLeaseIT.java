@@ -7,7 +7,6 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockLostException;
 import io.dlock.testkit.ChildJvm;
-import io.dlock.testkit.Timing;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -22,10 +21,6 @@ import org.junit.jupiter.api.Test;
  * holder paused past its lease overtaken by a later, higher token.
  */
 class RedisLeaseIT extends RedisTestSupport {
-
-    private static Duration scaled(long seconds) {
-        return Timing.scale(Duration.ofSeconds(seconds));
-    }
 
     @Test
     void renewal_keepsTheLockForThreeLeaseTimes() throws Exception {
