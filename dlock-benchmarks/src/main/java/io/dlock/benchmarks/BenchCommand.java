@@ -73,7 +73,7 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--impls", split = ",", paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
-                    + " redisson, redisson-fair, redis-floor"
+                    + " redisson, redisson-fair, redis-floor; and the diagnostic zk-floor-async, zk-protocol"
                     + " (default: every one on the chosen servers).")
     private List<String> impls = new ArrayList<>();
 
@@ -299,7 +299,7 @@ public final class BenchCommand implements Callable<Integer> {
         List<LockImpl> out = new ArrayList<>();
         if (impls.isEmpty()) {
             for (LockImpl impl : LockImpl.values()) {
-                if (chosenBackends.contains(impl.backend())) {
+                if (chosenBackends.contains(impl.backend()) && impl.inDefaultSet()) {
                     out.add(impl);
                 }
             }
