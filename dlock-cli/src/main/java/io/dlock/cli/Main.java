@@ -6,9 +6,9 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /**
- * The {@code dlock} command: {@code java -jar dlock.jar <subcommand>}. Today it has one
- * subcommand, {@code demo} ({@link DemoCommand}); run {@code dlock help <subcommand>} for its
- * options.
+ * The {@code dlock} command: {@code java -jar dlock.jar <subcommand>}. Its subcommands are {@code
+ * demo} ({@link DemoCommand}) and {@code torture} ({@link TortureCommand}); run {@code dlock help
+ * <subcommand>} for their options.
  *
  * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
  * one thread.
@@ -18,7 +18,7 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         description = "Distributed locks with one API over ZooKeeper, Redis, SQL, etcd and Memcached.",
-        subcommands = {DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, TortureCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @Spec

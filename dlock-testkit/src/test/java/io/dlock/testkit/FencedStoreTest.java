@@ -1,6 +1,7 @@
 package io.dlock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -81,5 +82,56 @@ class FencedStoreTest {
             }
         }
         assertThat(store.highestToken()).isEqualTo(highest);
+    }
+
+    @Test
+    void read_staleTokenInFencedMode_rejectedAndRaisesNothing() {
+        FencedStore store = FencedStore.fenced();
+        assertThat(store.read("a", 5)).hasValue(0);
+        assertThat(store.highestToken()).isEqualTo(5);
+        assertThat(store.read("old", 4)).isEmpty();
+        assertThat(store.rejectedReads()).isEqualTo(1);
+        assertThat(store.highestToken()).isEqualTo(5);
+        assertThat(store.accesses()).extracting(FencedStore.Access::accepted).containsExactly(true, false);
+    }
+
+    @Test
+    void write_afterNewerHolderRead_rejectedSoThePausedReadModifyWriteCannotLand() {
+        FencedStore store = FencedStore.fenced();
+        assertThat(store.read("paused", 10)).hasValue(0);
+        assertThat(store.read("next", 20)).hasValue(0); // the next holder reads before writing
+        assertThat(store.write("paused", 10, 1)).isFalse();
+        assertThat(store.write("next", 20, 1)).isTrue();
+        assertThat(store.value()).isEqualTo(1);
+        assertThat(store.check().safe()).isTrue();
+    }
+
+    @Test
+    void unfenced_staleTokens_acceptedAndRecorded() {
+        FencedStore store = FencedStore.unfenced();
+        assertThat(store.isFenced()).isFalse();
+        store.read("paused", 10);
+        store.read("next", 20);
+        assertThat(store.write("next", 20, 1)).isTrue();
+        assertThat(store.write("paused", 10, 1)).isTrue();
+        assertThat(store.rejectedWrites()).isZero();
+        assertThat(store.highestToken()).isEqualTo(20);
+        assertThat(store.accessCount()).isEqualTo(4);
+        assertThat(store.accesses(2)).extracting(FencedStore.Access::sequence).containsExactly(2L, 3L);
+        assertThat(store.accesses(9)).isEmpty();
+        assertThat(store.history()).hasSize(2);
+        FencingChecker.Report report = store.check();
+        assertThat(report.staleWritesAccepted()).isEqualTo(1);
+        assertThat(report.lostUpdates()).isEqualTo(1);
+        assertThat(report.shortfall()).isEqualTo(1);
+    }
+
+    @Test
+    void badInput_rejected() {
+        FencedStore store = new FencedStore();
+        assertThatThrownBy(() -> store.write(null, 1, 1)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> store.read(null, 1)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> store.accesses(-1)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(store.accessCount()).isZero();
     }
 }

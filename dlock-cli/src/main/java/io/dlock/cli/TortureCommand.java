@@ -1,0 +1,199 @@
+package io.dlock.cli;
+
+import io.dlock.cli.internal.DurationConverter;
+import io.dlock.cli.internal.torture.BackendTargets;
+import io.dlock.cli.internal.torture.FaultKind;
+import io.dlock.cli.internal.torture.TortureConfig;
+import io.dlock.cli.internal.torture.TortureResult;
+import io.dlock.cli.internal.torture.TortureRun;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code dlock torture}: worker JVMs take one lock and read-modify-write a fenced store with their
+ * fencing tokens while the torture injects a bounded random schedule of faults (paused and killed
+ * holders, a server killed and restarted, partitions through a fault proxy); then it checks the
+ * store's history (overlaps, lost updates, stale writes), leftovers on the server, stuck workers,
+ * and the time the lock took to become usable again after each fault. Prints a table and one JSON
+ * summary line; everything it started is stopped before it returns.
+ *
+ * <p>Exit status: 0 if the run passed, 1 if it found a problem (listed in the output), 2 for bad
+ * options.
+ *
+ * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
+ * one thread.
+ */
+@Command(
+        name = "torture",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Runs worker JVMs that take one lock and update a fenced store while faults are injected"
+                    + " (pause, kill, server-restart, partition); checks for overlaps, lost updates,"
+                    + " accepted stale writes, leftovers and recovery time; prints a table and a JSON line.",
+            "--uri embedded starts a ZooKeeper server (in a child JVM, so it can be killed) for the run."
+        },
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:passed", "1:a problem was found (the output lists it)", "2:invalid options"})
+public final class TortureCommand implements Callable<Integer> {
+
+    /** Default for {@code --workers}. */
+    public static final int DEFAULT_WORKERS = 3;
+    /** The largest {@code --workers}: each is a JVM. */
+    public static final int MAX_WORKERS = 16;
+    /** The longest {@code --duration}. */
+    public static final Duration MAX_DURATION = Duration.ofHours(2);
+    /** The shortest {@code --session-timeout} the embedded ZooKeeper grants (two ticks). */
+    public static final Duration MIN_SESSION_TIMEOUT = Duration.ofSeconds(1);
+    /** The longest {@code --session-timeout}. */
+    public static final Duration MAX_SESSION_TIMEOUT = Duration.ofSeconds(60);
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--uri", paramLabel = "URI", defaultValue = BackendTargets.EMBEDDED,
+            description = "embedded (a ZooKeeper the torture starts), embedded:zookeeper, or"
+                    + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
+    private String uri;
+
+    @Option(names = "--workers", paramLabel = "N", defaultValue = "" + DEFAULT_WORKERS,
+            description = "Worker JVMs, 2 to " + MAX_WORKERS + " (default: ${DEFAULT-VALUE}).")
+    private int workers;
+
+    @Option(names = "--duration", paramLabel = "DURATION", defaultValue = "60s", converter = DurationConverter.class,
+            description = "How long to inject faults, like 60s or 5m (default: ${DEFAULT-VALUE}).")
+    private Duration duration;
+
+    @Option(names = "--faults", paramLabel = "LIST", defaultValue = "pause,kill,server-restart,partition",
+            description = "Comma-separated: pause, kill, server-restart, partition, all or none"
+                    + " (default: ${DEFAULT-VALUE}; server-restart only with an embedded server).")
+    private String faults;
+
+    @Option(names = "--fenced", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "The store refuses stale fencing tokens; --no-fenced shows what happens without"
+                    + " (default: ${DEFAULT-VALUE}).")
+    private boolean fenced;
+
+    @Option(names = "--session-timeout", paramLabel = "DURATION", defaultValue = "2s",
+            converter = DurationConverter.class,
+            description = "The workers' session timeout: how long a dead or cut-off holder keeps the lock,"
+                    + " 1s to 60s (default: ${DEFAULT-VALUE}).")
+    private Duration sessionTimeout;
+
+    @Option(names = "--recovery-margin", paramLabel = "DURATION", defaultValue = "2s",
+            converter = DurationConverter.class,
+            description = "How long recovery after a fault may take beyond the session timeout"
+                    + " (default: ${DEFAULT-VALUE}).")
+    private Duration recoveryMargin;
+
+    @Option(names = "--seed", paramLabel = "N",
+            description = "Seed of the fault schedule, to repeat a run (default: random, printed).")
+    private Long seed;
+
+    @Option(names = "--work-ms", paramLabel = "MS", defaultValue = "5",
+            description = "Time spent inside each critical section, 0 to 1000 ms (default: ${DEFAULT-VALUE}).")
+    private long workMs;
+
+    @Option(names = "--max-faults", paramLabel = "N", defaultValue = "1000",
+            description = "The most faults injected (default: ${DEFAULT-VALUE}).")
+    private int maxFaults;
+
+    /**
+     * Creates the command; picocli fills in its options.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     */
+    public TortureCommand() {}
+
+    /**
+     * Validates the options, runs the torture and prints its progress, the table and the JSON line.
+     *
+     * <p>Blocking: for about {@code --duration} plus start-up and checks (tens of seconds).
+     * Thread-safety: one invocation at a time. On failure: every process and server the run
+     * started is stopped before this method returns; a run that cannot start prints why and gives
+     * status 1.
+     *
+     * @return 0 if the run passed, 1 otherwise
+     * @throws CommandLine.ParameterException for invalid options (status 2)
+     */
+    @Override
+    public Integer call() {
+        TortureConfig config = validate();
+        PrintWriter out = spec.commandLine().getOut();
+        TortureResult result;
+        try {
+            result = new TortureRun(config, out).run();
+        } catch (RuntimeException e) {
+            out.flush();
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("dlock torture: could not run: " + e.getMessage());
+            err.flush();
+            return 1;
+        }
+        out.println();
+        out.print(result.table());
+        out.println();
+        if (result.passed()) {
+            out.println("PASS");
+        } else {
+            out.println("FAIL:");
+            result.problems().forEach(p -> out.println("  - " + p));
+        }
+        out.println(result.json());
+        out.flush();
+        return result.passed() ? 0 : 1;
+    }
+
+    private TortureConfig validate() {
+        try {
+            BackendTargets.validate(uri);
+        } catch (IllegalArgumentException e) {
+            throw bad("--uri", e.getMessage());
+        }
+        if (workers < 2 || workers > MAX_WORKERS) {
+            throw bad("--workers", "must be between 2 and " + MAX_WORKERS + ", was " + workers);
+        }
+        if (duration.isZero() || duration.isNegative() || duration.compareTo(MAX_DURATION) > 0) {
+            throw bad("--duration", "must be between 1s and 2h, was " + DurationConverter.toParameter(duration));
+        }
+        if (sessionTimeout.compareTo(MIN_SESSION_TIMEOUT) < 0 || sessionTimeout.compareTo(MAX_SESSION_TIMEOUT) > 0) {
+            throw bad("--session-timeout", "must be between 1s and 60s, was "
+                    + DurationConverter.toParameter(sessionTimeout));
+        }
+        if (recoveryMargin.isNegative() || recoveryMargin.compareTo(MAX_SESSION_TIMEOUT) > 0) {
+            throw bad("--recovery-margin", "must be between 0s and 60s, was "
+                    + DurationConverter.toParameter(recoveryMargin));
+        }
+        if (workMs < 0 || workMs > 1_000) {
+            throw bad("--work-ms", "must be between 0 and 1000, was " + workMs);
+        }
+        if (maxFaults < 0) {
+            throw bad("--max-faults", "must be >= 0, was " + maxFaults);
+        }
+        Set<FaultKind> kinds;
+        try {
+            kinds = FaultKind.parseList(faults);
+        } catch (IllegalArgumentException e) {
+            throw bad("--faults", e.getMessage());
+        }
+        if (kinds.contains(FaultKind.SERVER_RESTART) && !BackendTargets.ownsServer(uri)) {
+            throw bad("--faults", "server-restart needs a server the torture starts (--uri embedded); drop it"
+                    + " for an external server");
+        }
+        long chosenSeed = seed != null ? seed : new java.util.Random().nextLong() & 0xFFFF_FFFFL;
+        return new TortureConfig(uri, workers, duration, kinds, fenced, chosenSeed, sessionTimeout, recoveryMargin,
+                workMs, maxFaults);
+    }
+
+    private CommandLine.ParameterException bad(String option, String message) {
+        return new CommandLine.ParameterException(spec.commandLine(),
+                "Invalid value for option '" + option + "': " + message);
+    }
+}

@@ -1,0 +1,100 @@
+package io.dlock.cli.internal.torture;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * One backend under torture: the server(s) the run talks to, how a client reaches them through a
+ * fault proxy, the server faults the run may inject, and what dlock left behind. A backend joins
+ * {@code dlock torture} with one class implementing this and one line in {@link BackendTargets}.
+ *
+ * <p>Thread-safety: implementations are called from the torture's controller thread only.
+ */
+public interface BackendTarget extends AutoCloseable {
+
+    /**
+     * Returns the backend's name, as in the summary ({@code zookeeper}, {@code redis}).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the name
+     */
+    String backend();
+
+    /**
+     * Describes the server for the output, for example {@code ZooKeeper in a child JVM on
+     * 127.0.0.1:40123}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the description
+     */
+    String description();
+
+    /**
+     * Returns the address a worker's fault proxy forwards to.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the server's address
+     */
+    InetSocketAddress serverAddress();
+
+    /**
+     * Returns the dlock URI a worker connects with, reaching the server through {@code proxy}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @param proxy the proxy's {@code host:port}
+     * @param namespace where this run keeps its locks (a path or key prefix)
+     * @param expiry the session timeout (ZooKeeper) or lease time (lease-based backends): how long a
+     *     dead or cut-off holder keeps the lock
+     * @return the URI
+     */
+    String clientUri(String proxy, String namespace, Duration expiry);
+
+    /**
+     * Returns whether this target can kill its server and start it again on the same data.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return true if {@link #restartServer(Duration)} works
+     */
+    boolean canRestartServer();
+
+    /**
+     * Kills the server with SIGKILL, leaves it down for {@code downtime}, and starts it again on
+     * the same port and data.
+     *
+     * <p>Blocking: for {@code downtime} plus until the server serves again. Thread-safety:
+     * controller thread. On failure: {@link IllegalStateException} if it does not serve again in
+     * time, or {@link UnsupportedOperationException} if {@link #canRestartServer()} is false.
+     *
+     * @param downtime how long the server stays down before the restart begins
+     * @throws IllegalStateException if the restart fails
+     */
+    void restartServer(Duration downtime);
+
+    /**
+     * Lists the queue entries (znodes, keys, rows) dlock has left under {@code namespace}, reading
+     * the server directly (not through a proxy).
+     *
+     * <p>Blocking: one or a few round trips, bounded by a few seconds. Thread-safety: controller
+     * thread. On failure: {@link IllegalStateException} if the server cannot be read.
+     *
+     * @param namespace the run's namespace
+     * @return the entries' paths or keys, empty when clean
+     * @throws IllegalStateException if the server cannot be read
+     */
+    List<String> leftovers(String namespace);
+
+    /**
+     * Stops whatever this target started; leaves an external server alone.
+     *
+     * <p>Blocking: until stopped. Thread-safety: controller thread; idempotent. On failure: never
+     * throws.
+     */
+    @Override
+    void close();
+}

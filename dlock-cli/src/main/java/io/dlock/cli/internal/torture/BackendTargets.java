@@ -1,0 +1,79 @@
+package io.dlock.cli.internal.torture;
+
+import java.util.Locale;
+
+/**
+ * Chooses the {@link BackendTarget} for a {@code --uri}: {@code embedded} (or {@code
+ * embedded:zookeeper}) starts a server for the run; a backend URI targets an existing server.
+ * Adding a backend means one case in each switch.
+ *
+ * <p>Thread-safety: stateless.
+ */
+public final class BackendTargets {
+
+    /** The {@code --uri} value that makes the torture start its own server. */
+    public static final String EMBEDDED = "embedded";
+
+    private BackendTargets() {}
+
+    /**
+     * Checks a {@code --uri} without starting anything.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalArgumentException} naming what is wrong and what is supported.
+     *
+     * @param uri the option's value
+     * @throws IllegalArgumentException if no target supports it
+     */
+    public static void validate(String uri) {
+        String backend = backendOf(uri);
+        if (!ownsServer(uri) && backend.equals("zookeeper")) {
+            ZooKeeperTarget.parse(uri.trim());
+        }
+    }
+
+    /**
+     * Returns whether the target for {@code uri} can restart its server.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalArgumentException} as for {@link #validate(String)}.
+     *
+     * @param uri the option's value
+     * @return true for embedded servers
+     */
+    public static boolean ownsServer(String uri) {
+        backendOf(uri);
+        return uri.trim().toLowerCase(Locale.ROOT).startsWith(EMBEDDED);
+    }
+
+    /**
+     * Opens the target: starts an embedded server, or checks an external URI.
+     *
+     * <p>Blocking: until an embedded server serves (seconds). Thread-safety: safe from any thread.
+     * On failure: {@link IllegalArgumentException} for an unsupported URI, {@link
+     * IllegalStateException} if the server does not start; nothing is left running.
+     *
+     * @param uri {@code embedded}, {@code embedded:zookeeper} or {@code zookeeper://host:port/path}
+     * @return the target; close it when done
+     */
+    static BackendTarget open(String uri) {
+        String backend = backendOf(uri);
+        boolean embedded = ownsServer(uri);
+        return switch (backend) {
+            case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
+            default -> throw new IllegalArgumentException("no torture target for backend " + backend);
+        };
+    }
+
+    private static String backendOf(String uri) {
+        String u = uri == null ? "" : uri.trim().toLowerCase(Locale.ROOT);
+        if (u.equals(EMBEDDED) || u.equals(EMBEDDED + ":zookeeper")) {
+            return "zookeeper";
+        }
+        if (u.startsWith("zookeeper://")) {
+            return "zookeeper";
+        }
+        throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
+                + " torture starts), 'embedded:zookeeper' or 'zookeeper://host:port[/path]'");
+    }
+}

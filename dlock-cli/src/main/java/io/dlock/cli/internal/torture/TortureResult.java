@@ -1,0 +1,283 @@
+package io.dlock.cli.internal.torture;
+
+import io.dlock.testkit.FencingChecker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The outcome of one {@code dlock torture} run, with its verdict, rendered as a table for people and
+ * one JSON line for machines.
+ *
+ * <p>Verdict: in fenced mode the run fails on any accepted stale write, lost update, overlap of
+ * accepted accesses, lease that dlock still called valid when the store refused it, leftover queue
+ * entry, worker that did not stop, fault whose recovery exceeded the bound, or a run with no
+ * operations. Unfenced, accepted stale writes and lost updates are expected (that is what fencing
+ * is for) and only reported; the other rules still apply.
+ *
+ * @param config what was run
+ * @param backend the backend's name
+ * @param description where the server ran
+ * @param faults every injected fault, in order
+ * @param check the store's history judged by {@link FencingChecker}
+ * @param lockLost how many times a worker's {@code onLost} listener fired
+ * @param refusedWhileValid store refusals of a lease that {@code isValid()} still reported valid
+ * @param timeouts acquisitions that waited the worker's longest wait in vain
+ * @param errors failed operations reported by workers (connection trouble during faults)
+ * @param stuck workers that did not stop when told
+ * @param leftovers queue entries left on the server after every worker stopped
+ * @param problems why the run failed; empty when it passed
+ * @param faultPhase how long the workload and fault schedule ran
+ * @param elapsed the whole run, start-up and checks included
+ */
+public record TortureResult(
+        TortureConfig config,
+        String backend,
+        String description,
+        List<FaultRecord> faults,
+        FencingChecker.Report check,
+        long lockLost,
+        long refusedWhileValid,
+        long timeouts,
+        long errors,
+        List<String> stuck,
+        List<String> leftovers,
+        List<String> problems,
+        Duration faultPhase,
+        Duration elapsed) {
+
+    /** Builds the result and its verdict from what a run collected. */
+    static TortureResult of(TortureConfig config, String backend, String description, List<FaultRecord> faults,
+            FencingChecker.Report check, Map<String, List<String>> workerLines, List<String> stuck,
+            List<String> leftovers, List<String> runProblems, Duration faultPhase, Duration elapsed) {
+        long lost = 0;
+        long refusedValid = 0;
+        long timeouts = 0;
+        long errors = 0;
+        List<String> problems = new ArrayList<>(runProblems);
+        for (Map.Entry<String, List<String>> worker : workerLines.entrySet()) {
+            for (String line : worker.getValue()) {
+                if (line.startsWith(TortureWorker.LOST + " ")) {
+                    lost++;
+                } else if (line.startsWith(TortureWorker.REFUSED + " ") && line.endsWith(" true")) {
+                    refusedValid++;
+                    if (refusedValid == 1) {
+                        problems.add("the store refused " + worker.getKey() + " while its lease was still valid ("
+                                + line + "): the fencing source went backwards or the loss was noticed late");
+                    }
+                } else if (line.equals(TortureWorker.TIMEOUT)) {
+                    timeouts++;
+                } else if (line.startsWith(TortureWorker.ERROR + " ")) {
+                    errors++;
+                } else if (line.startsWith(TortureWorker.FATAL)) {
+                    problems.add("worker " + worker.getKey() + " failed: " + line);
+                }
+            }
+        }
+        if (check.acceptedWrites() == 0) {
+            problems.add("no write was accepted: the workload did not run");
+        }
+        if (config.fenced()) {
+            if (check.staleWritesAccepted() > 0) {
+                problems.add(check.staleWritesAccepted() + " stale writes accepted under fencing: "
+                        + check.firstProblem());
+            }
+            if (check.lostUpdates() > 0 || check.shortfall() != 0) {
+                problems.add(check.lostUpdates() + " lost updates (final value short by " + check.shortfall() + ")");
+            }
+            if (check.acceptedOverlaps() > 0) {
+                problems.add(check.acceptedOverlaps() + " overlapping critical sections got through fencing");
+            }
+        }
+        for (FaultRecord f : faults) {
+            if (!f.recoveredInTime()) {
+                problems.add(f.kind().cliName() + " at " + TortureRun.seconds(Duration.ofMillis(f.atMillis())) + " ("
+                        + f.target() + ", " + f.detail() + "): "
+                        + (f.recoveryMillis() < 0 ? "the lock was not usable again"
+                                : "recovery took " + f.recoveryMillis() + " ms")
+                        + ", bound " + f.boundMillis() + " ms");
+            }
+        }
+        if (!leftovers.isEmpty()) {
+            problems.add(leftovers.size() + " queue entries left behind: " + leftovers);
+        }
+        return new TortureResult(config, backend, description, List.copyOf(faults), check, lost, refusedValid,
+                timeouts, errors, List.copyOf(stuck), List.copyOf(leftovers), List.copyOf(problems), faultPhase,
+                elapsed);
+    }
+
+    /**
+     * Returns whether the run passed.
+     *
+     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
+     *
+     * @return true when {@link #problems()} is empty
+     */
+    public boolean passed() {
+        return problems.isEmpty();
+    }
+
+    /** Recovery figures of one fault kind. */
+    private record Recovery(int count, int recovered, long p50, long max, long blockedMax) {}
+
+    private Map<FaultKind, Recovery> recoveries() {
+        Map<FaultKind, Recovery> byKind = new EnumMap<>(FaultKind.class);
+        for (FaultKind kind : FaultKind.values()) {
+            List<Long> times = new ArrayList<>();
+            int count = 0;
+            long blockedMax = -1;
+            for (FaultRecord f : faults) {
+                if (f.kind() == kind) {
+                    count++;
+                    blockedMax = Math.max(blockedMax, f.blockedMillis());
+                    if (f.recoveryMillis() >= 0) {
+                        times.add(f.recoveryMillis());
+                    }
+                }
+            }
+            times.sort(null);
+            long p50 = times.isEmpty() ? -1 : times.get((times.size() - 1) / 2);
+            long max = times.isEmpty() ? -1 : times.get(times.size() - 1);
+            byKind.put(kind, new Recovery(count, times.size(), p50, max, blockedMax));
+        }
+        return byKind;
+    }
+
+    /**
+     * Renders the summary table.
+     *
+     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
+     *
+     * @return lines ending in a newline
+     */
+    public String table() {
+        StringBuilder t = new StringBuilder();
+        t.append(String.format(Locale.ROOT, "%-16s %8s %9s %13s %13s %9s %12s%n", "fault", "injected", "recovered",
+                "recovery p50", "recovery max", "bound", "blocked max"));
+        for (Map.Entry<FaultKind, Recovery> e : recoveries().entrySet()) {
+            Recovery r = e.getValue();
+            if (r.count() == 0 && !config.faults().contains(e.getKey())) {
+                continue;
+            }
+            t.append(String.format(Locale.ROOT, "%-16s %8d %9d %13s %13s %9s %12s%n", e.getKey().cliName(),
+                    r.count(), r.recovered(), ms(r.p50()), ms(r.max()), ms(config.recoveryBound().toMillis()),
+                    ms(r.blockedMax())));
+        }
+        t.append(System.lineSeparator());
+        String mode = config.fenced() ? "" : " (unfenced: expected)";
+        row(t, "operations (writes accepted)", check.acceptedWrites());
+        row(t, "critical sections seen by the store", check.sections());
+        row(t, "overlapping sections (all accesses)", check.overlaps());
+        row(t, "overlapping sections (accepted)", check.acceptedOverlaps());
+        row(t, "stale writes rejected", check.staleWritesRejected());
+        row(t, "stale reads rejected", check.staleReadsRejected());
+        row(t, "stale writes accepted" + mode, check.staleWritesAccepted());
+        row(t, "lost updates" + mode, check.lostUpdates());
+        row(t, "final value short by" + mode, check.shortfall());
+        row(t, "lock-lost events (onLost)", lockLost);
+        row(t, "refused while lease valid", refusedWhileValid);
+        row(t, "acquire timeouts", timeouts);
+        row(t, "failed operations (retried)", errors);
+        row(t, "leftover queue entries", leftovers.size());
+        row(t, "stuck workers", stuck.size());
+        return t.toString();
+    }
+
+    private static void row(StringBuilder t, String label, long value) {
+        t.append(String.format(Locale.ROOT, "%-42s %10d%n", label, value));
+    }
+
+    private static String ms(long millis) {
+        return millis < 0 ? "-" : millis + " ms";
+    }
+
+    /**
+     * Renders the one-line JSON summary.
+     *
+     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
+     *
+     * @return a JSON object without a trailing newline
+     */
+    public String json() {
+        StringBuilder j = new StringBuilder("{");
+        field(j, "backend", quote(backend)).append(',');
+        field(j, "server", quote(description)).append(',');
+        field(j, "fenced", Boolean.toString(config.fenced())).append(',');
+        field(j, "workers", Integer.toString(config.workers())).append(',');
+        field(j, "durationMs", Long.toString(faultPhase.toMillis())).append(',');
+        field(j, "elapsedMs", Long.toString(elapsed.toMillis())).append(',');
+        field(j, "seed", Long.toString(config.seed())).append(',');
+        field(j, "sessionTimeoutMs", Long.toString(config.sessionTimeout().toMillis())).append(',');
+        field(j, "recoveryBoundMs", Long.toString(config.recoveryBound().toMillis())).append(',');
+        field(j, "operations", Long.toString(check.acceptedWrites())).append(',');
+        field(j, "sections", Long.toString(check.sections())).append(',');
+        StringBuilder injected = new StringBuilder("{");
+        StringBuilder recovery = new StringBuilder("{");
+        for (Map.Entry<FaultKind, Recovery> e : recoveries().entrySet()) {
+            Recovery r = e.getValue();
+            if (r.count() == 0 && !config.faults().contains(e.getKey())) {
+                continue;
+            }
+            if (injected.length() > 1) {
+                injected.append(',');
+                recovery.append(',');
+            }
+            field(injected, e.getKey().cliName(), Integer.toString(r.count()));
+            field(recovery, e.getKey().cliName(), "{\"recovered\":" + r.recovered() + ",\"p50\":" + r.p50()
+                    + ",\"max\":" + r.max() + ",\"blockedMax\":" + r.blockedMax() + "}");
+        }
+        field(j, "faults", injected.append('}').toString()).append(',');
+        field(j, "recoveryMs", recovery.append('}').toString()).append(',');
+        field(j, "overlaps", Long.toString(check.overlaps())).append(',');
+        field(j, "acceptedOverlaps", Long.toString(check.acceptedOverlaps())).append(',');
+        field(j, "staleWritesRejected", Long.toString(check.staleWritesRejected())).append(',');
+        field(j, "staleReadsRejected", Long.toString(check.staleReadsRejected())).append(',');
+        field(j, "staleWritesAccepted", Long.toString(check.staleWritesAccepted())).append(',');
+        field(j, "lostUpdates", Long.toString(check.lostUpdates())).append(',');
+        field(j, "shortfall", Long.toString(check.shortfall())).append(',');
+        field(j, "lockLostEvents", Long.toString(lockLost)).append(',');
+        field(j, "refusedWhileValid", Long.toString(refusedWhileValid)).append(',');
+        field(j, "timeouts", Long.toString(timeouts)).append(',');
+        field(j, "errors", Long.toString(errors)).append(',');
+        field(j, "leftovers", Integer.toString(leftovers.size())).append(',');
+        field(j, "stuckWorkers", Integer.toString(stuck.size())).append(',');
+        field(j, "passed", Boolean.toString(passed())).append(',');
+        StringBuilder p = new StringBuilder("[");
+        for (String problem : problems) {
+            if (p.length() > 1) {
+                p.append(',');
+            }
+            p.append(quote(problem));
+        }
+        field(j, "problems", p.append(']').toString());
+        return j.append('}').toString();
+    }
+
+    private static StringBuilder field(StringBuilder j, String name, String rawValue) {
+        return j.append(quote(name)).append(':').append(rawValue);
+    }
+
+    static String quote(String s) {
+        StringBuilder q = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            switch (c) {
+                case '"' -> q.append("\\\"");
+                case '\\' -> q.append("\\\\");
+                case '\n' -> q.append("\\n");
+                case '\r' -> q.append("\\r");
+                case '\t' -> q.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        q.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        q.append(c);
+                    }
+                }
+            }
+        }
+        return q.append('"').toString();
+    }
+}

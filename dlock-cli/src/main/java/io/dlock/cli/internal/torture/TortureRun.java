@@ -1,0 +1,473 @@
+package io.dlock.cli.internal.torture;
+
+import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.FaultProxy;
+import io.dlock.testkit.FencedStore;
+import io.dlock.testkit.FencedStoreServer;
+import io.dlock.testkit.FencingChecker;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One {@code dlock torture} run: a backend target, a {@link FencedStore} served over TCP, worker
+ * JVMs ({@link TortureWorker}) that each reach the server through their own {@link FaultProxy},
+ * and a bounded random schedule of faults; afterwards the store's history is checked, leftovers are
+ * looked for, and every fault's recovery time is judged against the session timeout plus margin.
+ *
+ * <p>Schedule: after a quiet gap of 1 to 2 s, one fault; the enabled kinds come round in rounds,
+ * each round in a random order (so a short run still covers every kind); then the run waits until the lock is usable again (a write with a newer grant is accepted), at
+ * most the recovery bound plus {@link #RECOVERY_OBSERVATION}, before the next. Faults aimed at a
+ * holder first ask a worker to stay in its critical section ({@code HOLD}) and strike when it says
+ * {@code HOLDING}. Every wait is bounded; no fault starts when the rest of the duration could not
+ * hold it and its recovery.
+ *
+ * <p>Concurrency: one thread (the caller's) drives everything; the children report through {@link
+ * ChildJvm}'s reader threads and the store's connection threads. Failure: whatever happens, every
+ * process, proxy and server the run started is stopped before {@link #run()} returns or throws.
+ *
+ * <p>Thread-safety: not thread-safe; run one instance once, from one thread.
+ */
+public final class TortureRun {
+
+    /** The lock every worker takes. */
+    public static final String LOCK_NAME = "torture";
+
+    /** How long past the bound a recovery is still observed (to report how late it was). */
+    static final Duration RECOVERY_OBSERVATION = Duration.ofSeconds(10);
+
+    private static final Logger LOG = LoggerFactory.getLogger(TortureRun.class);
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+    private static final Duration POLL = Duration.ofMillis(10);
+    private static final long HOLD_MS = 300;
+    private static final long QUIET_MIN_MS = 1_000;
+    private static final long QUIET_MAX_MS = 2_000;
+    private static final double FAULT_MIN = 0.25; // fault lengths, as multiples of the session timeout
+    private static final double FAULT_MAX = 2.5;
+    private static final List<String> WORKER_JVM_OPTIONS =
+            List.of("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto");
+
+    private final TortureConfig config;
+    private final PrintWriter out;
+    private final Random random;
+    private final String namespace = "torture-" + UUID.randomUUID().toString().substring(0, 8);
+    private final List<Worker> live = new ArrayList<>();
+    private final List<Worker> everyone = new ArrayList<>();
+    private final List<FaultRecord> faults = new ArrayList<>();
+    private final List<String> problems = new ArrayList<>();
+    private BackendTarget target;
+    private FencedStore store;
+    private FencedStoreServer storeServer;
+    private int nextWorker = 1;
+    private long t0;
+
+    /**
+     * Prepares a run; nothing starts until {@link #run()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @param config what to run
+     * @param out where progress lines go (one per fault)
+     */
+    public TortureRun(TortureConfig config, PrintWriter out) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.out = Objects.requireNonNull(out, "out");
+        this.random = new Random(config.seed());
+    }
+
+    /** A worker JVM and the proxy in front of its server connection. */
+    private static final class Worker {
+        final String name;
+        final FaultProxy proxy;
+        final ChildJvm jvm;
+        boolean killed;
+
+        Worker(String name, FaultProxy proxy, ChildJvm jvm) {
+            this.name = name;
+            this.proxy = proxy;
+            this.jvm = jvm;
+        }
+    }
+
+    /**
+     * Runs the torture and checks the outcome.
+     *
+     * <p>Blocking: for about the configured duration, plus the start of the server and workers,
+     * the last recovery and the shutdown checks (about two session timeouts). Thread-safety: call
+     * once, from one thread. On failure: every process and server this run started is stopped
+     * before it returns or throws.
+     *
+     * @return the result, which says whether the run passed
+     * @throws IllegalArgumentException if the URI is not supported
+     * @throws IllegalStateException if the server or the workers cannot be started
+     */
+    public TortureResult run() {
+        long started = System.nanoTime();
+        try {
+            target = BackendTargets.open(config.uri());
+            if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
+                throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
+            }
+            store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
+            storeServer = FencedStoreServer.start(store);
+            out.printf("dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n", target.description(),
+                    config.workers(), seconds(config.duration()), config.fenced() ? "fenced" : "UNFENCED",
+                    config.faults().isEmpty() ? "none" : names(), config.seed());
+            out.printf("session timeout %s, recovery bound %s (session timeout + %s)%n",
+                    seconds(config.sessionTimeout()), seconds(config.recoveryBound()),
+                    seconds(config.recoveryMargin()));
+            out.flush();
+            for (int i = 0; i < config.workers(); i++) {
+                startWorker();
+            }
+            for (Worker w : List.copyOf(live)) {
+                awaitReady(w);
+            }
+            t0 = System.nanoTime();
+            schedule();
+            long faultPhase = System.nanoTime() - t0;
+            List<String> stuck = stopWorkers();
+            List<String> leftovers = awaitNoLeftovers();
+            FencingChecker.Report check = store.check();
+            return TortureResult.of(config, target.backend(), target.description(), faults, check,
+                    everyoneLines(), stuck, leftovers, problems, Duration.ofNanos(faultPhase),
+                    Duration.ofNanos(System.nanoTime() - started));
+        } finally {
+            closeAll();
+        }
+    }
+
+    // ---- the schedule
+
+    private void schedule() {
+        long deadline = t0 + config.duration().toNanos();
+        List<FaultKind> kinds = new ArrayList<>(config.faults());
+        kinds.sort(null);
+        List<FaultKind> deck = new ArrayList<>();
+        long longestCycle = millis(config.sessionTimeout()) * 3 + millis(config.recoveryBound()) + QUIET_MAX_MS;
+        while (true) {
+            long quiet = QUIET_MIN_MS + (long) (random.nextDouble() * (QUIET_MAX_MS - QUIET_MIN_MS));
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            if (kinds.isEmpty() || faults.size() >= config.maxFaults() || left < longestCycle) {
+                sleepMillis(Math.max(0, left));
+                return;
+            }
+            sleepMillis(quiet);
+            if (deck.isEmpty()) { // every kind once per round, in a random order: short runs cover them all
+                deck.addAll(kinds);
+                java.util.Collections.shuffle(deck, random);
+            }
+            inject(deck.remove(deck.size() - 1));
+        }
+    }
+
+    private void inject(FaultKind kind) {
+        long at = System.nanoTime();
+        int accessesAtStart = store.accessCount();
+        long highestAtStart = store.highestToken();
+        Injected done;
+        try {
+            done = switch (kind) {
+                case PAUSE -> pause();
+                case KILL -> kill();
+                case SERVER_RESTART -> restartServer();
+                case PARTITION -> partition();
+            };
+        } catch (RuntimeException e) {
+            LOG.debug("fault {} failed", kind, e);
+            problems.add("injecting " + kind.cliName() + " failed: " + e.getMessage());
+            out.printf("%7s  %-15s failed: %s%n", seconds(Duration.ofNanos(at - t0)), kind.cliName(), e.getMessage());
+            out.flush();
+            return;
+        }
+        long recovery = awaitRecovery(done.clearedAt(), done.accessesAtClear(), done.highestAtClear());
+        long blocked = recovery < 0 ? -1 : firstNewerWrite(accessesAtStart, highestAtStart, at);
+        FaultRecord record = new FaultRecord(kind, done.target(), done.detail(), (at - t0) / 1_000_000,
+                (done.clearedAt() - done.startedAt()) / 1_000_000, blocked, recovery,
+                millis(config.recoveryBound()));
+        faults.add(record);
+        out.printf("%7s  %-15s %-4s %-38s blocked %6s, recovered %s%s%n", seconds(Duration.ofNanos(at - t0)),
+                kind.cliName(), done.target(), done.detail(), blocked < 0 ? "-" : seconds(Duration.ofMillis(blocked)),
+                recovery < 0 ? "NOT within " + seconds(config.recoveryBound().plus(RECOVERY_OBSERVATION))
+                        : "in " + seconds(Duration.ofMillis(recovery)),
+                record.recoveredInTime() ? "" : "  <-- beyond the bound of " + seconds(config.recoveryBound()));
+        out.flush();
+    }
+
+    /** What an injection did: when it started and cleared, and the store at the moment it cleared. */
+    private record Injected(String target, String detail, long startedAt, long clearedAt, int accessesAtClear,
+            long highestAtClear) {}
+
+    private Injected cleared(String target, String detail, long startedAt) {
+        // Read the store first: an access after this point counts toward recovery.
+        int accesses = store.accessCount();
+        long highest = store.highestToken();
+        return new Injected(target, detail, startedAt, System.nanoTime(), accesses, highest);
+    }
+
+    private Injected pause() {
+        Worker w = pick();
+        boolean holding = holdAndWait(w);
+        long pauseMs = faultLength();
+        long start = System.nanoTime();
+        w.jvm.pause();
+        try {
+            sleepMillis(pauseMs);
+        } finally {
+            w.jvm.resume();
+        }
+        return cleared(w.name, "SIGSTOP " + seconds(Duration.ofMillis(pauseMs)) + (holding ? " while holding" : ""),
+                start);
+    }
+
+    private Injected kill() {
+        Worker w = pick();
+        boolean holding = holdAndWait(w);
+        long start = System.nanoTime();
+        w.jvm.kill();
+        w.killed = true;
+        live.remove(w);
+        Injected done = cleared(w.name, "SIGKILL" + (holding ? " while holding" : "") + ", replaced", start);
+        w.proxy.close();
+        Worker replacement = startWorker();
+        awaitReady(replacement);
+        return done;
+    }
+
+    private Injected restartServer() {
+        // Down for up to 1.5 session timeouts: some sessions survive the outage, some expire.
+        long downtime = Math.round(millis(config.sessionTimeout()) * random.nextDouble() * 1.5);
+        long start = System.nanoTime();
+        target.restartServer(Duration.ofMillis(downtime));
+        long took = System.nanoTime() - start;
+        return cleared("srv", "SIGKILL, restart (down " + seconds(Duration.ofNanos(took)) + ")", start);
+    }
+
+    private Injected partition() {
+        Worker w = pick();
+        boolean holding = random.nextBoolean() && holdAndWait(w);
+        FaultProxy.Direction direction = switch (random.nextInt(5)) {
+            case 0 -> FaultProxy.Direction.UPSTREAM;
+            case 1 -> FaultProxy.Direction.DOWNSTREAM;
+            default -> FaultProxy.Direction.BOTH;
+        };
+        long lengthMs = faultLength();
+        long start = System.nanoTime();
+        w.proxy.blackhole(direction);
+        try {
+            sleepMillis(lengthMs);
+        } finally {
+            w.proxy.pass();
+        }
+        String way = switch (direction) {
+            case UPSTREAM -> "requests";
+            case DOWNSTREAM -> "replies";
+            case BOTH -> "both ways";
+        };
+        return cleared(w.name, "drop " + way + " " + seconds(Duration.ofMillis(lengthMs))
+                + (holding ? " while holding" : ""), start);
+    }
+
+    private Worker pick() {
+        return live.get(random.nextInt(live.size()));
+    }
+
+    private long faultLength() {
+        double factor = FAULT_MIN + random.nextDouble() * (FAULT_MAX - FAULT_MIN);
+        return Math.round(millis(config.sessionTimeout()) * factor);
+    }
+
+    /** Asks {@code w} to stay in its next critical section; true once it says it is there. */
+    private boolean holdAndWait(Worker w) {
+        int from = w.jvm.lines().size();
+        w.jvm.send(TortureWorker.HOLD + " " + HOLD_MS);
+        long deadline = System.nanoTime() + waitMs() * 1_000_000 + 2_000_000_000L;
+        while (System.nanoTime() - deadline < 0) {
+            List<String> lines = w.jvm.lines();
+            for (int i = from; i < lines.size(); i++) {
+                if (lines.get(i).startsWith(TortureWorker.HOLDING + " ")) {
+                    return true;
+                }
+            }
+            from = lines.size();
+            sleepMillis(1);
+        }
+        w.jvm.send(TortureWorker.HOLD + " 0");
+        return false;
+    }
+
+    /**
+     * Waits until a write by a grant newer than any the store had seen when the fault cleared is
+     * accepted; returns the time that took in ms, or -1 if it did not happen within the bound plus
+     * the observation window.
+     */
+    private long awaitRecovery(long clearedAt, int from, long highest) {
+        long limit = clearedAt + config.recoveryBound().plus(RECOVERY_OBSERVATION).toNanos();
+        int index = from;
+        while (true) {
+            for (FencedStore.Access a : store.accesses(index)) {
+                index = (int) a.sequence() + 1;
+                if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > highest
+                        && a.nanoTime() - clearedAt >= 0) {
+                    return (a.nanoTime() - clearedAt) / 1_000_000;
+                }
+            }
+            if (System.nanoTime() - limit > 0) {
+                return -1;
+            }
+            sleepMillis(POLL.toMillis());
+        }
+    }
+
+    /**
+     * Returns how long after {@code since} the first write by a grant newer than {@code highest}
+     * was accepted, in ms, or -1 if none was (yet).
+     */
+    private long firstNewerWrite(int from, long highest, long since) {
+        for (FencedStore.Access a : store.accesses(from)) {
+            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > highest) {
+                return Math.max(0, (a.nanoTime() - since) / 1_000_000);
+            }
+        }
+        return -1;
+    }
+
+    // ---- workers
+
+    private long waitMs() {
+        return Math.max(5_000, 2 * millis(config.sessionTimeout()) + 1_000);
+    }
+
+    private Worker startWorker() {
+        String name = "w" + nextWorker++;
+        FaultProxy proxy = FaultProxy.start(target.serverAddress());
+        long maxRuntime = config.duration().toMillis() + 10 * 60_000L; // a backstop far beyond the run
+        List<String> args = List.of(
+                "--uri", target.clientUri(proxy.connectString(), namespace, config.sessionTimeout()),
+                "--client", name,
+                "--store-port", Integer.toString(storeServer.port()),
+                "--lock", LOCK_NAME,
+                "--wait-ms", Long.toString(waitMs()),
+                "--work-ms", Long.toString(config.workMs()),
+                "--max-runtime-ms", Long.toString(maxRuntime));
+        ChildJvm jvm;
+        try {
+            jvm = ChildJvm.start(TortureWorker.class, args, WORKER_JVM_OPTIONS);
+        } catch (RuntimeException e) {
+            proxy.close();
+            throw e;
+        }
+        Worker w = new Worker(name, proxy, jvm);
+        live.add(w);
+        everyone.add(w);
+        return w;
+    }
+
+    private void awaitReady(Worker w) {
+        try {
+            w.jvm.awaitLine(line -> line.equals(TortureWorker.READY) || line.startsWith(TortureWorker.FATAL),
+                    READY_TIMEOUT);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("worker " + w.name + " did not start: " + e.getMessage(), e);
+        }
+        List<String> lines = w.jvm.lines();
+        if (lines.stream().noneMatch(TortureWorker.READY::equals)) {
+            throw new IllegalStateException("worker " + w.name + " failed: " + String.join(" | ", lines));
+        }
+    }
+
+    /** Sends STOP to every live worker and waits for DONE; returns the names of those that hung. */
+    private List<String> stopWorkers() {
+        for (Worker w : live) {
+            w.proxy.pass();
+            w.jvm.send(TortureWorker.STOP);
+        }
+        // A worker may be waiting for the lock (wait-ms) and then releasing (connect timeout, 10 s).
+        Duration bound = Duration.ofMillis(waitMs() + 15_000);
+        long deadline = System.nanoTime() + bound.toNanos();
+        List<String> stuck = new ArrayList<>();
+        for (Worker w : live) {
+            try {
+                w.jvm.waitFor(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+            } catch (IllegalStateException e) {
+                stuck.add(w.name);
+                problems.add("worker " + w.name + " did not stop within " + seconds(bound) + " after STOP");
+                w.jvm.kill();
+            }
+        }
+        return stuck;
+    }
+
+    /** Polls the server until the run's namespace holds no queue entry, at most the recovery bound. */
+    private List<String> awaitNoLeftovers() {
+        long deadline = System.nanoTime() + config.recoveryBound().toNanos();
+        List<String> left = target.leftovers(namespace);
+        while (!left.isEmpty() && System.nanoTime() - deadline < 0) {
+            sleepMillis(250);
+            left = target.leftovers(namespace);
+        }
+        return left;
+    }
+
+    private Map<String, List<String>> everyoneLines() {
+        Map<String, List<String>> lines = new java.util.LinkedHashMap<>();
+        for (Worker w : everyone) {
+            lines.put(w.name, w.jvm.lines());
+        }
+        return lines;
+    }
+
+    private void closeAll() {
+        for (Worker w : everyone) {
+            try {
+                w.jvm.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing worker {} failed: {}", w.name, e.toString());
+            }
+            w.proxy.close();
+        }
+        if (storeServer != null) {
+            storeServer.close();
+        }
+        if (target != null) {
+            target.close();
+        }
+    }
+
+    // ---- helpers
+
+    private String names() {
+        Map<FaultKind, Boolean> sorted = new EnumMap<>(FaultKind.class);
+        config.faults().forEach(k -> sorted.put(k, true));
+        return String.join(",", sorted.keySet().stream().map(FaultKind::cliName).toList());
+    }
+
+    private static long millis(Duration d) {
+        return d.toMillis();
+    }
+
+    static String seconds(Duration d) {
+        return String.format(Locale.ROOT, "%.1fs", d.toMillis() / 1000.0);
+    }
+
+    private static void sleepMillis(long ms) {
+        if (ms <= 0) {
+            return;
+        }
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+}

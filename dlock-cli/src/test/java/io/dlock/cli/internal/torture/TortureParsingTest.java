@@ -1,0 +1,116 @@
+package io.dlock.cli.internal.torture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.dlock.testkit.FencedStore;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** Option parsing, the worker's arguments and the verdict, without servers. */
+class TortureParsingTest {
+
+    @Test
+    void parseList_namesAllAndNone_kinds() {
+        assertThat(FaultKind.parseList("pause, server-restart")).containsExactlyInAnyOrder(FaultKind.PAUSE,
+                FaultKind.SERVER_RESTART);
+        assertThat(FaultKind.parseList("all")).isEqualTo(EnumSet.allOf(FaultKind.class));
+        assertThat(FaultKind.parseList("none")).isEmpty();
+        assertThat(FaultKind.parseList("")).isEmpty();
+        assertThatThrownBy(() -> FaultKind.parseList("pause,oom"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unknown fault 'oom'");
+    }
+
+    @Test
+    void backendTargets_uris_embeddedOwnsItsServer() {
+        assertThat(BackendTargets.ownsServer("embedded")).isTrue();
+        assertThat(BackendTargets.ownsServer("embedded:zookeeper")).isTrue();
+        assertThat(BackendTargets.ownsServer("zookeeper://127.0.0.1:2181/x")).isFalse();
+        assertThatThrownBy(() -> BackendTargets.validate("etcd://x")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unsupported --uri 'etcd://x'");
+    }
+
+    @Test
+    void externalTarget_uri_goesThroughTheProxyAndKeepsExtraParameters() {
+        ZooKeeperTarget t = ZooKeeperTarget.external("zookeeper://127.0.0.1:2181/apps/x?sessionTimeout=9s&fair=true");
+        assertThat(t.canRestartServer()).isFalse();
+        assertThat(t.clientUri("127.0.0.1:5555", "torture-1", Duration.ofMillis(2500)))
+                .isEqualTo("zookeeper://127.0.0.1:5555/apps/x/torture-1?sessionTimeout=2500ms&fair=true");
+        assertThatThrownBy(() -> t.restartServer(Duration.ZERO)).isInstanceOf(UnsupportedOperationException.class);
+        t.close(); // leaves the external server alone
+    }
+
+    @Test
+    void workerArguments_missingOrNegative_rejectedWithTheName() {
+        assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri", "x"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("--client is required");
+        assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri", "x", "--client", "w", "--store-port", "-1",
+                        "--lock", "l", "--wait-ms", "1", "--work-ms", "1", "--max-runtime-ms", "1"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("--store-port must be a number >= 0");
+        assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("pairs");
+    }
+
+    @Test
+    void verdict_fencedStaleWriteAcceptedOrLeftover_fails() {
+        FencedStore unsafe = FencedStore.unfenced();
+        unsafe.read("paused", 1);
+        unsafe.read("next", 2);
+        unsafe.write("next", 2, 1);
+        unsafe.write("paused", 1, 1);
+        TortureConfig fenced = config(true);
+        TortureResult r = TortureResult.of(fenced, "zookeeper", "test", List.of(), unsafe.check(),
+                Map.of("w1", List.of("READY", "LOST 5", "REFUSED write 7 false", "TIMEOUT", "ERROR x")),
+                List.of(), List.of("/t/torture/_c_x-lock-0000000001"), List.of(), Duration.ofSeconds(1),
+                Duration.ofSeconds(2));
+        assertThat(r.passed()).isFalse();
+        assertThat(r.lockLost()).isEqualTo(1);
+        assertThat(r.refusedWhileValid()).isZero();
+        assertThat(r.timeouts()).isEqualTo(1);
+        assertThat(r.errors()).isEqualTo(1);
+        assertThat(r.problems()).anyMatch(p -> p.contains("stale writes accepted under fencing"))
+                .anyMatch(p -> p.contains("lost updates"))
+                .anyMatch(p -> p.contains("queue entries left behind"));
+        assertThat(r.json()).startsWith("{\"backend\":\"zookeeper\"").contains("\"staleWritesAccepted\":1")
+                .contains("\"passed\":false").endsWith("]}");
+        assertThat(r.table()).contains("stale writes accepted", "leftover queue entries");
+
+        TortureResult unfenced = TortureResult.of(config(false), "zookeeper", "test", List.of(), unsafe.check(),
+                Map.of(), List.of(), List.of(), List.of(), Duration.ofSeconds(1), Duration.ofSeconds(2));
+        assertThat(unfenced.passed()).as("%s", unfenced.problems()).isTrue();
+        assertThat(unfenced.table()).contains("(unfenced: expected)");
+    }
+
+    @Test
+    void verdict_slowRecoveryOrValidLeaseRefused_fails() {
+        FencedStore store = FencedStore.fenced();
+        store.read("w1", 1);
+        store.write("w1", 1, 1);
+        FaultRecord slow = new FaultRecord(FaultKind.KILL, "w1", "SIGKILL", 1_000, 0, 5_000, 5_000, 4_000);
+        TortureResult r = TortureResult.of(config(true), "zookeeper", "test", List.of(slow), store.check(),
+                Map.of("w2", List.of("REFUSED write 3 true")), List.of(), List.of(), List.of(),
+                Duration.ofSeconds(1), Duration.ofSeconds(2));
+        assertThat(r.passed()).isFalse();
+        assertThat(r.refusedWhileValid()).isEqualTo(1);
+        assertThat(r.problems()).anyMatch(p -> p.startsWith("kill at 1.0s") && p.contains("recovery took 5000 ms"))
+                .anyMatch(p -> p.contains("while its lease was still valid"));
+    }
+
+    @Test
+    void quote_controlCharacters_escaped() {
+        assertThat(TortureResult.quote("a\"b\\c\nd\u0001")).isEqualTo("\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+
+    private static TortureConfig config(boolean fenced) {
+        return new TortureConfig("embedded", 3, Duration.ofSeconds(10), Set.of(FaultKind.KILL), fenced, 1,
+                Duration.ofSeconds(2), Duration.ofSeconds(2), 5, 10);
+    }
+}

@@ -1,0 +1,470 @@
+package io.dlock.redis;
+
+import io.dlock.Capability;
+import io.dlock.LockBackendException;
+import io.dlock.LockOptions;
+import io.dlock.RetryPolicy;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisConnectionStateListener;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslVerifyMode;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
+import java.net.SocketAddress;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Lettuce connection to Redis (standalone, Sentinel or Cluster): one command connection for the
+ * scripts and one pub/sub connection on which this client hears that one of its waiters may
+ * proceed.
+ *
+ * <p>Concurrency: Lettuce reports connection changes on its I/O threads; they are handed to one
+ * timer thread, so that dlock's listeners see them in order and never on an I/O thread. A drop
+ * is SUSPENDED at once; the reconnect is reported only after this client's grants have been
+ * checked on the server: RECONNECTED if all are intact, LOST if any is gone (a restart without
+ * persistence, a failover to a replica that had not received them). An epoch counter drops a
+ * verdict that a newer drop has overtaken.
+ *
+ * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout and
+ * closes whatever it opened. After that, Lettuce reconnects on its own with the retry policy's
+ * backoff, and commands wait for it up to the connect timeout.
+ */
+final class RedisBackend implements LockBackend {
+    private static final Logger log = LoggerFactory.getLogger(RedisBackend.class);
+    static final String NAME = "redis";
+
+    /** A script with its SHA-1, sent with EVALSHA and, after NOSCRIPT, with EVAL. */
+    record Script(String text, String sha) {
+        static Script of(String text) {
+            return new Script(text, RedisScripts.sha1(text));
+        }
+    }
+
+    static final Script ACQUIRE = Script.of(RedisScripts.ACQUIRE);
+    static final Script RELEASE = Script.of(RedisScripts.RELEASE);
+    static final Script RENEW = Script.of(RedisScripts.RENEW);
+    static final Script HOLDS = Script.of(RedisScripts.HOLDS);
+
+    final RedisUri uri;
+    final LockOptions options;
+    /** This client's id: the owner of its entries and the name of its wake-up channel. */
+    final String clientId = UUID.randomUUID().toString();
+
+    final String channelPrefix;
+    final ScheduledThreadPoolExecutor timer;
+    private final ClientResources resources;
+    private final AbstractRedisClient client;
+    private final StatefulConnection<String, String> connection;
+    private final RedisClusterAsyncCommands<String, String> commands;
+    private final StatefulRedisPubSubConnection<String, String> pubsub;
+    private final RedisLockProtocol protocol;
+    private final Set<Capability> capabilities;
+    private final Duration maxSuspension;
+
+    private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
+    private final Set<Object> down = ConcurrentHashMap.newKeySet();
+    private final AtomicLong epoch = new AtomicLong();
+    private final AtomicBoolean suspended = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean ready;
+
+    private RedisBackend(RedisUri uri, ClientResources resources, AbstractRedisClient client,
+            StatefulConnection<String, String> connection, RedisClusterAsyncCommands<String, String> commands,
+            StatefulRedisPubSubConnection<String, String> pubsub, ScheduledThreadPoolExecutor timer) {
+        this.uri = uri;
+        this.options = uri.options();
+        this.channelPrefix = uri.keyPrefix() + ":c:";
+        this.resources = resources;
+        this.client = client;
+        this.connection = connection;
+        this.commands = commands;
+        this.pubsub = pubsub;
+        this.timer = timer;
+        // Grants outlive a drop by at least two thirds of the lease when renewed every third, and
+        // isValid() checks each grant's own deadline; a third keeps the listeners' verdict early.
+        this.maxSuspension = options.leaseTime().dividedBy(3);
+        EnumSet<Capability> caps = EnumSet.of(Capability.EXCLUSIVE, Capability.FENCING_TOKENS,
+                Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
+                Capability.CRASH_RELEASE, Capability.NO_HERD);
+        if (options.fair()) {
+            caps.add(Capability.FAIR);
+        }
+        this.capabilities = Set.copyOf(caps);
+        this.protocol = new RedisLockProtocol(this);
+    }
+
+    /**
+     * Connects to the server(s) of {@code uri} and subscribes to this client's wake-up channel.
+     *
+     * <p>Blocking: until connected, at most about the connect timeout per connection. On failure:
+     * throws {@link LockBackendException} naming the hosts and the reason (unreachable, wrong
+     * password, missing permission), with nothing left open.
+     */
+    static RedisBackend connect(RedisUri uri) {
+        LockOptions options = uri.options();
+        RetryPolicy retry = options.retryPolicy();
+        ClientResources resources = ClientResources.builder()
+                .ioThreadPoolSize(2)
+                .computationThreadPoolSize(1)
+                .reconnectDelay(Delay.exponential(positive(retry.baseSleep()), positive(retry.maxSleep()), 2,
+                        TimeUnit.MILLISECONDS))
+                .build();
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "dlock-redis-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        timer.setRemoveOnCancelPolicy(true);
+        AbstractRedisClient client = null;
+        StatefulConnection<String, String> connection = null;
+        StatefulRedisPubSubConnection<String, String> pubsub = null;
+        Holder holder = new Holder();
+        try {
+            SocketOptions socket = SocketOptions.builder().connectTimeout(options.connectTimeout()).keepAlive(true)
+                    .build();
+            TimeoutOptions timeouts = TimeoutOptions.enabled(options.connectTimeout());
+            List<RedisURI> redisUris = redisUris(uri);
+            RedisClusterAsyncCommands<String, String> commands;
+            if (uri.mode() == RedisUri.Mode.CLUSTER) {
+                RedisClusterClient cluster = RedisClusterClient.create(resources, redisUris);
+                client = cluster;
+                cluster.setOptions(ClusterClientOptions.builder()
+                        .socketOptions(socket)
+                        .timeoutOptions(timeouts)
+                        .autoReconnect(true)
+                        .build());
+                cluster.addListener(listener(holder));
+                var c = cluster.connect(StringCodec.UTF8);
+                connection = c;
+                commands = c.async();
+                pubsub = cluster.connectPubSub(StringCodec.UTF8);
+            } else {
+                RedisClient single = RedisClient.create(resources);
+                client = single;
+                single.setOptions(ClientOptions.builder()
+                        .socketOptions(socket)
+                        .timeoutOptions(timeouts)
+                        .autoReconnect(true)
+                        .build());
+                single.addListener(listener(holder));
+                var c = single.connect(StringCodec.UTF8, redisUris.get(0));
+                connection = c;
+                commands = c.async();
+                pubsub = single.connectPubSub(StringCodec.UTF8, redisUris.get(0));
+            }
+            RedisBackend backend = new RedisBackend(uri, resources, client, connection, commands, pubsub, timer);
+            pubsub.addListener(new RedisPubSubAdapter<>() {
+                @Override
+                public void message(String channel, String message) {
+                    backend.protocol.onWake(message);
+                }
+            });
+            pubsub.sync().subscribe(backend.channelPrefix + backend.clientId);
+            holder.backend = backend;
+            backend.ready = true;
+            log.debug("[client={}] connected to {} as client {}", NAME, uri, backend.clientId);
+            return backend;
+        } catch (RuntimeException e) {
+            closeQuietly(pubsub, connection, client, resources, timer);
+            throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
+                    e);
+        }
+    }
+
+    private static final class Holder {
+        volatile RedisBackend backend;
+    }
+
+    private static RedisConnectionStateListener listener(Holder holder) {
+        return new RedisConnectionStateListener() {
+            @Override
+            public void onRedisConnected(RedisChannelHandler<?, ?> connection, SocketAddress address) {
+                RedisBackend b = holder.backend;
+                if (b != null) {
+                    b.onConnected(connection);
+                }
+            }
+
+            @Override
+            public void onRedisDisconnected(RedisChannelHandler<?, ?> connection) {
+                RedisBackend b = holder.backend;
+                if (b != null) {
+                    b.onDisconnected(connection);
+                }
+            }
+        };
+    }
+
+    private static List<RedisURI> redisUris(RedisUri uri) {
+        Duration timeout = uri.options().connectTimeout();
+        SslVerifyMode verify = switch (uri.verifyPeer()) {
+            case "none" -> SslVerifyMode.NONE;
+            case "ca" -> SslVerifyMode.CA;
+            default -> SslVerifyMode.FULL;
+        };
+        if (uri.mode() == RedisUri.Mode.SENTINEL) {
+            RedisUri.HostPort first = uri.hosts().get(0);
+            RedisURI.Builder b = RedisURI.Builder.sentinel(first.host(), first.port(), uri.master());
+            for (RedisUri.HostPort hp : uri.hosts().subList(1, uri.hosts().size())) {
+                b.withSentinel(hp.host(), hp.port());
+            }
+            return List.of(finish(b, uri, timeout, verify));
+        }
+        return uri.hosts().stream()
+                .map(hp -> finish(RedisURI.Builder.redis(hp.host(), hp.port()), uri, timeout, verify))
+                .toList();
+    }
+
+    private static RedisURI finish(RedisURI.Builder b, RedisUri uri, Duration timeout, SslVerifyMode verify) {
+        b.withTimeout(timeout).withClientName("dlock");
+        if (uri.database() != 0) {
+            b.withDatabase(uri.database());
+        }
+        if (uri.tls()) {
+            b.withSsl(true).withVerifyPeer(verify);
+        }
+        if (uri.password() != null) {
+            if (uri.user() != null) {
+                b.withAuthentication(uri.user(), uri.password());
+            } else {
+                b.withPassword(uri.password().toCharArray());
+            }
+        }
+        return b.build();
+    }
+
+    /** The reason a connect failed, from the cause chain, without the password. */
+    private static String describe(Throwable e, RedisUri uri) {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            String m = String.valueOf(t.getMessage());
+            if (m.startsWith("WRONGPASS") || m.startsWith("NOAUTH") || m.contains("invalid password")) {
+                return "authentication refused" + (uri.user() == null ? "" : " for user '" + uri.user() + "'") + " ("
+                        + m + ")";
+            }
+            if (m.startsWith("NOPERM")) {
+                return "permission denied (" + m + "); the user needs +@scripting +@pubsub and access to keys '"
+                        + uri.keyPrefix() + ":*' and channels '" + uri.keyPrefix() + ":c:*'";
+            }
+            if (sb.length() > 0) {
+                sb.append(": ");
+            }
+            sb.append(t.getClass().getSimpleName()).append(' ').append(m);
+        }
+        String hint = uri.password() != null ? "" : " (is Redis running there?)";
+        return sb + hint;
+    }
+
+    // ---- connection state
+
+    private void onDisconnected(RedisChannelHandler<?, ?> handler) {
+        if (!ready || closed.get() || !handler.isOpen() && handler != connection) {
+            return; // a connection closed on purpose (a stale cluster node) is no suspension
+        }
+        if (handler == pubsub) {
+            return; // wake-ups may be missed: the waiters' timers cover that, and we kick them on reconnect
+        }
+        down.add(handler);
+        if (suspended.compareAndSet(false, true)) {
+            long e = epoch.incrementAndGet();
+            emit(ConnectionState.SUSPENDED, e);
+        }
+    }
+
+    private void onConnected(RedisChannelHandler<?, ?> handler) {
+        if (!ready || closed.get()) {
+            return;
+        }
+        if (handler == pubsub) {
+            protocol.kickAll();
+            return;
+        }
+        down.remove(handler);
+        if (!down.isEmpty() || !suspended.get()) {
+            return;
+        }
+        long e = epoch.get();
+        protocol.verifyGrants().whenComplete((intact, err) -> {
+            boolean ok = err == null && intact;
+            if (err != null) {
+                log.warn("[client={}] could not check grants after reconnecting: {}", NAME, err.toString());
+            } else if (!intact) {
+                log.warn("[client={}] grants vanished while disconnected (server restart or failover?)", NAME);
+            }
+            if (epoch.get() == e && suspended.compareAndSet(true, false)) {
+                epoch.incrementAndGet();
+                emit(ok ? ConnectionState.RECONNECTED : ConnectionState.LOST, e);
+                protocol.kickAll();
+            }
+        });
+    }
+
+    private void emit(ConnectionState state, long e) {
+        try {
+            timer.execute(() -> {
+                log.debug("[client={}] connection {} (epoch {})", NAME, state, e);
+                for (Consumer<ConnectionState> l : listeners) {
+                    l.accept(state);
+                }
+            });
+        } catch (RejectedExecutionException ignored) {
+            // closing
+        }
+    }
+
+    // ---- commands
+
+    /**
+     * Runs a script, by SHA first and by text after NOSCRIPT (a restarted server, a new cluster
+     * node). Never blocks.
+     */
+    <T> CompletableFuture<T> eval(Script script, ScriptOutputType type, String[] keys, String... args) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        try {
+            commands.<T>evalsha(script.sha(), type, keys, args).whenComplete((value, error) -> {
+                if (error == null) {
+                    result.complete(value);
+                } else if (error instanceof RedisNoScriptException
+                        || String.valueOf(error.getMessage()).startsWith("NOSCRIPT")) {
+                    commands.<T>eval(script.text(), type, keys, args).whenComplete((v2, e2) -> {
+                        if (e2 == null) {
+                            result.complete(v2);
+                        } else {
+                            result.completeExceptionally(e2);
+                        }
+                    });
+                } else {
+                    result.completeExceptionally(error);
+                }
+            });
+        } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+        }
+        return result;
+    }
+
+    CompletableFuture<String> hget(String key, String field) {
+        try {
+            return commands.hget(key, field).toCompletableFuture();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** Schedules {@code task} on the timer thread; returns null if closing. */
+    ScheduledFuture<?> schedule(Runnable task, long delayMs) {
+        try {
+            return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            return null;
+        }
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    // ---- LockBackend
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public LockProtocol protocol() {
+        return protocol;
+    }
+
+    @Override
+    public void onConnectionState(Consumer<ConnectionState> listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public Duration maxSuspension() {
+        return maxSuspension;
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        protocol.close();
+        closeQuietly(pubsub, connection, client, resources, timer);
+    }
+
+    private static void closeQuietly(StatefulRedisPubSubConnection<String, String> pubsub,
+            StatefulConnection<String, String> connection, AbstractRedisClient client, ClientResources resources,
+            ScheduledThreadPoolExecutor timer) {
+        try {
+            if (pubsub != null) {
+                pubsub.close();
+            }
+            if (connection != null) {
+                connection.close();
+            }
+        } catch (RuntimeException e) {
+            log.debug("[client={}] closing connections: {}", NAME, e.toString());
+        } finally {
+            try {
+                if (client != null) {
+                    client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                }
+                resources.shutdown(0, 2, TimeUnit.SECONDS);
+            } catch (RuntimeException e) {
+                log.debug("[client={}] shutting down: {}", NAME, e.toString());
+            } finally {
+                timer.shutdownNow();
+            }
+        }
+    }
+
+    private static Duration positive(Duration d) {
+        return d.isZero() || d.isNegative() ? Duration.ofMillis(1) : d;
+    }
+
+    @Override
+    public String toString() {
+        return "RedisBackend[" + uri + ", client " + clientId + "]";
+    }
+}

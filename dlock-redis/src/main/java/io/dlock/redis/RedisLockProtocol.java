@@ -1,0 +1,519 @@
+package io.dlock.redis;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.dlock.LockBackendException;
+import io.dlock.Ticker;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.ScriptOutputType;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * dlock's queue recipe on Redis, for exclusive locks, read-write locks and semaphores (see {@link
+ * RedisScripts} for the data model and why each step is one script).
+ *
+ * <p>An acquisition is an entry in the lock's queue, identified by its acquisition id. The acquire
+ * script creates the entry (or finds it again, so a request retried after a lost reply never makes
+ * a second one) and grants it when nothing blocks it. A waiting entry is re-checked by its owner
+ * when (a) the server publishes on this client's channel that it may now proceed, (b) the deadline
+ * of the entry that blocks it passes (a crashed holder), or (c) every third of the waiter TTL, which
+ * is also the waiter's heartbeat: a waiter that stops checking is purged after the TTL, so a crashed
+ * waiter never blocks the queue for longer than that.
+ *
+ * <p>Validity: the ticker is read before a grant or renewal is sent, and the grant is valid until
+ * that reading plus the lease time less a drift margin, so the client's view never outlives the
+ * server's deadline (set after the request arrived).
+ *
+ * <p>Concurrency: stages complete on Lettuce's threads or the backend's timer thread, and nothing
+ * blocks. Each waiter's state is guarded by its own monitor, held only for bookkeeping, never
+ * across a command; at most one check per waiter is in flight, and a wake-up that arrives meanwhile
+ * runs one more check after it.
+ */
+final class RedisLockProtocol implements LockProtocol {
+    private static final Logger log = LoggerFactory.getLogger(RedisLockProtocol.class);
+
+    /** What a waiting position names when there is no single predecessor. */
+    static final String ANY = "*";
+
+    private final RedisBackend backend;
+    private final Ticker ticker;
+    private final long leaseMs;
+    private final long leaseNanos;
+    private final long marginNanos;
+    private final long waiterMs;
+    private final String fair;
+    private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
+    private final Map<String, Grant> held = new ConcurrentHashMap<>();
+
+    RedisLockProtocol(RedisBackend backend) {
+        this.backend = backend;
+        this.ticker = backend.options.ticker();
+        this.leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
+        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        // Clock drift between this JVM and the server: 1% of the lease plus 2 ms (as Redlock).
+        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.waiterMs = leaseMs;
+        this.fair = backend.options.fair() ? "1" : "0";
+    }
+
+    // ---- keys
+
+    /** The base key of a queue: {@code prefix:{name}:family}; the hash tag keeps it in one slot. */
+    String base(String lockName, LockMode mode) {
+        String family = switch (mode) {
+            case EXCLUSIVE -> "x";
+            case READ, WRITE -> "rw";
+            case SEMAPHORE -> "s";
+        };
+        return backend.uri.keyPrefix() + ":{" + lockName + "}:" + family;
+    }
+
+    static String[] keys(String base) {
+        return new String[] {base + ":q", base + ":d", base + ":h"};
+    }
+
+    static String baseOf(String entryKey) {
+        return entryKey.substring(0, entryKey.lastIndexOf('#'));
+    }
+
+    static String idOf(String entryKey) {
+        return entryKey.substring(entryKey.lastIndexOf('#') + 1);
+    }
+
+    private static String letter(LockMode mode) {
+        return switch (mode) {
+            case EXCLUSIVE -> "X";
+            case READ -> "R";
+            case WRITE -> "W";
+            case SEMAPHORE -> "S";
+        };
+    }
+
+    // ---- enqueue
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        String base = base(request.lockName(), request.mode());
+        QueueEntry entry = new QueueEntry(request.lockName(), request.acquisitionId(), base + "#"
+                + request.acquisitionId(), 0, 0);
+        // Registered before the request goes out, so a wake-up published between the reply and
+        // the engine's awaitTurn is remembered (as `kicked`) instead of lost.
+        Waiter w = new Waiter(request, entry);
+        waiters.put(entry.key(), w);
+        enqueue(w, result, 0);
+        return result;
+    }
+
+    private void enqueue(Waiter w, CompletableFuture<Position> result, int attempt) {
+        LockRequest request = w.request;
+        QueueEntry entry = w.entry;
+        long t0 = ticker.read();
+        acquireScript(request, entry, true).whenComplete((reply, error) -> {
+            if (error != null) {
+                Throwable cause = unwrap(error);
+                if (transient_(cause) && attempt < backend.options.retryPolicy().maxRetries() && !backend.isClosed()) {
+                    // Same acquisition id: the script finds the entry if the lost request created it.
+                    if (backend.schedule(() -> enqueue(w, result, attempt + 1), backoffMs(attempt)) != null) {
+                        return;
+                    }
+                }
+                forget(w);
+                result.completeExceptionally(failure(entry.lockName(), "enqueue", cause));
+                return;
+            }
+            long status = (Long) reply.get(0);
+            if (status == RedisScripts.GRANTED) {
+                forget(w);
+                result.complete(Position.granted(granted(entry, (Long) reply.get(1), t0)));
+            } else if (status == RedisScripts.WAITING) {
+                synchronized (w) {
+                    w.waitMs = (Long) reply.get(2);
+                }
+                result.complete(Position.waiting(entry, predecessor(reply)));
+            } else if (status == RedisScripts.PERMITS_DIFFER) {
+                forget(w);
+                result.completeExceptionally(new IllegalArgumentException("semaphore '" + request.lockName()
+                        + "' on redis is in use with " + reply.get(1) + " permits; this client opened it with "
+                        + request.maxPermits()));
+            } else {
+                forget(w);
+                result.completeExceptionally(new LockBackendException(entry.lockName(), RedisBackend.NAME,
+                        "enqueue: unexpected reply " + reply, null));
+            }
+        });
+    }
+
+    private void forget(Waiter w) {
+        waiters.remove(w.entry.key(), w);
+        w.cancel();
+    }
+
+    private CompletableFuture<List<Object>> acquireScript(LockRequest request, QueueEntry entry, boolean create) {
+        String despite = request.grantedDespite() == null ? "" : idOf(request.grantedDespite());
+        return backend.eval(RedisBackend.ACQUIRE, ScriptOutputType.MULTI, keys(baseOf(entry.key())),
+                entry.acquisitionId(), letter(request.mode()), Integer.toString(request.permits()),
+                Integer.toString(request.maxPermits()), backend.clientId, Long.toString(leaseMs),
+                Long.toString(waiterMs), fair, create ? "1" : "0", despite, backend.channelPrefix,
+                baseOf(entry.key()));
+    }
+
+    private Grant granted(QueueEntry entry, long token, long sentAtNanos) {
+        Grant grant = new Grant(entry, token, sentAtNanos + leaseNanos - marginNanos);
+        held.put(entry.key(), grant);
+        return grant;
+    }
+
+    private static String predecessor(List<Object> reply) {
+        Object p = reply.size() > 3 ? reply.get(3) : null;
+        return p == null || p.toString().isEmpty() ? ANY : p.toString();
+    }
+
+    // ---- waiting
+
+    /** One waiting entry of this client. */
+    private final class Waiter {
+        final LockRequest request;
+        final QueueEntry entry;
+
+        @GuardedBy("this")
+        CompletableFuture<Position> pending;
+
+        @GuardedBy("this")
+        boolean kicked;
+
+        @GuardedBy("this")
+        boolean checking;
+
+        @GuardedBy("this")
+        boolean again;
+
+        @GuardedBy("this")
+        boolean gone;
+
+        @GuardedBy("this")
+        ScheduledFuture<?> timer;
+
+        @GuardedBy("this")
+        long waitMs = 1;
+
+        @GuardedBy("this")
+        int failures;
+
+        Waiter(LockRequest request, QueueEntry entry) {
+            this.request = request;
+            this.entry = entry;
+        }
+
+        /** Runs a check now, or once more after the one in flight. */
+        void check() {
+            synchronized (this) {
+                if (gone || pending == null || pending.isDone()) {
+                    kicked = true;
+                    return;
+                }
+                if (checking) {
+                    again = true;
+                    return;
+                }
+                checking = true;
+                if (timer != null) {
+                    timer.cancel(false);
+                    timer = null;
+                }
+            }
+            long t0 = ticker.read();
+            acquireScript(request, entry, false).whenComplete((reply, error) -> onReply(reply, error, t0));
+        }
+
+        private void onReply(List<Object> reply, Throwable error, long t0) {
+            CompletableFuture<Position> done = null;
+            Object outcome = null;
+            boolean runAgain;
+            synchronized (this) {
+                checking = false;
+                runAgain = again;
+                again = false;
+                if (gone) {
+                    return;
+                }
+                if (error != null) {
+                    // Transient: keep waiting; the entry survives until the waiter TTL passes, and a
+                    // check after that reports it missing, which makes the engine enqueue again.
+                    failures++;
+                    log.debug("[lock={} state=QUEUED] check of {} failed ({}): {}", entry.lockName(), entry.key(),
+                            failures, unwrap(error).toString());
+                    scheduleLocked(runAgain ? 0 : Math.min(heartbeatMs(), backoffMs(failures - 1)));
+                    return;
+                }
+                failures = 0;
+                long status = (Long) reply.get(0);
+                if (status == RedisScripts.GRANTED) {
+                    gone = true;
+                    done = pending;
+                    outcome = Position.granted(granted(entry, (Long) reply.get(1), t0));
+                } else if (status == RedisScripts.WAITING) {
+                    waitMs = (Long) reply.get(2);
+                    scheduleLocked(runAgain ? 0 : nextCheckMs());
+                    return;
+                } else {
+                    gone = true;
+                    done = pending;
+                    outcome = new EntryLostException(entry, status == RedisScripts.MISSING
+                            ? "it is no longer in the queue (expired while unchecked?)" : "unexpected reply " + reply);
+                }
+            }
+            waiters.remove(entry.key(), this);
+            if (outcome instanceof Position p) {
+                done.complete(p);
+            } else {
+                done.completeExceptionally((Throwable) outcome);
+            }
+        }
+
+        @GuardedBy("this")
+        private void scheduleLocked(long delayMs) {
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            timer = backend.schedule(this::check, delayMs);
+        }
+
+        /** Starts waiting on behalf of one awaitTurn call. */
+        void await(CompletableFuture<Position> f) {
+            boolean now;
+            synchronized (this) {
+                if (gone) {
+                    f.completeExceptionally(new EntryLostException(entry, "it was released"));
+                    return;
+                }
+                pending = f;
+                now = kicked;
+                kicked = false;
+                if (!now) {
+                    scheduleLocked(nextCheckMs());
+                }
+            }
+            if (now) {
+                check();
+            }
+        }
+
+        void cancel() {
+            synchronized (this) {
+                gone = true;
+                if (timer != null) {
+                    timer.cancel(false);
+                    timer = null;
+                }
+            }
+        }
+
+        @GuardedBy("this")
+        private long nextCheckMs() {
+            // Right after the blocker's deadline (a crashed holder), or at the heartbeat.
+            return Math.min(waitMs + 5, heartbeatMs());
+        }
+    }
+
+    private long heartbeatMs() {
+        return Math.max(1, waiterMs / 3);
+    }
+
+    @Override
+    public CompletionStage<Position> awaitTurn(Position waiting) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        Waiter w = waiters.get(waiting.entry().key());
+        if (w == null) {
+            result.completeExceptionally(new EntryLostException(waiting.entry(), "it is not waiting here"));
+            return result;
+        }
+        w.await(result);
+        return result;
+    }
+
+    /** A message on this client's channel: the entry it names may proceed. */
+    void onWake(String entryKey) {
+        Waiter w = waiters.get(entryKey);
+        if (w != null) {
+            w.check();
+        }
+    }
+
+    /** Re-checks every waiter at once, after wake-ups may have been missed (a reconnect). */
+    void kickAll() {
+        for (Waiter w : waiters.values()) {
+            w.check();
+        }
+    }
+
+    // ---- release
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry) {
+        Waiter w = waiters.remove(entry.key());
+        if (w != null) {
+            w.cancel();
+        }
+        held.remove(entry.key());
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        release(entry, done, 0, ticker.read());
+        return done;
+    }
+
+    private void release(QueueEntry entry, CompletableFuture<Void> done, int attempt, long startNanos) {
+        String base = baseOf(entry.key());
+        backend.<Long>eval(RedisBackend.RELEASE, ScriptOutputType.INTEGER, keys(base), entry.acquisitionId(), fair,
+                backend.channelPrefix, base).whenComplete((existed, error) -> {
+                    if (error == null) {
+                        done.complete(null);
+                        return;
+                    }
+                    Throwable cause = unwrap(error);
+                    // Retried through drops while the entry could still block others; after its
+                    // lease it expires on the server by itself.
+                    boolean keepTrying = transient_(cause) && !backend.isClosed()
+                            && ticker.read() - startNanos < leaseNanos;
+                    if (keepTrying && backend.schedule(() -> release(entry, done, attempt + 1, startNanos),
+                            backoffMs(attempt)) != null) {
+                        return;
+                    }
+                    done.completeExceptionally(failure(entry.lockName(), "release of " + entry.key(), cause));
+                });
+    }
+
+    // ---- renewal
+
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        QueueEntry entry = grant.entry();
+        String base = baseOf(entry.key());
+        long t0 = ticker.read();
+        return backend.<Long>eval(RedisBackend.RENEW, ScriptOutputType.INTEGER, keys(base), entry.acquisitionId(),
+                        Long.toString(grant.fencingToken()), Long.toString(leaseMs), fair, backend.channelPrefix, base)
+                .handle((extended, error) -> {
+                    if (error != null) {
+                        throw new CompletionException(failure(entry.lockName(), "renewal", unwrap(error)));
+                    }
+                    if (extended == null || extended != 1L) {
+                        held.remove(entry.key());
+                        throw new CompletionException(new EntryLostException(entry,
+                                "its grant (token " + grant.fencingToken() + ") is gone from the server"));
+                    }
+                    Grant renewed = new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                    held.replace(entry.key(), renewed);
+                    return renewed;
+                });
+    }
+
+    // ---- recovery
+
+    @Override
+    public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
+        List<CompletableFuture<Optional<QueueEntry>>> lookups = new ArrayList<>();
+        for (LockMode mode : new LockMode[] {LockMode.EXCLUSIVE, LockMode.WRITE, LockMode.SEMAPHORE}) {
+            String base = base(lockName, mode);
+            lookups.add(backend.hget(base + ":h", acquisitionId).thenApply(v -> {
+                if (v == null) {
+                    return Optional.<QueueEntry>empty();
+                }
+                String[] parts = v.split(" ");
+                if (parts.length != 4 || !parts[2].equals(backend.clientId)) {
+                    return Optional.<QueueEntry>empty();
+                }
+                return Optional.of(new QueueEntry(lockName, acquisitionId, base + "#" + acquisitionId, 0,
+                        Long.parseLong(parts[3])));
+            }));
+        }
+        return CompletableFuture.allOf(lookups.toArray(new CompletableFuture<?>[0])).handle((x, error) -> {
+            if (error != null) {
+                throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId, unwrap(error)));
+            }
+            return lookups.stream().map(CompletableFuture::join).flatMap(Optional::stream).findFirst();
+        });
+    }
+
+    /** Whether every grant this client holds is still on the server with its token; after a reconnect. */
+    CompletableFuture<Boolean> verifyGrants() {
+        List<CompletableFuture<Long>> checks = new ArrayList<>();
+        for (Grant g : held.values()) {
+            String base = baseOf(g.entry().key());
+            checks.add(backend.<Long>eval(RedisBackend.HOLDS, ScriptOutputType.INTEGER,
+                    new String[] {base + ":d", base + ":h"}, g.entry().acquisitionId(),
+                    Long.toString(g.fencingToken())));
+        }
+        return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0]))
+                .thenApply(x -> checks.stream().allMatch(c -> c.join() == 1L));
+    }
+
+    /** Stops every waiter's timer; the server removes abandoned entries after their TTL. */
+    void close() {
+        for (Waiter w : waiters.values()) {
+            w.cancel();
+        }
+        waiters.clear();
+        held.clear();
+    }
+
+    // ---- helpers
+
+    private long backoffMs(int attempt) {
+        long base = Math.max(1, backend.options.retryPolicy().baseSleep().toMillis());
+        long max = Math.max(base, backend.options.retryPolicy().maxSleep().toMillis());
+        return Math.min(max, base << Math.min(20, Math.max(0, attempt)));
+    }
+
+    /** Whether a failure may heal by itself (a drop, a timeout) rather than being a refusal. */
+    static boolean transient_(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof RedisCommandTimeoutException || c instanceof RedisConnectionException
+                    || c instanceof IOException) {
+                return true;
+            }
+            String m = String.valueOf(c.getMessage());
+            if (m.startsWith("LOADING") || m.startsWith("TRYAGAIN") || m.startsWith("CLUSTERDOWN")
+                    || m.startsWith("MASTERDOWN") || m.startsWith("READONLY") || m.contains("Connection closed")
+                    || m.contains("Connection reset") || m.contains("Currently not connected")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static Throwable unwrap(Throwable t) {
+        while (t instanceof CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static RuntimeException failure(String lockName, String what, Throwable cause) {
+        if (cause instanceof LockBackendException || cause instanceof EntryLostException
+                || cause instanceof IllegalArgumentException) {
+            return (RuntimeException) cause;
+        }
+        String m = String.valueOf(cause.getMessage());
+        String hint = m.startsWith("NOPERM") ? " (the Redis user lacks a permission dlock needs: +@scripting,"
+                + " +@pubsub, and its key prefix)" : m.startsWith("NOAUTH") ? " (authentication required)" : "";
+        return new LockBackendException(lockName, RedisBackend.NAME, what + " failed: " + m + hint, cause);
+    }
+}

@@ -1,0 +1,285 @@
+package io.dlock.redis;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The Lua scripts behind every Redis lock operation, as constants.
+ *
+ * <p>Why scripts: Redis runs a script atomically (no other command interleaves), so purging expired
+ * entries, deciding a grant, incrementing the fencing counter and setting the deadline happen as one
+ * step, the way a compare-and-set would on a server that had one. Every script touches only the
+ * three keys of one queue, which share one hash tag ({@code {name}}) and so one Cluster slot.
+ *
+ * <p>Data model, per lock name {@code N}, key prefix {@code P} and family {@code F} ({@code x}
+ * exclusive, {@code rw} read-write, {@code s} semaphore), base key {@code P:{N}:F}:
+ *
+ * <ul>
+ *   <li>{@code base:q} ZSET: entry id → arrival sequence (the FIFO queue, holders and waiters);
+ *   <li>{@code base:d} ZSET: entry id → deadline in server milliseconds (lease or waiter expiry);
+ *   <li>{@code base:h} HASH: entry id → {@code "mode permits owner token"} (token 0 while waiting),
+ *       plus {@code #seq} (arrival counter), {@code #fence} (last fencing token) and {@code #max}
+ *       (a semaphore's total, which every client must agree on).
+ * </ul>
+ *
+ * <p>Expiry is lazy: each script first removes entries whose deadline has passed ({@code purge}).
+ * The three keys always carry a PEXPIRE at least as late as the latest deadline, and are deleted
+ * when the queue empties, so a crashed client leaves nothing behind for longer than its lease.
+ *
+ * <p>Fencing token: {@code max(#fence + 1, server time in microseconds)}. The counter makes tokens
+ * strictly increase while the keys live; the clock makes them keep increasing after the keys were
+ * deleted (an idle lock) or lost (a restart without persistence), because a script cannot run more
+ * than once per microsecond, so no token ever gets ahead of the server clock.
+ *
+ * <p>Wake-ups (no herd): after anything leaves a queue, {@code wake} walks it in order and
+ * publishes the entry key of each waiter that may now be granted, and only those, on its owner
+ * client's channel {@code P:c:<client id>}. The owner then claims the grant with the acquire script.
+ */
+final class RedisScripts {
+    private RedisScripts() {}
+
+    /** Status codes the acquire script returns in its first element. */
+    static final long GRANTED = 1;
+
+    static final long WAITING = 0;
+    static final long MISSING = -1;
+    static final long PERMITS_DIFFER = -2;
+
+    /**
+     * Shared prelude. KEYS: q, d, h. It expects {@code fair} ('1'/'0'), {@code chan} (the channel
+     * prefix) and {@code base} (the entry-key prefix) to be set by the script that includes it.
+     */
+    private static final String PRELUDE = """
+            local q, d, h = KEYS[1], KEYS[2], KEYS[3]
+            local t = redis.call('TIME')
+            local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+            local function parse(v)
+              local m, p, o, tok = string.match(v, '^(%a) (%d+) (%S+) (%d+)$')
+              return m, tonumber(p), o, tonumber(tok)
+            end
+
+            -- Removes entries whose deadline has passed; returns how many.
+            local function purge()
+              local gone = redis.call('ZRANGEBYSCORE', d, '-inf', nowMs)
+              for _, id in ipairs(gone) do
+                redis.call('ZREM', q, id)
+                redis.call('ZREM', d, id)
+                redis.call('HDEL', h, id)
+              end
+              return #gone
+            end
+
+            local function addHeld(held, m, p)
+              if m == 'S' then held.S = held.S + p else held[m] = held[m] + 1 end
+            end
+
+            local function fits(held, m, p, maxp)
+              if m == 'S' then return held.S + p <= maxp end
+              if m == 'R' then return held.W == 0 and held.X == 0 end
+              return held.X == 0 and held.W == 0 and held.R == 0 and held.S == 0
+            end
+
+            -- Publishes to the owners of waiting entries that may now be granted, in queue order,
+            -- counting every granted entry first. Fair: stops at the first waiter that may not
+            -- proceed (nobody overtakes it). Unfair: wakes every waiter that fits. Advisory only:
+            -- the woken owner's acquire script decides.
+            local function wake()
+              local ids = redis.call('ZRANGE', q, 0, fair == '1' and 99 or -1)
+              if #ids == 0 then return end
+              local vals = redis.call('HMGET', h, unpack(ids))
+              local maxp = tonumber(redis.call('HGET', h, '#max') or '0')
+              local held = {X = 0, R = 0, W = 0, S = 0}
+              for i, v in ipairs(vals) do
+                if v then
+                  local m, p, o, tok = parse(v)
+                  if tok > 0 then addHeld(held, m, p) end
+                end
+              end
+              for i, v in ipairs(vals) do
+                if v then
+                  local m, p, o, tok = parse(v)
+                  if tok > 0 then
+                    -- counted above
+                  elseif fits(held, m, p, maxp) then
+                    redis.call('PUBLISH', chan .. o, base .. '#' .. ids[i])
+                    addHeld(held, m, p)
+                  elseif fair == '1' then
+                    return
+                  end
+                end
+              end
+            end
+
+            -- Deletes the queue when it is empty; otherwise makes the keys outlive the latest deadline.
+            local function finish()
+              if redis.call('ZCARD', q) == 0 then
+                redis.call('DEL', q, d, h)
+                return
+              end
+              local last = redis.call('ZRANGE', d, -1, -1, 'WITHSCORES')
+              local ttl = math.max(1, tonumber(last[2]) - nowMs + 1000)
+              redis.call('PEXPIRE', q, ttl)
+              redis.call('PEXPIRE', d, ttl)
+              redis.call('PEXPIRE', h, ttl)
+            end
+            """;
+
+    /**
+     * Enqueues (or finds again) an entry and grants it if it may proceed; also the waiter's check
+     * and heartbeat. Atomic, so two clients can never both see the lock free.
+     *
+     * <p>ARGV: 1 id, 2 mode (X/R/W/S), 3 permits, 4 max permits, 5 owner client id, 6 lease ms, 7
+     * waiter ttl ms, 8 fair, 9 create ('1' to create a missing entry, '0' to report it missing), 10
+     * the id of this thread's own write entry that does not block a read (or ''), 11 channel
+     * prefix, 12 entry-key prefix (the base key).
+     *
+     * <p>Returns {status, token, wait ms, predecessor id}: {1, token, 0, ''} granted (a retried
+     * request for an entry already granted returns its token and extends it); {0, 0, ms, pred}
+     * waiting, where ms is how long until the first blocker's deadline; {-1, 0, 0, ''} the entry
+     * is gone; {-2, recorded total, 0, ''} the semaphore is in use with another total.
+     */
+    static final String ACQUIRE = "local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]\n" + PRELUDE + """
+            local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+            local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
+            local removed = purge()
+            local function done(result)
+              if removed > 0 then wake() end
+              finish()
+              return result
+            end
+            local v = redis.call('HGET', h, id)
+            if not v then
+              if ARGV[9] ~= '1' then return done({-1, 0, 0, ''}) end
+              if mode == 'S' then
+                local rec = redis.call('HGET', h, '#max')
+                if rec and tonumber(rec) ~= maxp then return done({-2, tonumber(rec), 0, ''}) end
+                if not rec then redis.call('HSET', h, '#max', maxp) end
+              end
+              local seq = redis.call('HINCRBY', h, '#seq', 1)
+              redis.call('ZADD', q, seq, id)
+              v = mode .. ' ' .. permits .. ' ' .. owner .. ' 0'
+              redis.call('HSET', h, id, v)
+            end
+            local m, p, o, tok = parse(v)
+            if tok > 0 then
+              redis.call('ZADD', d, nowMs + lease, id)
+              return done({1, tok, 0, ''})
+            end
+            -- Who counts against this entry: every granted entry, wherever it stands (so safety
+            -- never depends on queue order), and in fair mode also every entry ahead of it. A read
+            -- under this thread's own granted write lock (a downgrade) overtakes queued writers.
+            local ids = redis.call('ZRANGE', q, 0, -1)
+            local rank = redis.call('ZRANK', q, id)
+            local downgrade = false
+            if m == 'R' and despite ~= '' then
+              local dv = redis.call('HGET', h, despite)
+              downgrade = dv ~= false and dv ~= nil and select(4, parse(dv)) > 0
+            end
+            local blocking = {}
+            local used = 0
+            if #ids > 1 then
+              local vals = redis.call('HMGET', h, unpack(ids))
+              for i, ov in ipairs(vals) do
+                if ov and ids[i] ~= id then
+                  local om, op, oo, otok = parse(ov)
+                  local ahead = fair == '1' and i - 1 < rank and not downgrade
+                  if otok > 0 or ahead then
+                    if m == 'S' then
+                      used = used + op
+                      table.insert(blocking, ids[i])
+                    elseif m ~= 'R' or (om == 'W' and ids[i] ~= despite) then
+                      table.insert(blocking, ids[i])
+                    end
+                  end
+                end
+              end
+            end
+            local free
+            if m == 'S' then free = used + p <= maxp else free = #blocking == 0 end
+            if free then
+              local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs)
+              local ts = string.format('%.0f', token)
+              redis.call('HSET', h, '#fence', ts)
+              redis.call('HSET', h, id, m .. ' ' .. p .. ' ' .. o .. ' ' .. ts)
+              redis.call('ZADD', d, nowMs + lease, id)
+              return done({1, token, 0, ''})
+            end
+            redis.call('ZADD', d, nowMs + waiter, id)
+            local waitMs = waiter
+            for _, b in ipairs(blocking) do
+              local dl = redis.call('ZSCORE', d, b)
+              if dl then waitMs = math.min(waitMs, tonumber(dl) - nowMs) end
+            end
+            return done({0, 0, math.max(1, waitMs), blocking[#blocking]})
+            """;
+
+    /**
+     * Removes an entry (held or waiting) and wakes whoever may proceed now. Atomic, so the wake-up
+     * is decided on the queue as it is after the removal.
+     *
+     * <p>ARGV: 1 id, 2 fair, 3 channel prefix, 4 entry-key prefix. Returns 1 if the entry existed.
+     */
+    static final String RELEASE = "local fair, chan, base = ARGV[2], ARGV[3], ARGV[4]\n" + PRELUDE + """
+            purge()
+            local existed = redis.call('HDEL', KEYS[3], ARGV[1])
+            redis.call('ZREM', q, ARGV[1])
+            redis.call('ZREM', d, ARGV[1])
+            wake()
+            finish()
+            return existed
+            """;
+
+    /**
+     * Extends a granted entry's deadline if it still holds the grant with the same token. Purges
+     * first, so an entry whose lease already ran out is reported lost, never revived.
+     *
+     * <p>ARGV: 1 id, 2 token, 3 lease ms, 4 fair, 5 channel prefix, 6 entry-key prefix. Returns 1
+     * if extended, 0 if the grant is gone.
+     */
+    static final String RENEW = "local fair, chan, base = ARGV[4], ARGV[5], ARGV[6]\n" + PRELUDE + """
+            local removed = purge()
+            local result = 0
+            local v = redis.call('HGET', h, ARGV[1])
+            if v then
+              local m, p, o, tok = parse(v)
+              if tok == tonumber(ARGV[2]) and tok > 0 then
+                redis.call('ZADD', d, nowMs + tonumber(ARGV[3]), ARGV[1])
+                result = 1
+              end
+            end
+            if removed > 0 then wake() end
+            finish()
+            return result
+            """;
+
+    /**
+     * Reports whether a grant still exists with its token and an unexpired deadline; read-only.
+     * Used after a reconnect to tell a brief disconnect from a server that lost its data.
+     *
+     * <p>KEYS: d, h. ARGV: 1 id, 2 token. Returns 1 if the grant is intact, else 0.
+     */
+    static final String HOLDS = """
+            local t = redis.call('TIME')
+            local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local v = redis.call('HGET', KEYS[2], ARGV[1])
+            if not v then return 0 end
+            local tok = tonumber(string.match(v, ' (%d+)$'))
+            local dl = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or '0')
+            if tok == tonumber(ARGV[2]) and dl > nowMs then return 1 end
+            return 0
+            """;
+
+    /** The SHA-1 of a script, as EVALSHA wants it. */
+    static String sha1(String script) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-1");
+            return HexFormat.of().formatHex(md.digest(script.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-1 is required by every Java platform", e);
+        }
+    }
+}

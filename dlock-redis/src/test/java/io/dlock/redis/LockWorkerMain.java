@@ -1,0 +1,51 @@
+package io.dlock.redis;
+
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A lock client in a child JVM, for tests that need separate processes.
+ *
+ * <p>{@code count <uri> <lock> <counterFile> <iterations>}: increments the number in the file under
+ * the lock (an unprotected read-modify-write) and appends each grant's fencing token to
+ * {@code counterFile.tokens}. {@code hold <uri> <lock>}: acquires, prints {@code HOLDING <token>}
+ * and holds until killed.
+ */
+public final class LockWorkerMain {
+    private LockWorkerMain() {}
+
+    public static void main(String[] args) throws Exception {
+        try (LockClient client = LockClient.connect(args[1])) {
+            System.out.println("READY");
+            switch (args[0]) {
+                case "count" -> count(client, args[2], Path.of(args[3]), Integer.parseInt(args[4]));
+                case "hold" -> hold(client, args[2]);
+                default -> throw new IllegalArgumentException(args[0]);
+            }
+        }
+    }
+
+    private static void count(LockClient client, String lock, Path file, int iterations) throws Exception {
+        Path tokens = Path.of(file + ".tokens");
+        for (int i = 0; i < iterations; i++) {
+            try (Lease lease = client.lock(lock).acquire()) {
+                long value = Long.parseLong(Files.readString(file).trim());
+                Thread.onSpinWait();
+                Files.writeString(file, Long.toString(value + 1));
+                Files.writeString(tokens, lease.fencingToken() + "\n", StandardCharsets.UTF_8,
+                        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            }
+        }
+        System.out.println("DONE");
+    }
+
+    private static void hold(LockClient client, String lock) throws Exception {
+        Lease lease = client.lock(lock).acquire();
+        System.out.println("HOLDING " + lease.fencingToken());
+        Thread.sleep(Long.MAX_VALUE);
+    }
+}

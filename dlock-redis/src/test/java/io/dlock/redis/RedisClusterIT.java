@@ -1,0 +1,124 @@
+package io.dlock.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.DistributedLock;
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.testkit.MutualExclusionChecker;
+import io.dlock.testkit.RedisServer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** A three-master Redis Cluster: every lock's keys share one slot, so the scripts run unchanged. */
+class RedisClusterIT {
+    private static final List<RedisServer> nodes = new ArrayList<>();
+
+    @BeforeAll
+    static void startCluster() {
+        for (int i = 0; i < 3; i++) {
+            nodes.add(RedisServer.builder()
+                    .persistence(false)
+                    .config("cluster-enabled yes")
+                    .config("cluster-config-file nodes.conf")
+                    .config("cluster-node-timeout 2000")
+                    .start());
+        }
+        int[][] ranges = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+        for (int i = 0; i < 3; i++) {
+            nodes.get(i).command("CLUSTER", "ADDSLOTSRANGE", "" + ranges[i][0], "" + ranges[i][1]);
+        }
+        for (int i = 1; i < 3; i++) {
+            nodes.get(0).command("CLUSTER", "MEET", "127.0.0.1", "" + nodes.get(i).port());
+        }
+        await().atMost(RedisTestSupport.scaled(30)).until(() -> nodes.stream()
+                .allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        nodes.forEach(RedisServer::close);
+        nodes.clear();
+    }
+
+    private static String uri(String query) {
+        return "redis-cluster://" + String.join(",", nodes.stream().map(n -> n.connectString()).toList())
+                + "?keyPrefix=c" + (query.isEmpty() ? "" : "&" + query);
+    }
+
+    @Test
+    void acquire_locksSpreadOverAllMasters_mutuallyExclusive() throws Exception {
+        try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
+            List<String> names = List.of("alpha", "bravo", "charlie", "delta", "echo", "foxtrot");
+            List<MutualExclusionChecker> checkers = new ArrayList<>();
+            ExecutorService pool = Executors.newFixedThreadPool(4);
+            try {
+                List<Future<?>> done = new ArrayList<>();
+                for (String name : names) {
+                    MutualExclusionChecker checker = new MutualExclusionChecker();
+                    checkers.add(checker);
+                    for (int t = 0; t < 2; t++) {
+                        DistributedLock lock = (t == 0 ? a : b).lock(name);
+                        String who = name + t;
+                        done.add(pool.submit(() -> {
+                            for (int i = 0; i < 40; i++) {
+                                try (Lease lease = lock.acquire()) {
+                                    checker.enter(who);
+                                    checker.incrementUnsafely();
+                                    checker.exit(who);
+                                }
+                            }
+                            return null;
+                        }));
+                    }
+                }
+                for (Future<?> f : done) {
+                    f.get(2, TimeUnit.MINUTES);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            for (MutualExclusionChecker c : checkers) {
+                assertThat(c.counter()).isEqualTo(80);
+                assertThat(c.violations()).isZero();
+            }
+            // The names landed on more than one master, and each left nothing behind.
+            long mastersUsed = names.stream().map(n -> slotOwner("c:{" + n + "}:x:q")).distinct().count();
+            assertThat(mastersUsed).isGreaterThan(1);
+            for (RedisServer n : nodes) {
+                assertThat((List<?>) n.command("KEYS", "c:*")).isEmpty();
+            }
+        }
+    }
+
+    @Test
+    void waiter_onAnotherClient_isWokenAcrossTheCluster() throws Exception {
+        try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
+            for (String name : List.of("w1", "w2", "w3")) {
+                Lease held = a.lock(name).acquire();
+                var waiting = b.lock(name).acquireAsync(Duration.ofMinutes(1));
+                Thread.sleep(100);
+                assertThat(waiting).isNotDone();
+                held.close();
+                // Woken by the release's publish (well before the heartbeat of leaseTime / 3 = 10 s).
+                try (Lease next = waiting.get(5, TimeUnit.SECONDS)) {
+                    assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+                }
+            }
+        }
+    }
+
+    private static int slotOwner(String key) {
+        long slot = (Long) nodes.get(0).command("CLUSTER", "KEYSLOT", key);
+        return slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2;
+    }
+}

@@ -1,0 +1,104 @@
+package io.dlock.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.LockClient;
+import io.dlock.LockOptions;
+import io.dlock.testkit.RedisServer;
+import io.dlock.testkit.Timing;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.TestInfo;
+
+/**
+ * One redis-server per test class; a fresh key prefix and fresh clients per test. After each test
+ * every client is closed and the server must hold no key under the test's prefix: whatever dlock
+ * creates, it removes.
+ */
+abstract class RedisTestSupport {
+    static RedisServer server;
+
+    String prefix;
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    @BeforeAll
+    static void startServer() {
+        server = RedisServer.start();
+    }
+
+    @AfterAll
+    static void stopServer() {
+        server.close();
+    }
+
+    @BeforeEach
+    void newPrefix(TestInfo info) {
+        prefix = "t-" + info.getTestMethod().orElseThrow().getName();
+    }
+
+    @AfterEach
+    void closeClientsAndCheckClean() throws Exception {
+        for (int i = closeables.size() - 1; i >= 0; i--) {
+            closeables.get(i).close();
+        }
+        closeables.clear();
+        if (server.isAlive()) {
+            assertThat(keys()).as("keys left under prefix %s", prefix).isEmpty();
+        }
+    }
+
+    String uri(String query) {
+        return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query);
+    }
+
+    LockClient client() {
+        return client("");
+    }
+
+    LockClient client(String query) {
+        return track(LockClient.connect(uri(query)));
+    }
+
+    LockClient client(LockOptions options) {
+        return track(LockClient.connect(uri(""), options));
+    }
+
+    <T extends AutoCloseable> T track(T closeable) {
+        closeables.add(closeable);
+        return closeable;
+    }
+
+    /** Every key under this test's prefix. */
+    @SuppressWarnings("unchecked")
+    List<String> keys() {
+        return (List<String>) server.command("KEYS", prefix + ":*");
+    }
+
+    /** The entries (holders and waiters) in the queue of an exclusive lock. */
+    @SuppressWarnings("unchecked")
+    List<String> entries(String lock) {
+        return (List<String>) server.command("ZRANGE", prefix + ":{" + lock + "}:x:q", "0", "-1");
+    }
+
+    /** How many PUBLISH commands the server has run, scripts included. */
+    static long publishCount() {
+        return commandCalls("publish");
+    }
+
+    static long commandCalls(String command) {
+        String info = (String) server.command("INFO", "commandstats");
+        Matcher m = Pattern.compile("cmdstat_" + command + ":calls=(\\d+)").matcher(info);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
+
+    static Duration scaled(long seconds) {
+        return Timing.scale(Duration.ofSeconds(seconds));
+    }
+}

@@ -1,0 +1,564 @@
+package io.dlock.testkit;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import java.io.BufferedInputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A {@code redis-server} process on a free loopback port, started from the binary installed on
+ * the machine (Debian: {@code apt-get install redis-server}), for tests that need a real Redis.
+ *
+ * <p>The binary is, in order: the system property {@value #BINARY_PROPERTY}, the environment
+ * variable {@code DLOCK_REDIS_SERVER}, or {@code redis-server} on the {@code PATH}. A missing binary
+ * is an {@link IllegalStateException} that says how to install one; tests never skip.
+ *
+ * <p>By default the server keeps an append-only file fsynced on every write, so {@link #restart()}
+ * and {@link #kill()} followed by a restart lose nothing, like ZooKeeper's committed data. {@link
+ * Builder#persistence(boolean) persistence(false)} gives a server that forgets everything when it
+ * restarts, to test what a client does when a server loses its data.
+ *
+ * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
+ */
+public final class RedisServer implements TestServer {
+
+    /*
+     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile so
+     * that read-only calls do not wait behind a restart.
+     * Failure: a process that does not answer PING in time is killed before the exception is
+     * thrown, with the tail of its log in the message.
+     * Invariants: at most one process per instance is alive; port and directory never change.
+     */
+
+    /** The system property naming the {@code redis-server} binary. */
+    public static final String BINARY_PROPERTY = "dlock.test.redisServer";
+
+    /** How long a start may take until the server answers PING, before {@link Timing}. */
+    public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
+
+    private static final Duration PROBE_TIMEOUT = Duration.ofMillis(500);
+
+    private final int port;
+    private final Path dir;
+    private final List<String> config;
+    private final boolean sentinel;
+    private final String password;
+    private final boolean persistence;
+
+    private volatile Process process;
+
+    @GuardedBy("this")
+    private boolean closed;
+
+    private RedisServer(Builder b, int port, Path dir) {
+        this.port = port;
+        this.dir = dir;
+        this.config = List.copyOf(b.config);
+        this.sentinel = b.sentinel;
+        this.password = b.probePassword;
+        this.persistence = b.persistence;
+    }
+
+    /**
+     * Starts a default server: no password, persistence on.
+     *
+     * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
+     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} naming the
+     * reason (binary missing, did not start) with the log's tail; nothing is left running.
+     *
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static RedisServer start() {
+        return builder().start();
+    }
+
+    /**
+     * A builder for servers with extra configuration.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread; the builder itself is not. On
+     * failure: cannot fail.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Configures a server before it starts.
+     *
+     * <p>Thread-safety: not thread-safe; confine to one thread.
+     */
+    public static final class Builder {
+        private final List<String> config = new ArrayList<>();
+        private boolean persistence = true;
+        private boolean sentinel;
+        private String probePassword;
+        private int port;
+
+        private Builder() {}
+
+        /**
+         * Adds one {@code redis.conf} line, for example {@code "requirepass s3cret"} or {@code "user
+         * alice on >pw ~* &* +@all"}.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws for null.
+         *
+         * @param line the configuration line
+         * @return this builder
+         */
+        public Builder config(String line) {
+            config.add(Objects.requireNonNull(line, "line"));
+            return this;
+        }
+
+        /**
+         * Turns the fsynced append-only file on (the default) or off.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param on whether data survives a kill and restart
+         * @return this builder
+         */
+        public Builder persistence(boolean on) {
+            this.persistence = on;
+            return this;
+        }
+
+        /**
+         * Runs {@code redis-server --sentinel} instead of a data server; add {@code sentinel
+         * monitor ...} lines with {@link #config}.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @return this builder
+         */
+        public Builder sentinel() {
+            this.sentinel = true;
+            return this;
+        }
+
+        /**
+         * The password (of the default user) that the readiness probe sends before PING.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param password the password, or null
+         * @return this builder
+         */
+        public Builder probePassword(String password) {
+            this.probePassword = password;
+            return this;
+        }
+
+        /**
+         * Uses a given port instead of a free one.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws for a port outside 1..65535.
+         *
+         * @param port the port on 127.0.0.1
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder port(int port) {
+            if (port < 1 || port > 65_535) {
+                throw new IllegalArgumentException("port must be in 1..65535, was " + port);
+            }
+            this.port = port;
+            return this;
+        }
+
+        /**
+         * Starts the server.
+         *
+         * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link
+         * Timing}. Thread-safety: confined. On failure: {@link IllegalStateException} with the log's
+         * tail; nothing is left running and the directory is deleted.
+         *
+         * @return the running server
+         * @throws IllegalStateException if it cannot be started
+         */
+        public RedisServer start() {
+            String binary = binary(); // fail before creating anything
+            Path dir = Reaper.createTempDirectory("dlock-redis-");
+            RedisServer server = new RedisServer(this, port != 0 ? port : FreePorts.loopback(), dir);
+            synchronized (server) {
+                try {
+                    server.launch(binary);
+                } catch (RuntimeException e) {
+                    server.close();
+                    throw e;
+                }
+            }
+            return server;
+        }
+    }
+
+    @Override
+    public int port() {
+        return port;
+    }
+
+    /**
+     * Returns {@code redis://127.0.0.1:PORT?keyPrefix=<namespace>}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalArgumentException} for a blank namespace or one with whitespace.
+     *
+     * @param namespace the key prefix for dlock's keys; one leading {@code '/'} is ignored
+     * @return the URI as a string
+     * @throws IllegalArgumentException if {@code namespace} is blank or contains whitespace
+     */
+    @Override
+    public String uri(String namespace) {
+        Objects.requireNonNull(namespace, "namespace");
+        String ns = namespace.startsWith("/") ? namespace.substring(1) : namespace;
+        if (ns.isBlank() || ns.chars().anyMatch(Character::isWhitespace)) {
+            throw new IllegalArgumentException("namespace must be non-blank without whitespace, was '" + namespace + "'");
+        }
+        return "redis://127.0.0.1:" + port + "?keyPrefix=" + ns;
+    }
+
+    /**
+     * Returns the pid of the current process (a new one after each {@link #restart()}).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the pid
+     */
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Returns the server's working directory (config, log, append-only file).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the directory
+     */
+    public Path dir() {
+        return dir;
+    }
+
+    /**
+     * Sends one command over a fresh connection and returns the reply: a {@code String}, a {@code
+     * Long}, a {@code List<Object>} or null. For inspection and fault injection in tests.
+     *
+     * <p>Blocking: one round trip, at most 5 s. Thread-safety: safe from any thread. On failure:
+     * {@link IllegalStateException} with the server's error reply; {@link UncheckedIOException} if it
+     * cannot be reached.
+     *
+     * @param args the command and its arguments, for example {@code "KEYS", "dlock:*"}
+     * @return the reply
+     * @throws IllegalStateException if the server answers with an error
+     */
+    public Object command(String... args) {
+        return Resp.command(port, password, Duration.ofSeconds(5), args);
+    }
+
+    /**
+     * Kills the server with SIGKILL and waits for it to exit.
+     *
+     * <p>Blocking: until the process has exited, at most 30 s. Thread-safety: safe from any thread;
+     * killing a dead server does nothing. On failure: {@link IllegalStateException} if it does not
+     * exit.
+     *
+     * @throws IllegalStateException if the process does not exit
+     */
+    public synchronized void kill() {
+        Process p = process;
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroyForcibly();
+        try {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted while killing", e);
+        }
+        Reaper.untrack(p);
+    }
+
+    /**
+     * Freezes the server with SIGSTOP: connections stay open but nothing is answered.
+     *
+     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
+     * {@link IllegalStateException} if the signal fails.
+     */
+    public synchronized void pause() {
+        Reaper.signal(process.pid(), "STOP");
+    }
+
+    /**
+     * Lets a paused server run again with SIGCONT.
+     *
+     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
+     * {@link IllegalStateException} if the signal fails.
+     */
+    public synchronized void resume() {
+        Reaper.signal(process.pid(), "CONT");
+    }
+
+    /**
+     * Returns whether the process is running (a paused one counts as running).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return true while the process has not exited
+     */
+    public boolean isAlive() {
+        Process p = process;
+        return p != null && p.isAlive();
+    }
+
+    /**
+     * Kills the server with SIGKILL if it is alive and starts a new process on the same port and
+     * directory; with persistence on, every acknowledged write survives.
+     *
+     * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
+     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} if closed or
+     * it does not serve in time; no process is left running.
+     *
+     * @throws IllegalStateException if closed or the restart fails
+     */
+    @Override
+    public synchronized void restart() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        kill();
+        launch(binary());
+    }
+
+    /**
+     * Kills the process and deletes its directory.
+     *
+     * <p>Blocking: until the process has exited. Thread-safety: safe from any thread; idempotent.
+     * On failure: never throws; problems are logged.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            kill();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(RedisServer.class).warn("could not stop {}", this, e);
+        } finally {
+            Reaper.deleteTempDirectory(dir);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RedisServer[" + connectString() + (sentinel ? ", sentinel" : "") + ", " + dir + "]";
+    }
+
+    @GuardedBy("this")
+    private void launch(String binary) {
+        Path conf = dir.resolve(sentinel ? "sentinel.conf" : "redis.conf");
+        Path logFile = dir.resolve("redis.log");
+        List<String> lines = new ArrayList<>();
+        lines.add("port " + port);
+        lines.add("bind 127.0.0.1");
+        lines.add("daemonize no");
+        lines.add("dir " + dir.toAbsolutePath());
+        lines.add("logfile \"\"");
+        if (!sentinel) {
+            lines.add("save \"\"");
+            lines.add("appendonly " + (persistence ? "yes" : "no"));
+            lines.add("appendfsync always");
+        }
+        lines.addAll(config);
+        try {
+            if (!sentinel || !Files.exists(conf)) { // a sentinel rewrites its own file; keep its state
+                Files.write(conf, lines, StandardCharsets.UTF_8);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + conf, e);
+        }
+        List<String> cmd = new ArrayList<>(List.of(binary, conf.toString()));
+        if (sentinel) {
+            cmd.add("--sentinel");
+        }
+        Process p;
+        try {
+            p = new ProcessBuilder(cmd)
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + binary, e);
+        }
+        Reaper.track(p);
+        process = p;
+        Duration timeout = Timing.scale(START_TIMEOUT);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!Resp.isUp(port, password, PROBE_TIMEOUT)) {
+            if (!p.isAlive() || System.nanoTime() - deadline > 0) {
+                String why = p.isAlive() ? "did not answer PING within " + timeout : "exited with " + p.exitValue();
+                p.destroyForcibly();
+                Reaper.untrack(p);
+                throw new IllegalStateException(this + " " + why + tail(logFile));
+            }
+            try {
+                Thread.sleep(20); // polls readiness; redis-server offers no start-up callback
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                p.destroyForcibly();
+                throw new IllegalStateException(this + ": interrupted while starting", e);
+            }
+        }
+    }
+
+    private static String tail(Path logFile) {
+        try {
+            List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
+            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    /** The redis-server binary, or an exception saying how to get one. */
+    static String binary() {
+        String configured = System.getProperty(BINARY_PROPERTY);
+        if (configured == null || configured.isBlank()) {
+            configured = System.getenv("DLOCK_REDIS_SERVER");
+        }
+        if (configured != null && !configured.isBlank()) {
+            if (!Files.isExecutable(Path.of(configured))) {
+                throw new IllegalStateException("redis-server '" + configured + "' (from -D" + BINARY_PROPERTY
+                        + " or DLOCK_REDIS_SERVER) is not an executable file");
+            }
+            return configured;
+        }
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String d : path.split(File.pathSeparator)) {
+                Path candidate = Path.of(d, "redis-server");
+                if (Files.isExecutable(candidate)) {
+                    return candidate.toString();
+                }
+            }
+        }
+        throw new IllegalStateException("redis-server not found on the PATH: the Redis tests need a real server."
+                + " Install one (Debian/Ubuntu: apt-get install redis-server) or point -D" + BINARY_PROPERTY
+                + "=/path/to/redis-server at it");
+    }
+
+    /** A minimal RESP2 client: enough for readiness probes and test inspection. */
+    static final class Resp {
+        private Resp() {}
+
+        static boolean isUp(int port, String password, Duration timeout) {
+            try {
+                Object pong = command(port, password, timeout, "PING");
+                return "PONG".equals(pong);
+            } catch (UncheckedIOException | IllegalStateException e) {
+                return false;
+            }
+        }
+
+        static Object command(int port, String password, Duration timeout, String... args) {
+            try (Socket socket = new Socket()) {
+                socket.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
+                socket.setSoTimeout((int) timeout.toMillis());
+                OutputStream out = socket.getOutputStream();
+                InputStream in = new BufferedInputStream(socket.getInputStream());
+                if (password != null) {
+                    write(out, "AUTH", password);
+                    read(in);
+                }
+                write(out, args);
+                return read(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot reach redis on 127.0.0.1:" + port, e);
+            }
+        }
+
+        private static void write(OutputStream out, String... args) throws IOException {
+            StringBuilder sb = new StringBuilder().append('*').append(args.length).append("\r\n");
+            for (String a : args) {
+                byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
+                sb.append('$').append(bytes.length).append("\r\n").append(a).append("\r\n");
+            }
+            out.write(sb.toString().getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        }
+
+        private static Object read(InputStream in) throws IOException {
+            int type = in.read();
+            String line = line(in);
+            switch (type) {
+                case '+':
+                    return line;
+                case '-':
+                    throw new IllegalStateException(line);
+                case ':':
+                    return Long.parseLong(line);
+                case '$': {
+                    int n = Integer.parseInt(line);
+                    if (n < 0) {
+                        return null;
+                    }
+                    byte[] data = in.readNBytes(n + 2);
+                    return new String(data, 0, n, StandardCharsets.UTF_8);
+                }
+                case '*': {
+                    int n = Integer.parseInt(line);
+                    if (n < 0) {
+                        return null;
+                    }
+                    List<Object> items = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        try {
+                            items.add(read(in));
+                        } catch (IllegalStateException e) {
+                            items.add(e);
+                        }
+                    }
+                    return items;
+                }
+                case -1:
+                    throw new IOException("connection closed");
+                default:
+                    throw new IOException("unexpected RESP type '" + (char) type + "'");
+            }
+        }
+
+        private static String line(InputStream in) throws IOException {
+            StringBuilder sb = new StringBuilder();
+            int c;
+            while ((c = in.read()) != -1) {
+                if (c == '\r') {
+                    in.read(); // '\n'
+                    break;
+                }
+                sb.append((char) c);
+            }
+            return sb.toString();
+        }
+    }
+}
