@@ -73,8 +73,9 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--impls", split = ",", paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
-                    + " redisson, redisson-fair, redis-floor; and the diagnostic zk-floor-async, zk-protocol"
-                    + " (default: every one on the chosen servers).")
+                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor; and the diagnostic"
+                    + " zk-floor-async, zk-protocol (default: every one on the chosen servers but the diagnostic ones).")
+
     private List<String> impls = new ArrayList<>();
 
     @Option(names = "--warmup", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
@@ -118,8 +119,8 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the JSON lines to FILE.")
     private Path jsonFile;
 
-    @Option(names = "--redis-server", paramLabel = "PATH", defaultValue = "/usr/bin/redis-server",
-            description = "The redis-server binary (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--redis-server", paramLabel = "PATH",
+            description = "The redis-server binary (default: -Ddlock.test.redisServer, $DLOCK_REDIS_SERVER, or the PATH).")
     private String redisServer;
 
     /**

@@ -27,6 +27,12 @@ public enum LockImpl {
     /** Diagnostic, not in the default set: dlock's three requests (create, getChildren pipelined, delete) without dlock. */
     ZK_PROTOCOL("zk-protocol", Backend.ZOOKEEPER, Role.FLOOR, false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.PIPELINED)),
+    /** dlock's Redis backend, defaults (fair queue in Lua, leases renewed, JVM-local queueing). */
+    DLOCK_REDIS("dlock-redis", Backend.REDIS, Role.DLOCK, true,
+            s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.defaults())),
+    /** dlock's Redis backend with JVM-local queueing off. */
+    DLOCK_REDIS_NO_LOCAL_QUEUE("dlock-redis-nolq", Backend.REDIS, Role.DLOCK, true,
+            s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.builder().localQueueing(false).build())),
     /** Redisson's {@code RLock} (non-fair, pub/sub wake-ups, watchdog renewal). */
     REDISSON("redisson", Backend.REDIS, Role.ANCHOR, true, s -> new RedissonAdapter(s.address(Backend.REDIS), false)),
     /** Redisson's {@code RFairLock}. */

@@ -61,7 +61,7 @@ final class Workloads {
         for (int round = 1; round <= config.rounds(); round++) {
             for (LockImpl impl : impls) {
                 Measurement m = period.run(impl, config.duration());
-                log.printf(Locale.ROOT, "%s round %d %-14s %10.0f ops/s%n", workload, round, impl.label(),
+                log.printf(Locale.ROOT, "%s round %d %-17s %10.0f ops/s%n", workload, round, impl.label(),
                         m.opsPerSecond());
                 log.flush();
                 parts.computeIfAbsent(impl, k -> new ArrayList<>()).add(m);
