@@ -108,7 +108,7 @@ public final class BenchCommand implements Callable<Integer> {
             description = "W4 threads that acquire and release the locks (default: ${DEFAULT-VALUE}).")
     private int w4Threads;
 
-    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "2000",
+    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "5000",
             description = "Cycles counted for COST (default: ${DEFAULT-VALUE}).")
     private int costCycles;
 
@@ -179,7 +179,7 @@ public final class BenchCommand implements Callable<Integer> {
                 for (LockImpl impl : chosen) {
                     clients.put(impl, impl.open(servers.servers()));
                 }
-                runWorkloads(new Workloads(config, servers.servers(), clients, log), chosen, results);
+                runWorkloads(new Workloads(config, servers.servers(), servers.pids(), clients, log), chosen, results);
             } finally {
                 // Before the servers stop, so that no client spends its close reconnecting.
                 for (BenchClient c : clients.values()) {

@@ -71,6 +71,18 @@ final class BenchServers implements AutoCloseable {
         return new Servers(zookeeperAddress, redisAddress);
     }
 
+    /** The pid of each running server, for its CPU time. */
+    java.util.Map<Backend, Long> pids() {
+        java.util.Map<Backend, Long> out = new java.util.EnumMap<>(Backend.class);
+        if (zookeeper != null) {
+            out.put(Backend.ZOOKEEPER, zookeeper.pid());
+        }
+        if (redis != null) {
+            out.put(Backend.REDIS, redis.pid());
+        }
+        return out;
+    }
+
     /** The pid of each running server, for the report. */
     List<String> describe() {
         List<String> out = new ArrayList<>();
