@@ -8,7 +8,9 @@ import picocli.CommandLine.Spec;
 /**
  * The {@code dlock} command: {@code java -jar dlock.jar <subcommand>}. Its subcommands are {@code
  * demo} ({@link DemoCommand}) and {@code torture} ({@link TortureCommand}); run {@code dlock help
- * <subcommand>} for their options.
+ * <subcommand>} for their options. The {@code ./dlock} launcher also runs {@code dlock bench} from
+ * the benchmarks jar ({@code io.dlock.benchmarks.BenchCommand}), which carries the Curator and
+ * Redisson anchors this jar does not.
  *
  * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
  * one thread.

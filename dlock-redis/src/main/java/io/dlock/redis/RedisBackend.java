@@ -118,7 +118,7 @@ final class RedisBackend implements LockBackend {
         this.maxSuspension = options.leaseTime().dividedBy(3);
         EnumSet<Capability> caps = EnumSet.of(Capability.EXCLUSIVE, Capability.FENCING_TOKENS,
                 Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                Capability.CRASH_RELEASE, Capability.NO_HERD);
+                Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL);
         if (options.fair()) {
             caps.add(Capability.FAIR);
         }

@@ -13,7 +13,8 @@ import java.nio.file.StandardOpenOption;
  * <p>{@code count <uri> <lock> <counterFile> <iterations>}: increments the number in the file under
  * the lock (an unprotected read-modify-write) and appends each grant's fencing token to
  * {@code counterFile.tokens}. {@code hold <uri> <lock>}: acquires, prints {@code HOLDING <token>}
- * and holds until killed.
+ * and holds until killed. {@code hold-check <uri> <lock>}: like {@code hold}, then answers each
+ * {@code check} line on stdin with {@code VALID <isValid()>} (for pause tests).
  */
 public final class LockWorkerMain {
     private LockWorkerMain() {}
@@ -24,6 +25,7 @@ public final class LockWorkerMain {
             switch (args[0]) {
                 case "count" -> count(client, args[2], Path.of(args[3]), Integer.parseInt(args[4]));
                 case "hold" -> hold(client, args[2]);
+                case "hold-check" -> holdAndCheck(client, args[2]);
                 default -> throw new IllegalArgumentException(args[0]);
             }
         }
@@ -41,6 +43,18 @@ public final class LockWorkerMain {
             }
         }
         System.out.println("DONE");
+    }
+
+    private static void holdAndCheck(LockClient client, String lock) throws Exception {
+        Lease lease = client.lock(lock).acquire();
+        System.out.println("HOLDING " + lease.fencingToken());
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.equals("check")) {
+                System.out.println("VALID " + lease.isValid());
+            }
+        }
     }
 
     private static void hold(LockClient client, String lock) throws Exception {

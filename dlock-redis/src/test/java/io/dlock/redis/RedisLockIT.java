@@ -125,7 +125,7 @@ class RedisLockIT extends RedisTestSupport {
     @Test
     void acquire_waiters_grantedInArrivalOrder() throws Exception {
         LockClient holderClient = client();
-        LockClient waiterClient = client();
+        LockClient waiterClient = client("localQueueing=false"); // each waiter in the Redis queue
         Lease held = holderClient.lock("fifo").acquire();
         List<Integer> order = new CopyOnWriteArrayList<>();
         List<Thread> waiters = new ArrayList<>();
@@ -152,8 +152,8 @@ class RedisLockIT extends RedisTestSupport {
 
     @Test
     void release_thirtyWaiters_wakesOneWaiterPerRelease() throws Exception {
-        LockClient a = client();
-        LockClient b = client();
+        LockClient a = client("localQueueing=false");
+        LockClient b = client("localQueueing=false");
         Lease held = a.lock("herd").acquire();
         int waiters = 30;
         List<CompletableFuture<Lease>> pending = new ArrayList<>();
@@ -341,9 +341,7 @@ class RedisLockIT extends RedisTestSupport {
         assertThat(client().capabilities())
                 .contains(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.READ_WRITE,
                         Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                        Capability.CRASH_RELEASE, Capability.NO_HERD)
-                // Declared once the engine schedules LockProtocol.renew (see the module's docs).
-                .doesNotContain(Capability.RENEWAL);
+                        Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL);
         assertThat(client("fair=false").capabilities()).doesNotContain(Capability.FAIR).contains(Capability.EXCLUSIVE);
     }
 

@@ -31,6 +31,13 @@ import org.slf4j.LoggerFactory;
  * per {@link Direction}, so one can lose only the server's replies (a request that succeeds but
  * whose answer never arrives).
  *
+ * <p>A connection that lost bytes to a blackhole stays silent in that direction for the rest of its
+ * life, even after {@link #pass()}: TCP never skips bytes, so resuming would hand the peer a corrupt
+ * stream. This is what a partition longer than TCP's retransmission does; the client's own timeout
+ * notices and its new connections work once the proxy passes again. A connection that one side
+ * closes is closed on the other side too, even during a blackhole, which keeps the proxy's threads
+ * bounded.
+ *
  * <pre>{@code
  * try (FaultProxy proxy = FaultProxy.start(server.port())) {
  *     LockClient client = LockClient.connect("zookeeper://" + proxy.connectString() + "/app");
@@ -211,7 +218,8 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     /**
-     * Clears every fault: bytes flow both ways at once, including bytes still queued.
+     * Clears every fault: bytes flow both ways at once, including bytes still queued; connections
+     * that lost bytes to a blackhole stay silent (see the class description).
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      */
@@ -414,6 +422,11 @@ public final class FaultProxy implements AutoCloseable {
                 // Connecting here, on the acceptor, keeps the order of connections; the target is
                 // on loopback, so this takes microseconds or fails at once.
                 server.connect(target, CONNECT_TIMEOUT_MS);
+                if (server.getLocalSocketAddress().equals(server.getRemoteSocketAddress())) {
+                    // TCP self-connect: the target is down and the kernel picked its port as our
+                    // ephemeral port. Holding it would keep the restarted server from binding.
+                    throw new IOException("self-connected to " + target + " (the target is down)");
+                }
             } catch (IOException e) {
                 LOG.debug("{}: cannot reach the target: {}", this, e.toString());
                 closeQuietly(server);
@@ -480,6 +493,10 @@ public final class FaultProxy implements AutoCloseable {
             private final Socket from;
             private final Socket to;
             private final BlockingQueue<Chunk> queue = new ArrayBlockingQueue<>(QUEUED_CHUNKS);
+            // Set once this direction dropped bytes: a TCP stream cannot skip bytes, so delivering
+            // later ones would hand the peer a corrupt stream. It stays silent instead, as a TCP
+            // connection that a long partition killed does, and the peer's timeouts take over.
+            private volatile boolean severed;
 
             Pipe(Direction direction, Socket from, Socket to) {
                 this.direction = direction;
@@ -497,7 +514,8 @@ public final class FaultProxy implements AutoCloseable {
                             break;
                         }
                         Rule rule = current(direction);
-                        if (rule.mode() == Mode.BLACKHOLE) {
+                        if (rule.mode() == Mode.BLACKHOLE || severed) {
+                            severed = true;
                             droppedBytes.addAndGet(n);
                             continue;
                         }
@@ -519,7 +537,8 @@ public final class FaultProxy implements AutoCloseable {
                         if (wait > 0) {
                             TimeUnit.NANOSECONDS.sleep(wait);
                         }
-                        if (current(direction).mode() == Mode.BLACKHOLE) {
+                        if (current(direction).mode() == Mode.BLACKHOLE || severed) {
+                            severed = true;
                             droppedBytes.addAndGet(chunk.data().length); // in flight when the partition began
                             continue;
                         }

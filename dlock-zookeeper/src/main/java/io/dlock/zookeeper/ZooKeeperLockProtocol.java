@@ -140,8 +140,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 .thenCompose(x -> findOwnEntry(lockName, id))
                 .whenComplete((found, err) -> {
                     if (err != null) {
+                        // findOwnEntry already retried through connection losses; the engine looks
+                        // for the entry once more when it cleans up after this failure.
                         result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                                "not connected within " + backend.options.connectTimeout(), err));
+                                "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
                     } else if (found.isPresent()) {
                         log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
                                 found.get().key());
@@ -276,6 +278,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 // lock (a downgrade); readers ahead never do.
                 String ownWrite = request == null || request.grantedDespite() == null ? ""
                         : request.grantedDespite().substring(request.grantedDespite().lastIndexOf('/') + 1);
+                if (!ownWrite.isEmpty() && children.contains(ownWrite)) {
+                    // A downgrade: this thread holds the write lock, so no other writer can be inside,
+                    // and waiting for one queued behind it would wait for ourselves.
+                    yield null;
+                }
                 yield ahead.stream()
                         .filter(n -> n.mode() == LockMode.WRITE && !n.name().equals(ownWrite))
                         .map(LockNodes.Node::name)
@@ -434,45 +441,72 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         CompletableFuture<Optional<QueueEntry>> result = new CompletableFuture<>();
+        findOwnEntry(lockName, acquisitionId, result, 0);
+        return result;
+    }
+
+    /**
+     * Looks for the acquisition's node among the lock's children. A connection loss while looking
+     * is retried once reconnected (bounded by the retry policy), never read as "not found": that
+     * would make the caller create a second node behind its own orphan, which then waits for
+     * itself until the session ends.
+     */
+    private void findOwnEntry(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
+            int attempt) {
         ZooKeeper zk = zkOrFail(result);
         if (zk == null) {
-            return result;
+            return;
         }
         long session = zk.getSessionId();
         String parent = backend.lockPath(lockName);
+        Runnable retry = () -> retryFind(lockName, acquisitionId, result, attempt);
         zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
             Code code = Code.get(rc);
-            if (code == Code.NONODE) {
-                result.complete(Optional.empty());
-                return;
+            switch (code) {
+                case OK -> {
+                    List<String> mine =
+                            children.stream().filter(c -> LockNodes.belongsTo(c, acquisitionId)).toList();
+                    checkOwners(zk, lockName, acquisitionId, parent, mine, 0, session, result, retry);
+                }
+                // No parent, or the session is gone with its ephemeral nodes: nothing of ours is left.
+                case NONODE, SESSIONEXPIRED -> result.complete(Optional.empty());
+                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retry.run();
+                default -> result.completeExceptionally(failure(lockName, "reading " + parent, code));
             }
-            if (code != Code.OK) {
-                result.completeExceptionally(failure(lockName, "reading " + parent, code));
-                return;
-            }
-            List<String> mine = children.stream().filter(c -> LockNodes.belongsTo(c, acquisitionId)).toList();
-            checkOwners(zk, lockName, acquisitionId, parent, mine, 0, session, result);
         }, null);
-        return result;
+    }
+
+    private void retryFind(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
+            int attempt) {
+        if (attempt >= maxAttempts()) {
+            result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
+                    "gave up looking for its own queue node after " + (attempt + 1)
+                            + " attempts: the connection kept failing", null));
+            return;
+        }
+        retryWhenConnected(result, () -> findOwnEntry(lockName, acquisitionId, result, attempt + 1));
     }
 
     /** Adopts the first candidate whose ephemeral owner is the current session. */
     private void checkOwners(ZooKeeper zk, String lockName, String id, String parent, List<String> candidates, int i,
-            long session, CompletableFuture<Optional<QueueEntry>> result) {
+            long session, CompletableFuture<Optional<QueueEntry>> result, Runnable retry) {
         if (i >= candidates.size()) {
             result.complete(Optional.empty());
             return;
         }
         String path = parent + "/" + candidates.get(i);
         zk.exists(path, false, (rc, p, ctx, stat) -> {
-            if (Code.get(rc) == Code.OK && stat != null && stat.getEphemeralOwner() == session) {
+            Code code = Code.get(rc);
+            if (code == Code.CONNECTIONLOSS || code == Code.OPERATIONTIMEOUT) {
+                retry.run(); // unknown, not absent: look again once reconnected
+            } else if (code == Code.OK && stat != null && stat.getEphemeralOwner() == session) {
                 result.complete(Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
             } else {
                 if (stat != null) {
                     log.debug("[lock={} state=QUEUED] not adopting {}: owned by session 0x{}, not 0x{}", lockName, path,
                             Long.toHexString(stat.getEphemeralOwner()), Long.toHexString(session));
                 }
-                checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result);
+                checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
             }
         }, null);
     }
@@ -511,6 +545,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 retry.run();
             }
         });
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && (t instanceof java.util.concurrent.CompletionException
+                || t instanceof java.util.concurrent.ExecutionException)) {
+            t = t.getCause();
+        }
+        return t.getMessage();
     }
 
     private int maxAttempts() {

@@ -77,7 +77,7 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         BackendUri uri = BackendUri.parse(URI.create(uri("sessionTimeout=4s")), options, Set.of());
         ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
         assertThat(backend.zk().getSessionTimeout()).isEqualTo(4000);
-        assertThat(backend.maxSuspension()).isEqualTo(java.time.Duration.ofMillis(4000).dividedBy(3));
+        assertThat(backend.maxSuspension()).isEqualTo(java.time.Duration.ofMillis(4000).dividedBy(6));
     }
 
     @Test

@@ -100,6 +100,25 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport {
     }
 
     @Test
+    void writeLock_downgradeWithAWriterQueued_isGrantedAtOnce() throws Exception {
+        LockClient owner = client();
+        LockClient other = client();
+        DistributedReadWriteLock rw = owner.readWriteLock("down-queued");
+        Lease write = rw.writeLock().acquire();
+        CompletableFuture<Lease> queuedWriter = other.readWriteLock("down-queued").writeLock()
+                .acquireAsync(Duration.ofMinutes(1));
+        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> children("down-queued").size() == 2);
+        // The read node lands behind the queued writer, which waits for this thread's write lock:
+        // the reader must not wait for it, or the downgrade deadlocks.
+        Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow();
+        write.close();
+        assertThat(queuedWriter).isNotDone(); // still a reader inside
+        read.close();
+        queuedWriter.get(10, TimeUnit.SECONDS).close();
+        assertThat(children("down-queued")).isEmpty();
+    }
+
+    @Test
     void readLock_upgradeToWrite_failsAtOnceAndKeepsRead() throws Exception {
         DistributedReadWriteLock rw = client().readWriteLock("up");
         try (Lease read = rw.readLock().acquire()) {

@@ -4,7 +4,8 @@ import java.util.Locale;
 
 /**
  * Chooses the {@link BackendTarget} for a {@code --uri}: {@code embedded} (or {@code
- * embedded:zookeeper}) starts a server for the run; a backend URI targets an existing server.
+ * embedded:zookeeper}, {@code embedded:redis}) starts a server for the run; a ZooKeeper URI targets
+ * an existing server.
  * Adding a backend means one case in each switch.
  *
  * <p>Thread-safety: stateless.
@@ -61,6 +62,7 @@ public final class BackendTargets {
         boolean embedded = ownsServer(uri);
         return switch (backend) {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
+            case "redis" -> RedisTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -73,7 +75,11 @@ public final class BackendTargets {
         if (u.startsWith("zookeeper://")) {
             return "zookeeper";
         }
+        if (u.equals(EMBEDDED + ":redis")) {
+            return "redis";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
-                + " torture starts), 'embedded:zookeeper' or 'zookeeper://host:port[/path]'");
+                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts)"
+                + " or 'zookeeper://host:port[/path]'");
     }
 }

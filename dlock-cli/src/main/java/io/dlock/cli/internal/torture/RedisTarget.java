@@ -1,0 +1,82 @@
+package io.dlock.cli.internal.torture;
+
+import io.dlock.cli.internal.DurationConverter;
+import io.dlock.testkit.RedisServer;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A redis-server process started by the torture ({@code --uri embedded:redis}), without
+ * persistence: a server restart loses every key, which is exactly the case where the fencing
+ * tokens must keep rising (they never go below the server's clock in microseconds).
+ *
+ * <p>Thread-safety: the server handle is thread-safe; {@link #restartServer} is called from one
+ * thread at a time.
+ */
+final class RedisTarget implements BackendTarget {
+    private final RedisServer server;
+
+    private RedisTarget(RedisServer server) {
+        this.server = server;
+    }
+
+    static RedisTarget embedded() {
+        return new RedisTarget(RedisServer.start());
+    }
+
+    @Override
+    public String backend() {
+        return "redis";
+    }
+
+    @Override
+    public String description() {
+        return "Redis (embedded redis-server on 127.0.0.1:" + server.port() + ", no persistence)";
+    }
+
+    @Override
+    public InetSocketAddress serverAddress() {
+        return new InetSocketAddress("127.0.0.1", server.port());
+    }
+
+    @Override
+    public String clientUri(String proxy, String namespace, Duration expiry) {
+        return "redis://" + proxy + "?keyPrefix=" + namespace + "&leaseTime=" + DurationConverter.toParameter(expiry);
+    }
+
+    @Override
+    public boolean canRestartServer() {
+        return true;
+    }
+
+    @Override
+    public void restartServer(Duration downtime) {
+        server.kill();
+        try {
+            Thread.sleep(downtime.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the server was down", e);
+        } finally {
+            server.restart(); // also after an interrupt: never leave the server down
+        }
+    }
+
+    @Override
+    public List<String> leftovers(String namespace) {
+        List<String> found = new ArrayList<>();
+        if (server.command("KEYS", namespace + ":*") instanceof List<?> keys) {
+            for (Object k : keys) {
+                found.add(String.valueOf(k));
+            }
+        }
+        return found;
+    }
+
+    @Override
+    public void close() {
+        server.close();
+    }
+}
