@@ -73,8 +73,9 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--impls", split = ",", paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
-                    + " redisson, redisson-fair, redis-floor"
-                    + " (default: every one on the chosen servers).")
+                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor; and the diagnostic"
+                    + " zk-floor-async, zk-protocol (default: every one on the chosen servers but the diagnostic ones).")
+
     private List<String> impls = new ArrayList<>();
 
     @Option(names = "--warmup", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
@@ -107,7 +108,7 @@ public final class BenchCommand implements Callable<Integer> {
             description = "W4 threads that acquire and release the locks (default: ${DEFAULT-VALUE}).")
     private int w4Threads;
 
-    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "2000",
+    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "5000",
             description = "Cycles counted for COST (default: ${DEFAULT-VALUE}).")
     private int costCycles;
 
@@ -118,8 +119,8 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the JSON lines to FILE.")
     private Path jsonFile;
 
-    @Option(names = "--redis-server", paramLabel = "PATH", defaultValue = "/usr/bin/redis-server",
-            description = "The redis-server binary (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--redis-server", paramLabel = "PATH",
+            description = "The redis-server binary (default: -Ddlock.test.redisServer, $DLOCK_REDIS_SERVER, or the PATH).")
     private String redisServer;
 
     /**
@@ -178,7 +179,7 @@ public final class BenchCommand implements Callable<Integer> {
                 for (LockImpl impl : chosen) {
                     clients.put(impl, impl.open(servers.servers()));
                 }
-                runWorkloads(new Workloads(config, servers.servers(), clients, log), chosen, results);
+                runWorkloads(new Workloads(config, servers.servers(), servers.pids(), clients, log), chosen, results);
             } finally {
                 // Before the servers stop, so that no client spends its close reconnecting.
                 for (BenchClient c : clients.values()) {
@@ -299,7 +300,7 @@ public final class BenchCommand implements Callable<Integer> {
         List<LockImpl> out = new ArrayList<>();
         if (impls.isEmpty()) {
             for (LockImpl impl : LockImpl.values()) {
-                if (chosenBackends.contains(impl.backend())) {
+                if (chosenBackends.contains(impl.backend()) && impl.inDefaultSet()) {
                     out.add(impl);
                 }
             }

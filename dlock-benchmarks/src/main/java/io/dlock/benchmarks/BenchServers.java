@@ -2,6 +2,7 @@ package io.dlock.benchmarks;
 
 import io.dlock.testkit.ChildJvm;
 import io.dlock.testkit.FreePorts;
+import io.dlock.testkit.RedisServer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -11,15 +12,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.zookeeper.server.ZooKeeperServerMain;
 
 /**
  * The servers of one run, each a separate process on a free loopback port so that its CPU is not
  * counted in the client JVM: ZooKeeper in a child JVM ({@link ChildJvm} running {@code
- * ZooKeeperServerMain}) and {@code redis-server}. {@link #close()} stops them by pid and deletes
- * their directories.
+ * ZooKeeperServerMain}) and {@code redis-server} (the testkit's {@link RedisServer}, without
+ * persistence). {@link #close()} stops them by pid and deletes their directories.
  *
  * <p>Why not the testkit's {@code ZooKeeperProcess}: it runs the server with {@code
  * -XX:TieredStopAtLevel=1} (C1 only, for fast test start-up) and a 128 MB heap, which slows every
@@ -40,12 +40,12 @@ final class BenchServers implements AutoCloseable {
 
     private final List<Path> directories = new ArrayList<>();
     private ChildJvm zookeeper;
-    private Process redis;
+    private RedisServer redis;
     private String zookeeperAddress;
     private String redisAddress;
 
     /**
-     * Starts the servers {@code backends} need.
+     * Starts the servers {@code backends} need; {@code redisServer} (nullable) names the binary.
      *
      * <p>Blocking: until each answers (ZooKeeper {@code ruok}, Redis {@code PING}), at most 60 s
      * each. On failure: {@link IllegalStateException} with the server's last output; whatever was
@@ -69,6 +69,18 @@ final class BenchServers implements AutoCloseable {
 
     Servers servers() {
         return new Servers(zookeeperAddress, redisAddress);
+    }
+
+    /** The pid of each running server, for its CPU time. */
+    java.util.Map<Backend, Long> pids() {
+        java.util.Map<Backend, Long> out = new java.util.EnumMap<>(Backend.class);
+        if (zookeeper != null) {
+            out.put(Backend.ZOOKEEPER, zookeeper.pid());
+        }
+        if (redis != null) {
+            out.put(Backend.REDIS, redis.pid());
+        }
+        return out;
     }
 
     /** The pid of each running server, for the report. */
@@ -112,32 +124,11 @@ final class BenchServers implements AutoCloseable {
     }
 
     private void startRedis(String redisServer) {
-        if (!Files.isExecutable(Path.of(redisServer))) {
-            throw new IllegalStateException("redis-server not found at " + redisServer
-                    + " (install it with 'apt-get install redis-server', or pass --redis-server PATH)");
+        if (redisServer != null) {
+            System.setProperty(RedisServer.BINARY_PROPERTY, redisServer);
         }
-        int port = FreePorts.loopback();
-        Path work = tempDir("dlock-bench-redis-");
-        try {
-            redis = new ProcessBuilder(redisServer, "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                    "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", work.toString(),
-                    "--logfile", work.resolve("redis.log").toString())
-                    .redirectErrorStream(true)
-                    .redirectOutput(work.resolve("stdout.log").toFile())
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + redisServer, e);
-        }
-        Runtime.getRuntime().addShutdownHook(new Thread(redis::destroyForcibly, "dlock-bench-redis-reaper"));
-        redisAddress = "127.0.0.1:" + port;
-        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-        while (!RedisPing.ok(port)) {
-            if (!redis.isAlive() || System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("redis-server on port " + port + " did not start; see "
-                        + work.resolve("redis.log"));
-            }
-            sleep(50);
-        }
+        redis = RedisServer.builder().persistence(false).start(); // no AOF fsync, as ZooKeeper's forceSync=no
+        redisAddress = "127.0.0.1:" + redis.port();
     }
 
     private Path tempDir(String prefix) {
@@ -175,15 +166,7 @@ final class BenchServers implements AutoCloseable {
             zookeeper.close();
         }
         if (redis != null) {
-            redis.destroy(); // SIGTERM: redis-server exits at once without --save
-            try {
-                if (!redis.waitFor(10, TimeUnit.SECONDS)) {
-                    redis.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                redis.destroyForcibly();
-            }
+            redis.close();
         }
         for (Path dir : directories) {
             try (Stream<Path> walk = Files.walk(dir)) {

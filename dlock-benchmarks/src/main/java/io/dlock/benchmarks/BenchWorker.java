@@ -42,7 +42,7 @@ public final class BenchWorker {
      *
      * @param args the zookeeper address, the redis address ({@code -} for none) and the implementations
      */
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         Servers servers = new Servers(args[0].equals("-") ? null : args[0], args[1].equals("-") ? null : args[1]);
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         Map<String, BenchLock> locks = new HashMap<>();

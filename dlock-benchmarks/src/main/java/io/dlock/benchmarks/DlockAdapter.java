@@ -25,6 +25,10 @@ final class DlockAdapter implements BenchClient {
         return connect("zookeeper://" + address + "/" + NAMESPACE, options);
     }
 
+    static DlockAdapter redis(String address, LockOptions options) {
+        return connect("redis://" + address + "?keyPrefix=" + NAMESPACE, options);
+    }
+
     static DlockAdapter connect(String uri, LockOptions options) {
         return new DlockAdapter(LockClient.connect(uri, options));
     }

@@ -1,5 +1,6 @@
 package io.dlock.benchmarks;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.dlock.Capability;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.EntryLostException;
@@ -50,8 +51,10 @@ final class InProcessBackend implements LockBackend, LockProtocol {
     }
 
     private static final class Queue {
-        final List<Slot> slots = new ArrayList<>(); // guarded by this
+        @GuardedBy("this")
+        final List<Slot> slots = new ArrayList<>();
 
+        @GuardedBy("this")
         int indexOf(String key) {
             for (int i = 0; i < slots.size(); i++) {
                 if (slots.get(i).entry.key().equals(key)) {
@@ -61,6 +64,7 @@ final class InProcessBackend implements LockBackend, LockProtocol {
             return -1;
         }
 
+        @GuardedBy("this")
         Position positionOf(int i) {
             QueueEntry e = slots.get(i).entry;
             return i == 0 ? Position.granted(new Grant(e, e.token(), Long.MAX_VALUE))

@@ -21,6 +21,18 @@ public enum LockImpl {
     /** The bare protocol: create an ephemeral-sequential node, delete it. Not a lock: W1 and cost only. */
     ZK_FLOOR("zk-floor", Backend.ZOOKEEPER, Role.FLOOR, false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER))),
+    /** Diagnostic, not in the default set: the floor through ZooKeeper's callback API. */
+    ZK_FLOOR_ASYNC("zk-floor-async", Backend.ZOOKEEPER, Role.FLOOR, false,
+            s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.ASYNC)),
+    /** Diagnostic, not in the default set: dlock's three requests (create, getChildren pipelined, delete) without dlock. */
+    ZK_PROTOCOL("zk-protocol", Backend.ZOOKEEPER, Role.FLOOR, false,
+            s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.PIPELINED)),
+    /** dlock's Redis backend, defaults (fair queue in Lua, leases renewed, JVM-local queueing). */
+    DLOCK_REDIS("dlock-redis", Backend.REDIS, Role.DLOCK, true,
+            s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.defaults())),
+    /** dlock's Redis backend with JVM-local queueing off. */
+    DLOCK_REDIS_NO_LOCAL_QUEUE("dlock-redis-nolq", Backend.REDIS, Role.DLOCK, true,
+            s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.builder().localQueueing(false).build())),
     /** Redisson's {@code RLock} (non-fair, pub/sub wake-ups, watchdog renewal). */
     REDISSON("redisson", Backend.REDIS, Role.ANCHOR, true, s -> new RedissonAdapter(s.address(Backend.REDIS), false)),
     /** Redisson's {@code RFairLock}. */
@@ -88,6 +100,15 @@ public enum LockImpl {
      */
     public boolean contendable() {
         return contendable;
+    }
+
+    /**
+     * Whether it runs when {@code --impls} is not given: all but the diagnostic floor variants.
+     *
+     * @return true for the default set
+     */
+    public boolean inDefaultSet() {
+        return this != ZK_FLOOR_ASYNC && this != ZK_PROTOCOL;
     }
 
     /**

@@ -49,7 +49,7 @@ final class Report {
             out.println();
             out.println(TITLES.getOrDefault(w, w));
             boolean cost = w.equals("COST");
-            out.printf(Locale.ROOT, "  %-10s %-14s %12s %10s %10s %9s  %s%n", "backend", "impl",
+            out.printf(Locale.ROOT, "  %-10s %-17s %12s %10s %10s %9s  %s%n", "backend", "impl",
                     cost ? "req/cycle" : (w.equals("W4") ? "locks/s" : "ops/s"), "p50 us", "p99 us", "overlaps",
                     "more");
             for (Result r : results) {
@@ -58,7 +58,7 @@ final class Report {
                 }
                 StringBuilder more = new StringBuilder();
                 r.extra().forEach((k, v) -> more.append(k).append('=').append(format(v)).append(' '));
-                out.printf(Locale.ROOT, "  %-10s %-14s %12s %10s %10s %9d  %s%n", r.impl().backend().label(),
+                out.printf(Locale.ROOT, "  %-10s %-17s %12s %10s %10s %9d  %s%n", r.impl().backend().label(),
                         r.impl().label(), format(r.primary()), format(r.p50us()), format(r.p99us()), r.overlaps(),
                         more.toString().trim());
             }

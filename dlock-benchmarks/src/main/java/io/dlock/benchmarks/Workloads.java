@@ -36,12 +36,15 @@ final class Workloads {
 
     private final RunConfig config;
     private final Servers servers;
+    private final Map<Backend, Long> serverPids;
     private final Map<LockImpl, BenchClient> clients;
     private final PrintWriter log;
 
-    Workloads(RunConfig config, Servers servers, Map<LockImpl, BenchClient> clients, PrintWriter log) {
+    Workloads(RunConfig config, Servers servers, Map<Backend, Long> serverPids, Map<LockImpl, BenchClient> clients,
+            PrintWriter log) {
         this.config = config;
         this.servers = servers;
+        this.serverPids = serverPids;
         this.clients = clients;
         this.log = log;
     }
@@ -61,7 +64,7 @@ final class Workloads {
         for (int round = 1; round <= config.rounds(); round++) {
             for (LockImpl impl : impls) {
                 Measurement m = period.run(impl, config.duration());
-                log.printf(Locale.ROOT, "%s round %d %-14s %10.0f ops/s%n", workload, round, impl.label(),
+                log.printf(Locale.ROOT, "%s round %d %-17s %10.0f ops/s%n", workload, round, impl.label(),
                         m.opsPerSecond());
                 log.flush();
                 parts.computeIfAbsent(impl, k -> new ArrayList<>()).add(m);
@@ -194,6 +197,14 @@ final class Workloads {
         counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append(':')
                 .append(String.format(Locale.ROOT, "%.2f", v / (double) n)));
         return sb.toString();
+    }
+
+    /** CPU time of a process (user + system), or -1 if unknown; resolution is the kernel's tick. */
+    static long cpuNanos(long pid) {
+        if (pid < 0) {
+            return -1;
+        }
+        return ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration()).map(Duration::toNanos).orElse(-1L);
     }
 
     /** Jain's fairness index of the workers' hand-offs: 1 when equal, 1/n when one JVM got all. */
@@ -347,12 +358,17 @@ final class Workloads {
             }
             for (LockImpl impl : impls) {
                 BenchLock lock = clients.get(impl).lock("cost");
-                for (int i = 0; i < 100; i++) {
+                // Warm up the client and the server (whose JIT would otherwise count as its CPU).
+                long warmEnd = System.nanoTime() + config.warmup().toNanos();
+                for (int i = 0; i < 100 || System.nanoTime() - warmEnd < 0; i++) {
                     lock.acquire().release();
                 }
                 int n = config.costCycles();
                 Map<String, Object> extra = new LinkedHashMap<>();
                 double perCycle;
+                long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
+                long serverCpu0 = cpuNanos(serverPid);
+                long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
                 if (impl.backend() == Backend.ZOOKEEPER) {
                     String zk = servers.zookeeper();
                     long idle0 = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
@@ -387,6 +403,11 @@ final class Workloads {
                         extra.put("commandstats", perCycleText(all, n));
                     }
                 }
+                // Includes the few probes around the loop (mntr, INFO, MONITOR's feed): small against n cycles.
+                long serverCpu = cpuNanos(serverPid) - serverCpu0;
+                long clientCpu = cpuNanos(ProcessHandle.current().pid()) - clientCpu0;
+                extra.put("serverCpuUsPerCycle", serverCpu0 < 0 ? Double.NaN : serverCpu / 1e3 / n);
+                extra.put("clientCpuUsPerCycle", clientCpu0 < 0 ? Double.NaN : clientCpu / 1e3 / n);
                 log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
                 log.flush();
                 out.add(new Result("COST", impl, perCycle, n, Double.NaN, Double.NaN, Double.NaN, 0, extra));

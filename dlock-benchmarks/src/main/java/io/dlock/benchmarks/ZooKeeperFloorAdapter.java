@@ -14,15 +14,38 @@ import org.apache.zookeeper.ZooKeeper;
  * ephemeral-sequential node (one round trip), delete it (one round trip). It never looks at the
  * other children, so it is not a lock: it runs only in W1 and the server-cost measurement.
  *
+ * <p>Two diagnostic variants split the gap between this floor and dlock (run them with {@code
+ * --impls}): {@link Mode#ASYNC} makes the same two calls through ZooKeeper's callback API, whose
+ * replies reach the caller through the client's event thread (one thread hand-off more per request
+ * than the blocking API, where the I/O thread wakes the caller); {@link Mode#PIPELINED} adds
+ * dlock's {@code getChildren} sent right behind the {@code create}, so it is dlock's requests
+ * without dlock's engine.
+ *
  * <p>Thread-safety: safe from any thread, as the ZooKeeper handle is.
  */
 final class ZooKeeperFloorAdapter implements BenchClient {
     private static final String ROOT = "/floor-bench";
     private static final byte[] EMPTY = new byte[0];
 
+    /** How the calls are made. */
+    enum Mode {
+        /** Blocking create, blocking delete. */
+        SYNC,
+        /** The same through the callback API, waiting on a future. */
+        ASYNC,
+        /** Callback API, create and getChildren pipelined, then delete. */
+        PIPELINED
+    }
+
     private final ZooKeeper zk;
+    private final Mode mode;
 
     ZooKeeperFloorAdapter(String connectString) {
+        this(connectString, Mode.SYNC);
+    }
+
+    ZooKeeperFloorAdapter(String connectString, Mode mode) {
+        this.mode = mode;
         CountDownLatch connected = new CountDownLatch(1);
         try {
             zk = new ZooKeeper(connectString, 10_000, event -> {
@@ -63,6 +86,9 @@ final class ZooKeeperFloorAdapter implements BenchClient {
             throw new IllegalStateException("interrupted", e);
         }
         String prefix = parent + "/lock-";
+        if (mode != Mode.SYNC) {
+            return asyncLock(parent, prefix);
+        }
         return () -> {
             String path;
             try {
@@ -81,6 +107,46 @@ final class ZooKeeperFloorAdapter implements BenchClient {
                 }
             };
         };
+    }
+
+    private BenchLock asyncLock(String parent, String prefix) {
+        return () -> {
+            java.util.concurrent.CompletableFuture<String> created = new java.util.concurrent.CompletableFuture<>();
+            zk.create(prefix, EMPTY, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL,
+                    (rc, path, ctx, name) -> {
+                        if (rc != 0) {
+                            created.completeExceptionally(KeeperException.create(KeeperException.Code.get(rc), path));
+                        } else {
+                            created.complete(name);
+                        }
+                    }, null);
+            String path;
+            if (mode == Mode.PIPELINED) {
+                java.util.concurrent.CompletableFuture<String> listed = new java.util.concurrent.CompletableFuture<>();
+                // Answered after the create (one session's requests are answered in order): wait for it.
+                zk.getChildren(parent, false, (rc, p, ctx, children, stat) -> listed.complete(p), null);
+                join(listed);
+                path = join(created);
+            } else {
+                path = join(created);
+            }
+            return () -> {
+                java.util.concurrent.CompletableFuture<Void> deleted = new java.util.concurrent.CompletableFuture<>();
+                zk.delete(path, -1, (rc, p, ctx) -> deleted.complete(null), null);
+                join(deleted);
+            };
+        };
+    }
+
+    private static <T> T join(java.util.concurrent.CompletableFuture<T> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
     }
 
     @Override
