@@ -89,7 +89,6 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         String parent = backend.lockPath(lockName);
-        long session = zk.getSessionId();
         AtomicReference<Object[]> created = new AtomicReference<>();
         String prefix = LockNodes.prefix(id, request.mode(), request.permits());
         zk.create(parent + "/" + prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL,
@@ -101,8 +100,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             switch (createCode) {
                 case OK -> {
                     String name = (String) c[1];
-                    long czxid = ((Stat) c[2]).getCzxid();
-                    QueueEntry entry = new QueueEntry(lockName, id, name, session, czxid);
+                    Stat createdStat = (Stat) c[2];
+                    // The node's owner, not zk.getSessionId() read before the create: a handle
+                    // that Curator has just created after an expiry reports session 0 until it
+                    // connects, and an entry recorded with 0 looked "ended" to every later check,
+                    // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
+                    QueueEntry entry = new QueueEntry(lockName, id, name, createdStat.getEphemeralOwner(),
+                            createdStat.getCzxid());
                     remember(entry.key(), request);
                     if (Code.get(rc) == Code.OK) {
                         complete(result, entry, children);
@@ -136,7 +140,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     "gave up after " + (attempt + 1) + " attempts to enqueue: connection kept failing", cause));
             return;
         }
-        backend.whenConnected()
+        // From the second retry on, back off: a handle whose session has expired fails at once
+        // until Curator has replaced it, which would burn every attempt in a few microseconds.
+        java.util.concurrent.Executor later = attempt == 0 ? Runnable::run
+                : CompletableFuture.delayedExecutor(backoffMillis(attempt), java.util.concurrent.TimeUnit.MILLISECONDS);
+        CompletableFuture.runAsync(() -> { }, later)
+                .thenCompose(x -> backend.whenConnected())
                 .thenCompose(x -> findOwnEntry(lockName, id))
                 .whenComplete((found, err) -> {
                     if (err != null) {
@@ -457,13 +466,14 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (zk == null) {
             return;
         }
-        long session = zk.getSessionId();
         String parent = backend.lockPath(lockName);
         Runnable retry = () -> retryFind(lockName, acquisitionId, result, attempt);
         zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
             Code code = Code.get(rc);
             switch (code) {
                 case OK -> {
+                    // Read now, after a reply: a fresh handle has no session id before it connects.
+                    long session = zk.getSessionId();
                     List<String> mine =
                             children.stream().filter(c -> LockNodes.belongsTo(c, acquisitionId)).toList();
                     checkOwners(zk, lockName, acquisitionId, parent, mine, 0, session, result, retry);
@@ -554,6 +564,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             t = t.getCause();
         }
         return t.getMessage();
+    }
+
+    /** The retry policy's exponential backoff for the n-th retry (n >= 1). */
+    private long backoffMillis(int attempt) {
+        long base = backend.options.retryPolicy().baseSleep().toMillis();
+        long max = backend.options.retryPolicy().maxSleep().toMillis();
+        return Math.min(max, base << Math.min(20, attempt - 1));
     }
 
     private int maxAttempts() {

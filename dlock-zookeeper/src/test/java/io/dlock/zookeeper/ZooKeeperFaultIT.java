@@ -106,6 +106,38 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
     }
 
     @Test
+    void sessionExpiry_ofWaiter_requeuesOnceAndLeavesNoOrphanAheadOfItself() throws Exception {
+        LockClient holder = client();
+        LockClient waiter = client("sessionTimeout=4s");
+        FencedStore store = FencedStore.fenced();
+        for (int round = 0; round < 3; round++) { // bounded: three expiries
+            Lease held = holder.lock("requeue").acquire();
+            CompletableFuture<Lease> waiting =
+                    waiter.lock("requeue").acquireAsync(Timing.scale(Duration.ofSeconds(20)));
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("requeue").size() == 2);
+            String waiterNode = "/" + namespace + "/requeue/" + children("requeue").stream()
+                    .max(java.util.Comparator.comparingInt(LockNodes::sequence)).orElseThrow(); // the later one
+            long session = rawClient().exists(waiterNode, false).getEphemeralOwner();
+
+            // The waiter's session ends: its node goes, and it queues again in a new session (the
+            // new handle has no session id until it connects; the entry must not be recorded with one).
+            server.expireSession(session);
+            String oldName = waiterNode.substring(waiterNode.lastIndexOf('/') + 1);
+            await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                    .until(() -> !children("requeue").contains(oldName) && children("requeue").size() >= 2);
+            Thread.sleep(500); // a second, orphaned entry would show up by now
+            assertThat(children("requeue")).as("holder's node and the waiter's one new node").hasSize(2);
+            held.close();
+
+            Lease lease = waiting.get(Timing.scale(Duration.ofSeconds(20)).toMillis(), TimeUnit.MILLISECONDS);
+            assertThat(store.write("waiter", lease.fencingToken(), round)).isTrue();
+            assertThat(children("requeue")).hasSize(1);
+            lease.close();
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("requeue").isEmpty());
+        }
+    }
+
+    @Test
     void blackhole_holderCutOff_leaseTurnsInvalidOnLostOnceAndOthersTakeOver() throws Exception {
         LockClient holder = proxiedClient("2s");
         LockClient other = client("sessionTimeout=2s");

@@ -90,6 +90,18 @@ public interface BackendTarget extends AutoCloseable {
     List<String> leftovers(String namespace);
 
     /**
+     * Describes the queue entries under {@code namespace} with whatever the server knows about
+     * their owners, for a diagnosis when the lock stopped moving.
+     *
+     * <p>Blocking: a few round trips, bounded by a few seconds. Thread-safety: controller thread.
+     * On failure: never throws; the text says what could not be read.
+     *
+     * @param namespace the run's namespace
+     * @return one line per entry
+     */
+    List<String> describeQueue(String namespace);
+
+    /**
      * Stops whatever this target started; leaves an external server alone.
      *
      * <p>Blocking: until stopped. Thread-safety: controller thread; idempotent. On failure: never

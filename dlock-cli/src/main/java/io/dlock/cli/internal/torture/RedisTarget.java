@@ -76,6 +76,20 @@ final class RedisTarget implements BackendTarget {
     }
 
     @Override
+    public List<String> describeQueue(String namespace) {
+        List<String> lines = new ArrayList<>();
+        try {
+            for (String key : leftovers(namespace)) {
+                // The ':h' hash holds each entry's mode, permits, owner client and token.
+                lines.add(key + (key.endsWith(":h") ? " " + server.command("HGETALL", key) : ""));
+            }
+        } catch (RuntimeException e) {
+            lines.add("could not read the queue keys: " + e);
+        }
+        return lines;
+    }
+
+    @Override
     public void close() {
         server.close();
     }

@@ -172,8 +172,6 @@ public final class TortureRun {
 
     private void inject(FaultKind kind) {
         long at = System.nanoTime();
-        int accessesAtStart = store.accessCount();
-        long highestAtStart = store.highestToken();
         Injected done;
         try {
             done = switch (kind) {
@@ -189,12 +187,15 @@ public final class TortureRun {
             out.flush();
             return;
         }
-        long recovery = awaitRecovery(done.clearedAt(), done.accessesAtClear(), done.highestAtClear());
-        long blocked = recovery < 0 ? -1 : firstNewerWrite(accessesAtStart, highestAtStart, at);
+        long recovery = awaitRecovery(done.clearedAt(), done.clear().accesses(), done.clear().highest());
+        long blocked = recovery < 0 ? -1 : firstNewerWrite(done.start());
         FaultRecord record = new FaultRecord(kind, done.target(), done.detail(), (at - t0) / 1_000_000,
                 (done.clearedAt() - done.startedAt()) / 1_000_000, blocked, recovery,
                 millis(config.recoveryBound()));
         faults.add(record);
+        if (recovery < 0) {
+            diagnose(kind.cliName() + " at " + seconds(Duration.ofNanos(at - t0)));
+        }
         out.printf("%7s  %-15s %-4s %-38s blocked %6s, recovered %s%s%n", seconds(Duration.ofNanos(at - t0)),
                 kind.cliName(), done.target(), done.detail(), blocked < 0 ? "-" : seconds(Duration.ofMillis(blocked)),
                 recovery < 0 ? "NOT within " + seconds(config.recoveryBound().plus(RECOVERY_OBSERVATION))
@@ -203,22 +204,36 @@ public final class TortureRun {
         out.flush();
     }
 
-    /** What an injection did: when it started and cleared, and the store at the moment it cleared. */
-    private record Injected(String target, String detail, long startedAt, long clearedAt, int accessesAtClear,
-            long highestAtClear) {}
+    /** The store at one moment: an access from {@code accesses} on happened after it. */
+    private record Mark(long nanoTime, int accesses, long highest) {}
 
-    private Injected cleared(String target, String detail, long startedAt) {
-        // Read the store first: an access after this point counts toward recovery.
+    private Mark mark() {
+        // Read the store first, then the clock: an access at or after `accesses` is not earlier.
         int accesses = store.accessCount();
         long highest = store.highestToken();
-        return new Injected(target, detail, startedAt, System.nanoTime(), accesses, highest);
+        return new Mark(System.nanoTime(), accesses, highest);
+    }
+
+    /** What an injection did: the store when the fault began and when it cleared. */
+    private record Injected(String target, String detail, Mark start, Mark clear) {
+        long startedAt() {
+            return start.nanoTime();
+        }
+
+        long clearedAt() {
+            return clear.nanoTime();
+        }
+    }
+
+    private Injected cleared(String target, String detail, Mark start) {
+        return new Injected(target, detail, start, mark());
     }
 
     private Injected pause() {
         Worker w = pick();
         boolean holding = holdAndWait(w);
         long pauseMs = faultLength();
-        long start = System.nanoTime();
+        Mark start = mark();
         w.jvm.pause();
         try {
             sleepMillis(pauseMs);
@@ -232,7 +247,7 @@ public final class TortureRun {
     private Injected kill() {
         Worker w = pick();
         boolean holding = holdAndWait(w);
-        long start = System.nanoTime();
+        Mark start = mark();
         w.jvm.kill();
         w.killed = true;
         live.remove(w);
@@ -246,9 +261,9 @@ public final class TortureRun {
     private Injected restartServer() {
         // Down for up to 1.5 session timeouts: some sessions survive the outage, some expire.
         long downtime = Math.round(millis(config.sessionTimeout()) * random.nextDouble() * 1.5);
-        long start = System.nanoTime();
+        Mark start = mark();
         target.restartServer(Duration.ofMillis(downtime));
-        long took = System.nanoTime() - start;
+        long took = System.nanoTime() - start.nanoTime();
         return cleared("srv", "SIGKILL, restart (down " + seconds(Duration.ofNanos(took)) + ")", start);
     }
 
@@ -261,7 +276,7 @@ public final class TortureRun {
             default -> FaultProxy.Direction.BOTH;
         };
         long lengthMs = faultLength();
-        long start = System.nanoTime();
+        Mark start = mark();
         w.proxy.blackhole(direction);
         try {
             sleepMillis(lengthMs);
@@ -329,16 +344,57 @@ public final class TortureRun {
     }
 
     /**
-     * Returns how long after {@code since} the first write by a grant newer than {@code highest}
-     * was accepted, in ms, or -1 if none was (yet).
+     * Returns how long after {@code since} the first write by a grant newer than any the store had
+     * seen then was accepted, in ms, or -1 if none was (yet).
      */
-    private long firstNewerWrite(int from, long highest, long since) {
-        for (FencedStore.Access a : store.accesses(from)) {
-            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > highest) {
-                return Math.max(0, (a.nanoTime() - since) / 1_000_000);
+    private long firstNewerWrite(Mark since) {
+        for (FencedStore.Access a : store.accesses(since.accesses())) {
+            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > since.highest()) {
+                return Math.max(0, (a.nanoTime() - since.nanoTime()) / 1_000_000);
             }
         }
         return -1;
+    }
+
+    /**
+     * Writes what is known about a lock that stopped moving to a file in the temporary directory
+     * (the queue with its owners' pids, each live worker's last lines and thread dump), and notes
+     * the file among the problems.
+     */
+    private void diagnose(String what) {
+        StringBuilder text = new StringBuilder("dlock torture diagnosis: " + what + "\n\nqueue:\n");
+        target.describeQueue(namespace).forEach(l -> text.append("  ").append(l).append('\n'));
+        for (Worker w : live) {
+            List<String> lines = w.jvm.lines();
+            text.append("\nworker ").append(w.name).append(" pid ").append(w.jvm.pid()).append(", last lines:\n");
+            lines.subList(Math.max(0, lines.size() - 15), lines.size())
+                    .forEach(l -> text.append("  ").append(l).append('\n'));
+            text.append(threadDump(w.jvm.pid()));
+        }
+        try {
+            java.nio.file.Path file = java.nio.file.Files.createTempFile("dlock-torture-diagnosis-", ".txt");
+            java.nio.file.Files.writeString(file, text);
+            problems.add("diagnosis of " + what + " written to " + file);
+        } catch (java.io.IOException e) {
+            LOG.warn("cannot write the diagnosis: {}", e.toString());
+        }
+    }
+
+    private static String threadDump(long pid) {
+        java.nio.file.Path jcmd = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        try {
+            Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "Thread.print")
+                    .redirectErrorStream(true)
+                    .start();
+            byte[] dump = p.getInputStream().readAllBytes(); // jcmd ends by itself within seconds
+            p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+            return new String(dump, java.nio.charset.StandardCharsets.UTF_8);
+        } catch (java.io.IOException e) {
+            return "(no thread dump: " + e + ")\n";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(interrupted)\n";
+        }
     }
 
     // ---- workers

@@ -179,6 +179,35 @@ final class ZooKeeperTarget implements BackendTarget {
     }
 
     @Override
+    public List<String> describeQueue(String namespace) {
+        List<String> lines = new ArrayList<>();
+        try {
+            ZooKeeper zk = connectDirect();
+            try {
+                for (String path : leftovers(namespace)) {
+                    org.apache.zookeeper.data.Stat stat = new org.apache.zookeeper.data.Stat();
+                    try {
+                        byte[] data = zk.getData(path, false, stat);
+                        lines.add(path + " czxid=0x" + Long.toHexString(stat.getCzxid()) + " session=0x"
+                                + Long.toHexString(stat.getEphemeralOwner()) + " data='"
+                                + (data == null ? "" : new String(data, StandardCharsets.UTF_8)) + "'");
+                    } catch (KeeperException.NoNodeException e) {
+                        lines.add(path + " (gone)");
+                    }
+                }
+            } finally {
+                zk.close();
+            }
+        } catch (KeeperException | RuntimeException e) {
+            lines.add("cannot read the queue: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            lines.add("interrupted while reading the queue");
+        }
+        return lines;
+    }
+
+    @Override
     public void close() {
         if (server != null) {
             server.close();
