@@ -8,29 +8,32 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 /**
- * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM) for about 45 s
- * with every fault kind, in fenced mode. Fails on any accepted stale write, lost update, overlap
+ * The CI-sized torture, once per landed backend: {@code dlock torture} on an embedded ZooKeeper
+ * (child JVM) and on a redis-server without persistence, for about 45 s each with every fault
+ * kind, in fenced mode. Fails on any accepted stale write, lost update, overlap
  * that got through fencing, leftover znode, stuck worker, or recovery beyond session timeout +
  * margin (the command's own verdict), and checks the JSON figures itself as well.
  */
 @Tag("torture")
-class ZooKeeperTortureIT {
+class TortureIT {
 
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"embedded", "embedded:redis"})
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
-    void torture_embeddedZooKeeperAllFaultsFenced_passes() {
+    void torture_allFaultsFenced_passes(String uri) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         CommandLine commandLine = Main.commandLine();
         commandLine.setOut(new PrintWriter(out, true));
         commandLine.setErr(new PrintWriter(err, true));
 
-        int status = commandLine.execute("torture", "--uri", "embedded", "--workers", "3", "--duration", "45s",
+        int status = commandLine.execute("torture", "--uri", uri, "--workers", "3", "--duration", "45s",
                 "--faults", "pause,kill,server-restart,partition", "--fenced", "--session-timeout", "2s",
                 "--seed", "5");
 
