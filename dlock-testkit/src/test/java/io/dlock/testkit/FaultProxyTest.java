@@ -145,8 +145,12 @@ class FaultProxyTest {
             try (FaultProxy down = FaultProxy.start(reserved.getLocalPort())) {
                 Socket s = new Socket();
                 sockets.add(s);
+<<<<<<< HEAD
                 // The proxy resets the accepted connection at once: that shows either in the
                 // connect itself or in the first read, depending on who is faster.
+=======
+                // The reset may even beat the end of the client's handshake: either way it fails fast.
+>>>>>>> torture
                 assertThatThrownBy(() -> {
                             s.connect(new InetSocketAddress("127.0.0.1", down.port()), 5_000);
                             s.setSoTimeout(5_000);
@@ -178,7 +182,8 @@ class FaultProxyTest {
                 .isInstanceOf(IOException.class)
                 .isNotInstanceOf(SocketTimeoutException.class);
         assertThat(proxy.openConnections()).isZero();
-        assertThatThrownBy(() -> new Socket("127.0.0.1", port).close()).isInstanceOf(IOException.class);
+        // Every thread ends, the acceptor included (connecting to the freed port would race with
+        // other processes that may be handed it).
         await().atMost(Duration.ofSeconds(5))
                 .until(() -> Thread.getAllStackTraces().keySet().stream()
                         .noneMatch(t -> t.getName().startsWith("dlock-fault-proxy-" + port + "-")));

@@ -85,13 +85,15 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
     void findOwnEntry_connectionLostWhileLooking_retriesOnceReconnectedAndFindsIt() throws Exception {
         proxy = FaultProxy.start(server.port());
         BackendUri uri = BackendUri.parse(URI.create("zookeeper://" + proxy.connectString() + "/" + namespace
-                + "?sessionTimeout=4s"), LockOptions.defaults(), Set.of());
+                + "?sessionTimeout=8s"), LockOptions.defaults(), Set.of());
         ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
         String id = UUID.randomUUID().toString();
         Position held = backend.protocol().enqueue(LockRequest.exclusive("find", id)).toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
 
-        proxy.blackhole(Direction.BOTH); // the lookup's request is dropped; the client times out at 2/3 s
+        // The lookup's request is dropped; the client times out at 2/3 of the 8 s session and
+        // reconnects after a random pause of up to 1 s, well before the server would expire it.
+        proxy.blackhole(Direction.BOTH);
         CompletableFuture<Optional<QueueEntry>> found =
                 backend.protocol().findOwnEntry("find", id).toCompletableFuture();
         Thread.sleep(2_000);
