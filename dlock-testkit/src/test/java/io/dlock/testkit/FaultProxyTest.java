@@ -145,12 +145,8 @@ class FaultProxyTest {
             try (FaultProxy down = FaultProxy.start(reserved.getLocalPort())) {
                 Socket s = new Socket();
                 sockets.add(s);
-<<<<<<< HEAD
                 // The proxy resets the accepted connection at once: that shows either in the
                 // connect itself or in the first read, depending on who is faster.
-=======
-                // The reset may even beat the end of the client's handshake: either way it fails fast.
->>>>>>> torture
                 assertThatThrownBy(() -> {
                             s.connect(new InetSocketAddress("127.0.0.1", down.port()), 5_000);
                             s.setSoTimeout(5_000);
