@@ -41,7 +41,10 @@ final class LocalQueues {
     /** Starts {@code a}: in the backend if no one here has the lock, else as a local waiter. */
     void start(Acquisition a) {
         while (true) {
-            Queue q = queues.computeIfAbsent(a.name, n -> new Queue());
+            Queue q = queues.get(a.name); // a plain read first: computeIfAbsent allocates on every call
+            if (q == null) {
+                q = queues.computeIfAbsent(a.name, n -> new Queue());
+            }
             boolean carrier;
             synchronized (q) {
                 if (q.dead) {

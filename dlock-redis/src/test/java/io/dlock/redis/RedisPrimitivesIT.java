@@ -113,8 +113,7 @@ class RedisPrimitivesIT extends RedisTestSupport {
         write.close();
         // Still read-locked: the queued writer must not get in.
         assertThat(other.readWriteLock("down").readLock().tryAcquire(Duration.ZERO)).isEmpty();
-        Thread.sleep(200);
-        assertThat(queuedWriter).isNotDone();
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(5)).until(() -> !queuedWriter.isDone());
         read.close();
         queuedWriter.get(10, TimeUnit.SECONDS).close();
     }
@@ -144,8 +143,7 @@ class RedisPrimitivesIT extends RedisTestSupport {
                 throw new IllegalStateException(e);
             }
         });
-        Thread.sleep(200);
-        assertThat(waiting).isNotDone();
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(5)).until(() -> !waiting.isDone());
         two.close();
         Lease got = waiting.get(10, TimeUnit.SECONDS);
         assertThat(got.fencingToken()).isGreaterThan(one.fencingToken());

@@ -127,8 +127,9 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
             String oldName = waiterNode.substring(waiterNode.lastIndexOf('/') + 1);
             await().atMost(Timing.scale(Duration.ofSeconds(10)))
                     .until(() -> !children("requeue").contains(oldName) && children("requeue").size() >= 2);
-            Thread.sleep(500); // a second, orphaned entry would show up by now
-            assertThat(children("requeue")).as("holder's node and the waiter's one new node").hasSize(2);
+            // Holder's node and the waiter's one new node: a second, orphaned entry would show up by now.
+            await().during(Duration.ofMillis(500)).atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> children("requeue").size() == 2);
             held.close();
 
             Lease lease = waiting.get(Timing.scale(Duration.ofSeconds(20)).toMillis(), TimeUnit.MILLISECONDS);
