@@ -184,6 +184,12 @@ final class Acquisition {
             timer = client.schedule(() -> {
                 if (entry == null) {
                     cancel(new LockTimeoutException(name, client.backendName, wait));
+                    if (entry == null && state == LockState.CANCELLED) {
+                        // The request is still unanswered (a partition; the protocol may retry for
+                        // long): the caller hears of the timeout now, and the reply, whenever it
+                        // comes, withdraws whatever the request made (onPosition/onFailure).
+                        completeCancelled();
+                    }
                 }
             }, backstop);
         }

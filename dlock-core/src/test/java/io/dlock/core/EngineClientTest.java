@@ -355,6 +355,28 @@ class EngineClientTest {
     }
 
     @Test
+    void tryAcquire_requestUnansweredPastWaitAndConnectTimeout_returnsEmptyAndWithdrawsOnReply() throws Exception {
+        InMemoryBackend b = server.connect();
+        LockClient c = LockEngine.newClient(b, LockOptions.builder().ticker(ticker).callbackThreads(1)
+                .connectTimeout(Duration.ofMillis(300)).build());
+        clients.add(c);
+        b.holdEnqueueReplies(true); // a partition: the reply does not come back
+
+        long t0 = System.nanoTime();
+        Optional<Lease> got = c.lock("orders").tryAcquire(Duration.ofMillis(100));
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+
+        assertThat(got).isEmpty();
+        assertThat(tookMs).as("bounded by wait + connectTimeout, not by the unanswered request").isLessThan(4_000);
+        assertThat(b.heldReplies()).isEqualTo(1); // still unanswered when the caller gave up
+        assertThat(b.queue("orders")).hasSize(1); // and it was granted on the server
+
+        b.holdEnqueueReplies(false);
+        b.deliverHeldReplies();
+        awaitQueueSize("orders", 0); // the late reply withdraws the grant nobody took
+    }
+
+    @Test
     void acquire_interruptedWhileWaiting_throwsInterruptedAndLeavesNoEntry() throws Exception {
         LockClient other = otherClient();
         try (Lease held = client.lock("orders").acquire()) {

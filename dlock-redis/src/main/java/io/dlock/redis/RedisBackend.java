@@ -10,6 +10,7 @@ import io.dlock.spi.LockProtocol;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisConnectionStateListener;
 import io.lettuce.core.RedisNoScriptException;
@@ -27,6 +28,8 @@ import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.lettuce.core.resource.NettyCustomizer;
+import io.netty.channel.Channel;
 import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -60,7 +63,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout and
  * closes whatever it opened. After that, Lettuce reconnects on its own with the retry policy's
- * backoff, and commands wait for it up to the connect timeout.
+ * backoff, and commands wait for it up to the connect timeout. A connection that died without a
+ * FIN or RST (a partition, a dead middlebox) is never noticed by Lettuce, which only times the
+ * commands out; so a command timeout closes this client's channels, which makes Lettuce reconnect.
  */
 final class RedisBackend implements LockBackend {
     private static final Logger log = LoggerFactory.getLogger(RedisBackend.class);
@@ -94,6 +99,7 @@ final class RedisBackend implements LockBackend {
     private final Set<Capability> capabilities;
     private final Duration maxSuspension;
 
+    private final Channels channels;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final Set<Object> down = ConcurrentHashMap.newKeySet();
     private final AtomicLong epoch = new AtomicLong();
@@ -103,8 +109,10 @@ final class RedisBackend implements LockBackend {
 
     private RedisBackend(RedisUri uri, ClientResources resources, AbstractRedisClient client,
             StatefulConnection<String, String> connection, RedisClusterAsyncCommands<String, String> commands,
-            StatefulRedisPubSubConnection<String, String> pubsub, ScheduledThreadPoolExecutor timer) {
+            StatefulRedisPubSubConnection<String, String> pubsub, ScheduledThreadPoolExecutor timer,
+            Channels channels) {
         this.uri = uri;
+        this.channels = channels;
         this.options = uri.options();
         this.channelPrefix = uri.keyPrefix() + ":c:";
         this.resources = resources;
@@ -136,7 +144,9 @@ final class RedisBackend implements LockBackend {
     static RedisBackend connect(RedisUri uri) {
         LockOptions options = uri.options();
         RetryPolicy retry = options.retryPolicy();
+        Channels channels = new Channels(options.connectTimeout());
         ClientResources resources = ClientResources.builder()
+                .nettyCustomizer(channels)
                 .ioThreadPoolSize(2)
                 .computationThreadPoolSize(1)
                 .reconnectDelay(Delay.exponential(positive(retry.baseSleep()), positive(retry.maxSleep()), 2,
@@ -185,7 +195,8 @@ final class RedisBackend implements LockBackend {
                 commands = c.async();
                 pubsub = single.connectPubSub(StringCodec.UTF8, redisUris.get(0));
             }
-            RedisBackend backend = new RedisBackend(uri, resources, client, connection, commands, pubsub, timer);
+            RedisBackend backend = new RedisBackend(uri, resources, client, connection, commands, pubsub, timer,
+                    channels);
             pubsub.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
@@ -206,6 +217,41 @@ final class RedisBackend implements LockBackend {
 
     private static final class Holder {
         volatile RedisBackend backend;
+    }
+
+    /**
+     * The Netty channels of this client's connections, so that a command timeout can close them.
+     * Thread-safe; at most one forced close per connect timeout, so a slow server is not hammered.
+     */
+    static final class Channels implements NettyCustomizer {
+        private final Set<Channel> open = ConcurrentHashMap.newKeySet();
+        private final long minGapNanos;
+        private final AtomicLong lastClose = new AtomicLong(System.nanoTime() - Long.MAX_VALUE / 2);
+
+        Channels(Duration connectTimeout) {
+            this.minGapNanos = connectTimeout.toNanos();
+        }
+
+        @Override
+        public void afterChannelInitialized(Channel channel) {
+            open.add(channel);
+            channel.closeFuture().addListener(f -> open.remove(channel));
+        }
+
+        /** Closes every open channel; Lettuce then reconnects them. Returns how many it closed. */
+        int closeAll() {
+            long now = System.nanoTime();
+            long last = lastClose.get();
+            if (now - last < minGapNanos || !lastClose.compareAndSet(last, now)) {
+                return 0;
+            }
+            int n = 0;
+            for (Channel c : open) {
+                c.close();
+                n++;
+            }
+            return n;
+        }
     }
 
     private static RedisConnectionStateListener listener(Holder holder) {
@@ -363,11 +409,11 @@ final class RedisBackend implements LockBackend {
                         if (e2 == null) {
                             result.complete(v2);
                         } else {
-                            result.completeExceptionally(e2);
+                            result.completeExceptionally(timedOut(e2));
                         }
                     });
                 } else {
-                    result.completeExceptionally(error);
+                    result.completeExceptionally(timedOut(error));
                 }
             });
         } catch (RuntimeException e) {
@@ -378,10 +424,30 @@ final class RedisBackend implements LockBackend {
 
     CompletableFuture<String> hget(String key, String field) {
         try {
-            return commands.hget(key, field).toCompletableFuture();
+            return commands.hget(key, field).toCompletableFuture().whenComplete((v, e) -> {
+                if (e != null) {
+                    timedOut(e);
+                }
+            });
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /**
+     * Called with every command failure: after a timeout the connection may be dead without Lettuce
+     * knowing (no FIN, no RST), and every later command would time out too; closing the channels
+     * makes Lettuce reconnect. Returns {@code error}.
+     */
+    private Throwable timedOut(Throwable error) {
+        Throwable cause = RedisLockProtocol.unwrap(error);
+        if (cause instanceof RedisCommandTimeoutException && !closed.get()) {
+            int n = channels.closeAll();
+            if (n > 0) {
+                log.warn("[client={}] a command timed out; closed {} connection(s) to make them reconnect", NAME, n);
+            }
+        }
+        return error;
     }
 
     /** Schedules {@code task} on the timer thread; returns null if closing. */
