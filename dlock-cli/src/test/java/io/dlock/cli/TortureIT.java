@@ -14,19 +14,17 @@ import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 /**
- * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM) for about 45 s
- * with every fault kind, in fenced mode. Fails on any accepted stale write, lost update, overlap
- * that got through fencing, leftover znode, stuck worker, or recovery beyond session timeout +
+ * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM) and on an
+ * embedded redis-server without persistence, for about 45 s each with every fault kind, in fenced
+ * mode. Fails on any accepted stale write, lost update, overlap
+ * that got through fencing, leftover znode or key, stuck worker, or recovery beyond session timeout +
  * margin (the command's own verdict), and checks the JSON figures itself as well.
  */
 @Tag("torture")
 class TortureIT {
 
     @ParameterizedTest(name = "{0}")
-    // Redis joins once a silently dead connection is detected: a worker whose requests were
-    // blackholed stayed stuck for over 20 s after the fault (Lettuce waits for the command timeout
-    // and never reconnects a connection that died without a FIN or RST).
-    @ValueSource(strings = {"embedded"})
+    @ValueSource(strings = {"embedded", "embedded:redis"})
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_allFaultsFenced_passes(String uri) {
         StringWriter out = new StringWriter();
