@@ -33,6 +33,10 @@ import java.util.HexFormat;
  * deleted (an idle lock) or lost (a restart without persistence), because a script cannot run more
  * than once per microsecond, so no token ever gets ahead of the server clock.
  *
+ * <p>Fast paths: an acquire that finds no queue keys at all (nobody holds or waits) grants at once
+ * without looking for blockers, and a release of the only entry deletes the three keys without
+ * purging or waking; an uncontended cycle thus runs 9 commands inside Redis instead of 25.
+ *
  * <p>Wake-ups (no herd): after anything leaves a queue, {@code wake} walks it in order and
  * publishes the entry key of each waiter that may now be granted, and only those, on its owner
  * client's channel {@code P:c:<client id>}. The owner then claims the grant with the acquire script.
@@ -53,9 +57,13 @@ final class RedisScripts {
      */
     private static final String PRELUDE = """
             local q, d, h = KEYS[1], KEYS[2], KEYS[3]
-            local t = redis.call('TIME')
-            local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-            local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+            local nowMs, nowUs
+            -- Reads the server clock; every script calls it before anything that needs the time.
+            local function clock()
+              local t = redis.call('TIME')
+              nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+              nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+            end
 
             local function parse(v)
               local m, p, o, tok = string.match(v, '^(%a) (%d+) (%S+) (%d+)$')
@@ -145,6 +153,19 @@ final class RedisScripts {
     static final String ACQUIRE = "local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]\n" + PRELUDE + """
             local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
             local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
+            clock()
+            -- Fast path: no queue at all (nobody holds or waits, and no counter survives), so this
+            -- new entry is granted at once with the clock as its token, in six commands.
+            if ARGV[9] == '1' and mode ~= 'S' and redis.call('EXISTS', q, h) == 0 then
+              local ts = string.format('%.0f', nowUs)
+              redis.call('HSET', h, id, mode .. ' ' .. permits .. ' ' .. owner .. ' ' .. ts, '#seq', 1, '#fence', ts)
+              redis.call('ZADD', q, 1, id)
+              redis.call('ZADD', d, nowMs + lease, id)
+              redis.call('PEXPIRE', q, lease + 1000)
+              redis.call('PEXPIRE', d, lease + 1000)
+              redis.call('PEXPIRE', h, lease + 1000)
+              return {1, nowUs, 0, ''}
+            end
             local removed = purge()
             local function done(result)
               if removed > 0 then wake() end
@@ -224,6 +245,14 @@ final class RedisScripts {
      * <p>ARGV: 1 id, 2 fair, 3 channel prefix, 4 entry-key prefix. Returns 1 if the entry existed.
      */
     static final String RELEASE = "local fair, chan, base = ARGV[2], ARGV[3], ARGV[4]\n" + PRELUDE + """
+            -- Fast path: the entry is alone in its queue, so nobody is left to wake.
+            local n = redis.call('ZCARD', q)
+            if n == 0 then return 0 end
+            if n == 1 and redis.call('ZSCORE', q, ARGV[1]) then
+              redis.call('DEL', q, d, h)
+              return 1
+            end
+            clock()
             purge()
             local existed = redis.call('HDEL', KEYS[3], ARGV[1])
             redis.call('ZREM', q, ARGV[1])
@@ -241,6 +270,7 @@ final class RedisScripts {
      * if extended, 0 if the grant is gone.
      */
     static final String RENEW = "local fair, chan, base = ARGV[4], ARGV[5], ARGV[6]\n" + PRELUDE + """
+            clock()
             local removed = purge()
             local result = 0
             local v = redis.call('HGET', h, ARGV[1])
