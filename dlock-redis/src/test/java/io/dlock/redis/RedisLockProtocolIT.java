@@ -56,12 +56,10 @@ class RedisLockProtocolIT extends RedisTestSupport {
         RedisBackend backend = backend("leaseTime=2s");
         Position p = get(backend.protocol().enqueue(request("renew")));
         Grant grant = p.grant();
-        double before = Double.parseDouble((String) server.command("ZSCORE", prefix + ":{renew}:x:d",
-                p.entry().acquisitionId()));
+        double before = deadline(server, prefix + ":{renew}:x", p.entry().acquisitionId());
         Thread.sleep(300);
         Grant renewed = get(backend.protocol().renew(grant));
-        double after = Double.parseDouble((String) server.command("ZSCORE", prefix + ":{renew}:x:d",
-                p.entry().acquisitionId()));
+        double after = deadline(server, prefix + ":{renew}:x", p.entry().acquisitionId());
         assertThat(renewed.fencingToken()).isEqualTo(grant.fencingToken());
         assertThat(renewed.validUntilNanos()).isGreaterThan(grant.validUntilNanos());
         assertThat(after).isGreaterThanOrEqualTo(before + 250);
@@ -136,10 +134,17 @@ class RedisLockProtocolIT extends RedisTestSupport {
     void keys_carryATtlNoLaterThanTheLatestDeadline() throws Exception {
         RedisBackend backend = backend("leaseTime=3s");
         Position p = get(backend.protocol().enqueue(request("ttl")));
+        // A lone holder lives in the hash alone (the fast path).
+        assertThat(keys()).containsExactly(prefix + ":{ttl}:x:h");
+        assertThat((Long) server.command("PTTL", prefix + ":{ttl}:x:h")).isBetween(1L, 4_000L);
+        // A waiter turns it into a queue: every key expires no later than a second after the last deadline.
+        Position w = get(backend.protocol().enqueue(request("ttl")));
+        assertThat(w.isGranted()).isFalse();
         for (String suffix : List.of(":q", ":d", ":h")) {
             long pttl = (Long) server.command("PTTL", prefix + ":{ttl}:x" + suffix);
             assertThat(pttl).as(suffix).isBetween(1L, 4_000L);
         }
+        get(backend.protocol().release(w.entry()));
         get(backend.protocol().release(p.entry()));
     }
 

@@ -49,7 +49,7 @@ class RedisPrimitivesIT extends RedisTestSupport {
     }
 
     private List<?> rwQueue(String lock) {
-        return (List<?>) server.command("ZRANGE", prefix + ":{" + lock + "}:rw:q", "0", "-1");
+        return queue(server, prefix + ":{" + lock + "}:rw");
     }
 
     @Test

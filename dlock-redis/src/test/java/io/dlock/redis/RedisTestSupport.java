@@ -82,9 +82,32 @@ abstract class RedisTestSupport {
     }
 
     /** The entries (holders and waiters) in the queue of an exclusive lock. */
-    @SuppressWarnings("unchecked")
     List<String> entries(String lock) {
-        return (List<String>) server.command("ZRANGE", prefix + ":{" + lock + "}:x:q", "0", "-1");
+        return queue(server, prefix + ":{" + lock + "}:x");
+    }
+
+    /**
+     * The entries of the queue at {@code base}, in order: the lone holder the acquire's fast path
+     * keeps in the hash alone ({@code #solo}), or else the queue's sorted set.
+     */
+    @SuppressWarnings("unchecked")
+    static List<String> queue(io.dlock.testkit.RedisServer on, String base) {
+        List<String> out = new java.util.ArrayList<>();
+        Object solo = on.command("HGET", base + ":h", "#solo");
+        if (solo != null) {
+            out.add((String) solo);
+        }
+        out.addAll((List<String>) on.command("ZRANGE", base + ":q", "0", "-1"));
+        return out;
+    }
+
+    /** The server's deadline (ms) of entry {@code id} in the queue at {@code base}. */
+    static double deadline(io.dlock.testkit.RedisServer on, String base, String id) {
+        Object dl = on.command("ZSCORE", base + ":d", id);
+        if (dl == null && id.equals(on.command("HGET", base + ":h", "#solo"))) {
+            dl = on.command("HGET", base + ":h", "#dl");
+        }
+        return Double.parseDouble((String) dl);
     }
 
     /** How many PUBLISH commands the server has run, scripts included. */
