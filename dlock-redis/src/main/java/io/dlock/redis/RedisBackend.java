@@ -279,12 +279,22 @@ final class RedisBackend implements LockBackend {
                 return "permission denied (" + m + "); the user needs +@scripting +@pubsub and access to keys '"
                         + uri.keyPrefix() + ":*' and channels '" + uri.keyPrefix() + ":c:*'";
             }
+            if (t instanceof javax.net.ssl.SSLException) {
+                String trust = " needs the server's certificate to chain to a CA in the JVM's trust store";
+                return "TLS handshake failed (" + m + ")" + switch (uri.verifyPeer()) {
+                    case "none" -> "";
+                    case "ca" -> "; verifyPeer=ca" + trust + " (verifyPeer=none skips the check)";
+                    default -> "; verifyPeer=full" + trust + " and to name the host (verifyPeer=none skips the check)";
+                };
+            }
             if (sb.length() > 0) {
                 sb.append(": ");
             }
             sb.append(t.getClass().getSimpleName()).append(' ').append(m);
         }
-        String hint = uri.password() != null ? "" : " (is Redis running there?)";
+        String hint = !uri.tls() && sb.indexOf("Connection reset") >= 0
+                ? " (the server closed the connection at once: if it serves TLS only, use rediss:// or tls=true)"
+                : uri.password() != null ? "" : " (is Redis running there?)";
         return sb + hint;
     }
 
