@@ -312,6 +312,47 @@ final class RedisBackend implements LockBackend {
         return b.build();
     }
 
+    /**
+     * The smallest ACL command set dlock needs, tested by RedisAclIT and quoted in the README: the
+     * scripts and what they call, HGET, SUBSCRIBE; the handshake (HELLO with AUTH and SETNAME)
+     * needs no grant. EVAL runs only after NOSCRIPT; +exists and +wait are reserved for features
+     * on their way.
+     */
+    static final String ACL_COMMANDS = "-@all +evalsha +eval +hget +subscribe +time +zadd +zrange +zrangebyscore"
+            + " +zrank +zrem +zcard +zscore +hset +hmget +hdel +hincrby +del +pexpire +publish +exists +wait";
+
+    private static final java.util.regex.Pattern SCRIPT_REFUSAL = java.util.regex.Pattern.compile(
+            "The user executing the script (can't .*?) script: ([0-9a-f]{40}), on @user_script:(\\d+)");
+    private static final java.util.regex.Pattern SCRIPT_CALL = java.util.regex.Pattern.compile("redis\\.call\\('(\\w+)'");
+
+    /**
+     * For an ACL refusal, a hint that names what was refused and the ACL rule dlock needs; "" for
+     * any other error. A refusal inside a script names only the script and line, so the command is
+     * read from that line of the script's text.
+     */
+    static String aclHint(String message, String keyPrefix) {
+        java.util.regex.Matcher script = SCRIPT_REFUSAL.matcher(message);
+        String refused;
+        if (script.find()) {
+            String command = "an unknown command";
+            int line = Integer.parseInt(script.group(3));
+            for (Script known : List.of(ACQUIRE, RELEASE, RENEW, HOLDS)) {
+                String[] lines = known.text().split("\n", -1);
+                if (known.sha().equals(script.group(2)) && line >= 1 && line <= lines.length) {
+                    java.util.regex.Matcher call = SCRIPT_CALL.matcher(lines[line - 1]);
+                    command = call.find() ? call.group(1).toLowerCase(java.util.Locale.ROOT) : command;
+                }
+            }
+            refused = "Redis ACL: dlock's script may not run '" + command + "' (" + script.group(1) + ")";
+        } else if (message.startsWith("NOPERM")) {
+            refused = "Redis ACL";
+        } else {
+            return "";
+        }
+        return " (" + refused + "; dlock's user needs: ~" + keyPrefix + ":* &" + keyPrefix + ":c:* " + ACL_COMMANDS
+                + ")";
+    }
+
     /** The reason a connect failed, from the cause chain, without the password. */
     private static String describe(Throwable e, RedisUri uri) {
         StringBuilder sb = new StringBuilder();
@@ -322,15 +363,24 @@ final class RedisBackend implements LockBackend {
                         + m + ")";
             }
             if (m.startsWith("NOPERM")) {
-                return "permission denied (" + m + "); the user needs +@scripting +@pubsub and access to keys '"
-                        + uri.keyPrefix() + ":*' and channels '" + uri.keyPrefix() + ":c:*'";
+                return "permission denied (" + m + ")" + aclHint(m, uri.keyPrefix());
+            }
+            if (t instanceof javax.net.ssl.SSLException) {
+                String trust = " needs the server's certificate to chain to a CA in the JVM's trust store";
+                return "TLS handshake failed (" + m + ")" + switch (uri.verifyPeer()) {
+                    case "none" -> "";
+                    case "ca" -> "; verifyPeer=ca" + trust + " (verifyPeer=none skips the check)";
+                    default -> "; verifyPeer=full" + trust + " and to name the host (verifyPeer=none skips the check)";
+                };
             }
             if (sb.length() > 0) {
                 sb.append(": ");
             }
             sb.append(t.getClass().getSimpleName()).append(' ').append(m);
         }
-        String hint = uri.password() != null ? "" : " (is Redis running there?)";
+        String hint = !uri.tls() && sb.indexOf("Connection reset") >= 0
+                ? " (the server closed the connection at once: if it serves TLS only, use rediss:// or tls=true)"
+                : uri.password() != null ? "" : " (is Redis running there?)";
         return sb + hint;
     }
 

@@ -506,14 +506,14 @@ final class RedisLockProtocol implements LockProtocol {
         return t;
     }
 
-    private static RuntimeException failure(String lockName, String what, Throwable cause) {
+    private RuntimeException failure(String lockName, String what, Throwable cause) {
         if (cause instanceof LockBackendException || cause instanceof EntryLostException
                 || cause instanceof IllegalArgumentException) {
             return (RuntimeException) cause;
         }
         String m = String.valueOf(cause.getMessage());
-        String hint = m.startsWith("NOPERM") ? " (the Redis user lacks a permission dlock needs: +@scripting,"
-                + " +@pubsub, and its key prefix)" : m.startsWith("NOAUTH") ? " (authentication required)" : "";
+        String acl = RedisBackend.aclHint(m, backend.uri.keyPrefix());
+        String hint = !acl.isEmpty() ? acl : m.startsWith("NOAUTH") ? " (authentication required)" : "";
         return new LockBackendException(lockName, RedisBackend.NAME, what + " failed: " + m + hint, cause);
     }
 }

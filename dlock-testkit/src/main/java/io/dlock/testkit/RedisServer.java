@@ -12,11 +12,19 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.SSLSocketFactory;
+import javax.net.ssl.TrustManagerFactory;
 
 /**
  * A {@code redis-server} process on a free loopback port, started from the binary installed on
@@ -30,6 +38,10 @@ import java.util.concurrent.TimeUnit;
  * and {@link #kill()} followed by a restart lose nothing, like ZooKeeper's committed data. {@link
  * Builder#persistence(boolean) persistence(false)} gives a server that forgets everything when it
  * restarts, to test what a client does when a server loses its data.
+ *
+ * <p>{@link Builder#tls() tls()} gives a server that speaks only TLS, with a throwaway CA and a
+ * server certificate for {@code 127.0.0.1} and {@code localhost} made by the {@code openssl} CLI;
+ * tests trust it through {@link #caCertificate()} or {@link #caTrustStore()}.
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
@@ -49,7 +61,11 @@ public final class RedisServer implements TestServer {
     /** How long a start may take until the server answers PING, before {@link Timing}. */
     public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
 
+    /** The password of {@link #caTrustStore()}. */
+    public static final String TRUST_STORE_PASSWORD = "dlock-test";
+
     private static final Duration PROBE_TIMEOUT = Duration.ofMillis(500);
+    private static final Duration OPENSSL_TIMEOUT = Duration.ofSeconds(30);
 
     private final int port;
     private final Path dir;
@@ -57,6 +73,10 @@ public final class RedisServer implements TestServer {
     private final boolean sentinel;
     private final String password;
     private final boolean persistence;
+    private final boolean tls;
+
+    /** Trusts this server's CA; set once before the first launch, null without TLS. */
+    private volatile SSLSocketFactory tlsSockets;
 
     private volatile Process process;
 
@@ -70,6 +90,7 @@ public final class RedisServer implements TestServer {
         this.sentinel = b.sentinel;
         this.password = b.probePassword;
         this.persistence = b.persistence;
+        this.tls = b.tls;
     }
 
     /**
@@ -107,6 +128,7 @@ public final class RedisServer implements TestServer {
         private final List<String> config = new ArrayList<>();
         private boolean persistence = true;
         private boolean sentinel;
+        private boolean tls;
         private String probePassword;
         private int port;
 
@@ -153,6 +175,24 @@ public final class RedisServer implements TestServer {
         }
 
         /**
+         * Makes the server speak TLS only: {@code port 0}, {@code tls-port} on the free port, a
+         * certificate for {@code 127.0.0.1}/{@code localhost} signed by a CA made for this server
+         * alone, and {@code tls-auth-clients no} (clients need no certificate). The files are made
+         * with the {@code openssl} CLI in {@link #dir()} when the server starts; {@link #command} and
+         * the readiness probe then use TLS and verify the certificate. For TLS between a replica and
+         * its master, also add {@code config("tls-replication yes")}. Not for {@link #sentinel()}.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail here; {@link #start()}
+         * throws if {@code openssl} is missing or redis-server was built without TLS.
+         *
+         * @return this builder
+         */
+        public Builder tls() {
+            this.tls = true;
+            return this;
+        }
+
+        /**
          * The password (of the default user) that the readiness probe sends before PING.
          *
          * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
@@ -186,18 +226,30 @@ public final class RedisServer implements TestServer {
          * Starts the server.
          *
          * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link
-         * Timing}. Thread-safety: confined. On failure: {@link IllegalStateException} with the log's
-         * tail; nothing is left running and the directory is deleted.
+         * Timing}, plus certificate generation with {@link #tls()}. Thread-safety: confined. On
+         * failure: {@link IllegalStateException} with the log's tail (or openssl's output); nothing
+         * is left running and the directory is deleted.
          *
          * @return the running server
-         * @throws IllegalStateException if it cannot be started
+         * @throws IllegalStateException if it cannot be started, or {@link #tls()} was combined with
+         *     {@link #sentinel()}
          */
         public RedisServer start() {
             String binary = binary(); // fail before creating anything
+            String openssl = null;
+            if (tls) {
+                if (sentinel) {
+                    throw new IllegalStateException("RedisServer: tls() is not supported together with sentinel()");
+                }
+                openssl = openssl();
+            }
             Path dir = Reaper.createTempDirectory("dlock-redis-");
             RedisServer server = new RedisServer(this, port != 0 ? port : FreePorts.loopback(), dir);
             synchronized (server) {
                 try {
+                    if (openssl != null) {
+                        server.makeCertificates(openssl);
+                    }
                     server.launch(binary);
                 } catch (RuntimeException e) {
                     server.close();
@@ -214,7 +266,10 @@ public final class RedisServer implements TestServer {
     }
 
     /**
-     * Returns {@code redis://127.0.0.1:PORT?keyPrefix=<namespace>}.
+     * Returns {@code redis://127.0.0.1:PORT?keyPrefix=<namespace>}, or {@code rediss://…} for a
+     * {@link Builder#tls() TLS} server. The {@code rediss} URI keeps dlock's default {@code
+     * verifyPeer=full}, so the client's JVM must trust {@link #caTrustStore()}; append {@code
+     * &verifyPeer=none} to skip verification.
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
      * IllegalArgumentException} for a blank namespace or one with whitespace.
@@ -230,7 +285,7 @@ public final class RedisServer implements TestServer {
         if (ns.isBlank() || ns.chars().anyMatch(Character::isWhitespace)) {
             throw new IllegalArgumentException("namespace must be non-blank without whitespace, was '" + namespace + "'");
         }
-        return "redis://127.0.0.1:" + port + "?keyPrefix=" + ns;
+        return (tls ? "rediss" : "redis") + "://127.0.0.1:" + port + "?keyPrefix=" + ns;
     }
 
     /**
@@ -256,19 +311,70 @@ public final class RedisServer implements TestServer {
     }
 
     /**
-     * Sends one command over a fresh connection and returns the reply: a {@code String}, a {@code
-     * Long}, a {@code List<Object>} or null. For inspection and fault injection in tests.
+     * Returns whether this server speaks TLS only ({@link Builder#tls()}).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return true for a TLS server
+     */
+    public boolean isTls() {
+        return tls;
+    }
+
+    /**
+     * Returns the PEM file of the CA that signed this server's certificate, for clients that
+     * should verify the server.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server was not built with {@link Builder#tls()}. The file is
+     * deleted by {@link #close()}.
+     *
+     * @return the CA certificate, PEM-encoded
+     * @throws IllegalStateException without TLS
+     */
+    public Path caCertificate() {
+        requireTls("caCertificate");
+        return dir.resolve("ca.crt");
+    }
+
+    /**
+     * Returns a PKCS12 trust store holding only this server's CA, with password {@value
+     * #TRUST_STORE_PASSWORD}, for {@code -Djavax.net.ssl.trustStore=} in a child JVM (the JVM-wide
+     * properties should not be set in a shared test JVM).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server was not built with {@link Builder#tls()}. The file is
+     * deleted by {@link #close()}.
+     *
+     * @return the trust store file
+     * @throws IllegalStateException without TLS
+     */
+    public Path caTrustStore() {
+        requireTls("caTrustStore");
+        return dir.resolve("truststore.p12");
+    }
+
+    private void requireTls(String what) {
+        if (!tls) {
+            throw new IllegalStateException(this + ": " + what + "() needs a server built with tls()");
+        }
+    }
+
+    /**
+     * Sends one command over a fresh connection (TLS, verifying the certificate, for a {@link
+     * Builder#tls()} server) and returns the reply: a {@code String}, a {@code Long}, a {@code
+     * List<Object>} or null. For inspection and fault injection in tests.
      *
      * <p>Blocking: one round trip, at most 5 s. Thread-safety: safe from any thread. On failure:
      * {@link IllegalStateException} with the server's error reply; {@link UncheckedIOException} if it
-     * cannot be reached.
+     * cannot be reached or the TLS handshake fails.
      *
      * @param args the command and its arguments, for example {@code "KEYS", "dlock:*"}
      * @return the reply
      * @throws IllegalStateException if the server answers with an error
      */
     public Object command(String... args) {
-        return Resp.command(port, password, Duration.ofSeconds(5), args);
+        return Resp.command(port, tlsSockets, password, Duration.ofSeconds(5), args);
     }
 
     /**
@@ -371,7 +477,8 @@ public final class RedisServer implements TestServer {
 
     @Override
     public String toString() {
-        return "RedisServer[" + connectString() + (sentinel ? ", sentinel" : "") + ", " + dir + "]";
+        return "RedisServer[" + connectString() + (sentinel ? ", sentinel" : "") + (tls ? ", tls" : "") + ", " + dir
+                + "]";
     }
 
     @GuardedBy("this")
@@ -379,7 +486,16 @@ public final class RedisServer implements TestServer {
         Path conf = dir.resolve(sentinel ? "sentinel.conf" : "redis.conf");
         Path logFile = dir.resolve("redis.log");
         List<String> lines = new ArrayList<>();
-        lines.add("port " + port);
+        if (tls) {
+            lines.add("port 0");
+            lines.add("tls-port " + port);
+            lines.add("tls-cert-file " + dir.resolve("server.crt").toAbsolutePath());
+            lines.add("tls-key-file " + dir.resolve("server.key").toAbsolutePath());
+            lines.add("tls-ca-cert-file " + dir.resolve("ca.crt").toAbsolutePath());
+            lines.add("tls-auth-clients no");
+        } else {
+            lines.add("port " + port);
+        }
         lines.add("bind 127.0.0.1");
         lines.add("daemonize no");
         lines.add("dir " + dir.toAbsolutePath());
@@ -415,12 +531,13 @@ public final class RedisServer implements TestServer {
         process = p;
         Duration timeout = Timing.scale(START_TIMEOUT);
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Resp.isUp(port, password, PROBE_TIMEOUT)) {
+        while (!Resp.isUp(port, tlsSockets, password, PROBE_TIMEOUT)) {
             if (!p.isAlive() || System.nanoTime() - deadline > 0) {
                 String why = p.isAlive() ? "did not answer PING within " + timeout : "exited with " + p.exitValue();
                 p.destroyForcibly();
                 Reaper.untrack(p);
-                throw new IllegalStateException(this + " " + why + tail(logFile));
+                String hint = tls ? "\n  (a TLS server: was redis-server built with TLS, BUILD_TLS=yes?)" : "";
+                throw new IllegalStateException(this + " " + why + tail(logFile) + hint);
             }
             try {
                 Thread.sleep(20); // polls readiness; redis-server offers no start-up callback
@@ -430,6 +547,94 @@ public final class RedisServer implements TestServer {
                 throw new IllegalStateException(this + ": interrupted while starting", e);
             }
         }
+    }
+
+    /**
+     * Makes a CA and a server certificate for 127.0.0.1/localhost (P-256 keys, valid two days),
+     * and a PKCS12 trust store holding the CA; then the socket factory that the probe and {@link
+     * #command} use.
+     */
+    @GuardedBy("this")
+    private void makeCertificates(String openssl) {
+        Path ext = dir.resolve("server.ext");
+        try {
+            Files.write(ext, List.of(
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "basicConstraints=critical,CA:FALSE",
+                    "keyUsage=critical,digitalSignature,keyEncipherment",
+                    "extendedKeyUsage=serverAuth"), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + ext, e);
+        }
+        String ec = "ec_paramgen_curve:prime256v1";
+        runOpenssl(openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", ec, "-nodes", "-keyout", "ca.key",
+                "-out", "ca.crt", "-days", "2", "-subj", "/CN=dlock throwaway test CA",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+        runOpenssl(openssl, "req", "-new", "-newkey", "ec", "-pkeyopt", ec, "-nodes", "-keyout", "server.key",
+                "-out", "server.csr", "-subj", "/CN=localhost");
+        runOpenssl(openssl, "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", ext.toString());
+        try (InputStream in = Files.newInputStream(dir.resolve("ca.crt"));
+                OutputStream out = Files.newOutputStream(dir.resolve("truststore.p12"))) {
+            KeyStore store = KeyStore.getInstance("PKCS12");
+            store.load(null, null);
+            store.setCertificateEntry("dlock-test-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+            store.store(out, TRUST_STORE_PASSWORD.toCharArray());
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(store);
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(null, tmf.getTrustManagers(), null);
+            tlsSockets = context.getSocketFactory();
+        } catch (IOException e) {
+            throw new UncheckedIOException(this + ": cannot read the CA certificate or write the trust store", e);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(this + ": cannot load the CA certificate openssl made", e);
+        }
+    }
+
+    private void runOpenssl(String openssl, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(openssl));
+        cmd.addAll(List.of(args));
+        Path out = dir.resolve("openssl.log");
+        try {
+            Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile())).start();
+            Reaper.track(p);
+            try {
+                if (!p.waitFor(OPENSSL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    p.destroyForcibly();
+                    p.waitFor(10, TimeUnit.SECONDS);
+                    throw new IllegalStateException(this + ": " + String.join(" ", cmd) + " did not finish within "
+                            + OPENSSL_TIMEOUT + tail(out));
+                }
+            } finally {
+                Reaper.untrack(p);
+            }
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(this + ": " + String.join(" ", cmd) + " exited with " + p.exitValue()
+                        + tail(out));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + openssl, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted while running openssl", e);
+        }
+    }
+
+    /** The openssl binary on the PATH, or an exception saying how to get one. */
+    static String openssl() {
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String d : path.split(File.pathSeparator)) {
+                Path candidate = Path.of(d, "openssl");
+                if (Files.isExecutable(candidate)) {
+                    return candidate.toString();
+                }
+            }
+        }
+        throw new IllegalStateException("openssl not found on the PATH: RedisServer.tls() makes its throwaway CA and"
+                + " server certificate with the openssl CLI. Install it (Debian/Ubuntu: apt-get install openssl)");
     }
 
     private static String tail(Path logFile) {
@@ -472,30 +677,45 @@ public final class RedisServer implements TestServer {
     static final class Resp {
         private Resp() {}
 
-        static boolean isUp(int port, String password, Duration timeout) {
+        static boolean isUp(int port, SSLSocketFactory tls, String password, Duration timeout) {
             try {
-                Object pong = command(port, password, timeout, "PING");
+                Object pong = command(port, tls, password, timeout, "PING");
                 return "PONG".equals(pong);
             } catch (UncheckedIOException | IllegalStateException e) {
                 return false;
             }
         }
 
-        static Object command(int port, String password, Duration timeout, String... args) {
-            try (Socket socket = new Socket()) {
-                socket.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
-                socket.setSoTimeout((int) timeout.toMillis());
-                OutputStream out = socket.getOutputStream();
-                InputStream in = new BufferedInputStream(socket.getInputStream());
-                if (password != null) {
-                    write(out, "AUTH", password);
-                    read(in);
+        /** Sends one command; over TLS (verifying the host 127.0.0.1) when {@code tls} is not null. */
+        static Object command(int port, SSLSocketFactory tls, String password, Duration timeout, String... args) {
+            try (Socket plain = new Socket()) {
+                plain.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
+                plain.setSoTimeout((int) timeout.toMillis());
+                if (tls == null) {
+                    return exchange(plain, password, args);
                 }
-                write(out, args);
-                return read(in);
+                try (SSLSocket ssl = (SSLSocket) tls.createSocket(plain, "127.0.0.1", port, true)) {
+                    SSLParameters params = ssl.getSSLParameters();
+                    params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name 127.0.0.1
+                    ssl.setSSLParameters(params);
+                    ssl.startHandshake();
+                    return exchange(ssl, password, args);
+                }
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot reach redis on 127.0.0.1:" + port, e);
+                throw new UncheckedIOException("cannot reach redis on 127.0.0.1:" + port + (tls == null ? "" : " (TLS)"),
+                        e);
             }
+        }
+
+        private static Object exchange(Socket socket, String password, String... args) throws IOException {
+            OutputStream out = socket.getOutputStream();
+            InputStream in = new BufferedInputStream(socket.getInputStream());
+            if (password != null) {
+                write(out, "AUTH", password);
+                read(in);
+            }
+            write(out, args);
+            return read(in);
         }
 
         private static void write(OutputStream out, String... args) throws IOException {
