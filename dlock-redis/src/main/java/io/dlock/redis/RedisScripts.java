@@ -126,7 +126,7 @@ final class RedisScripts {
                   if tok > 0 then
                     -- counted above
                   elseif fits(held, m, p, maxp) then
-                    redis.call('PUBLISH', chan .. o, base .. '#' .. ids[i])
+                    redis.pcall('PUBLISH', chan .. o, base .. '#' .. ids[i]) -- a hint: a refusal must not undo the grant above
                     addHeld(held, m, p)
                   elseif fair == '1' then
                     return

@@ -53,7 +53,7 @@ class RedisAclIT {
                 .config("user dlockdb on >s3cret " + ACL_RULE + " +select")
                 .config("user no-evalsha on >pw " + without("+evalsha"))
                 .config("user no-eval on >pw " + without("+eval"))
-                .config("user no-zadd on >pw " + without("+zadd"))
+                .config("user no-pexpire on >pw " + without("+pexpire"))
                 .config("user no-subscribe on >pw " + without("+subscribe"))
                 .probePassword("admin")
                 .start();
@@ -116,7 +116,7 @@ class RedisAclIT {
         try (LockClient a = connect("leaseTime=30s"); LockClient b = connect("leaseTime=30s")) {
             Lease held = a.lock("fair").acquire();
             CompletableFuture<Lease> waiter = b.lock("fair").acquireAsync(Duration.ofMinutes(1));
-            await().atMost(scaled(5)).until(() -> ((List<?>) server.command("ZRANGE", "dlock:{fair}:x:q", "0", "-1"))
+            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{fair}:x"))
                     .size() == 2);
             long published = commandCalls("publish");
             held.close();
@@ -158,7 +158,7 @@ class RedisAclIT {
             Lease one = semB.tryAcquire(1, Duration.ZERO).orElseThrow();
             assertThat(semB.tryAcquire(1, Duration.ZERO)).isEmpty();
             Future<Lease> waiting = waiterThread.submit(() -> semB.tryAcquire(2, Duration.ofSeconds(30)).orElseThrow());
-            await().atMost(scaled(5)).until(() -> ((List<?>) server.command("ZRANGE", "dlock:{pool}:s:q", "0", "-1"))
+            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{pool}:s"))
                     .size() == 3);
             two.close();
             Lease later = waiting.get(5, TimeUnit.SECONDS);
@@ -200,7 +200,7 @@ class RedisAclIT {
             await().atMost(scaled(10)).until(() -> dlockConnections() == 4);
             await().during(Duration.ofSeconds(1)).atMost(scaled(5)).until(() -> held.isValid() && lost.get() == 0);
             CompletableFuture<Lease> waiter = b.lock("re").acquireAsync(Duration.ofMinutes(1));
-            await().atMost(scaled(5)).until(() -> ((List<?>) server.command("ZRANGE", "dlock:{re}:x:q", "0", "-1"))
+            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{re}:x"))
                     .size() == 2);
             held.close();
             waiter.get(5, TimeUnit.SECONDS).close(); // woken on b's resubscribed channel
@@ -222,7 +222,7 @@ class RedisAclIT {
     @ParameterizedTest
     @CsvSource({
         "no-evalsha,   'evalsha'",
-        "no-zadd,      may not run 'zadd'",
+        "no-pexpire,   may not run 'pexpire'",
         "no-eval,      'eval'",
     })
     void acquire_userLackingCommand_failsNamingIt(String user, String named) throws Exception {
@@ -238,9 +238,9 @@ class RedisAclIT {
                     .hasMessageContaining("dlock's user needs: " + ACL_RULE);
         }
         assertThat(server.command("ACL", "LOG").toString()).contains("username, " + user);
-        // Redis does not undo a script's writes when a later call in it fails: refused at ZADD, the
-        // acquire script has already counted the arrival in the hash (a key without expiry), which
-        // only an administrator can remove. Reported as a finding; cleaned up here.
+        // Redis does not undo a script's writes when a later call in it fails: refused at PEXPIRE, the
+        // acquire script has already written the hash (a key without expiry), which only an
+        // administrator can remove. Reported as a finding; cleaned up here.
         server.command("DEL", "dlock:{" + lock + "}:x:q", "dlock:{" + lock + "}:x:d", "dlock:{" + lock + "}:x:h");
     }
 
