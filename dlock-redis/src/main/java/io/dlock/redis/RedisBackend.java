@@ -500,6 +500,23 @@ final class RedisBackend implements LockBackend {
         return error;
     }
 
+    /**
+     * Waits until {@code replicas} replicas have acknowledged every write this connection made so
+     * far (Redis {@code WAIT}), at most {@code timeoutMs}; completes with how many did. Never blocks.
+     * Standalone and Sentinel only: there every command goes over the one connection WAIT checks.
+     */
+    CompletableFuture<Long> waitForReplicas(int replicas, long timeoutMs) {
+        try {
+            return commands.waitForReplication(replicas, timeoutMs).toCompletableFuture().whenComplete((v, e) -> {
+                if (e != null) {
+                    timedOut(e);
+                }
+            });
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     /** Schedules {@code task} on the timer thread; returns null if closing. */
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {

@@ -61,6 +61,8 @@ final class RedisLockProtocol implements LockProtocol {
     private final long marginNanos;
     private final long waiterMs;
     private final String fair;
+    private final int waitReplicas;
+    private final long waitTimeoutMs;
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
     private final Map<String, Grant> held = new ConcurrentHashMap<>();
 
@@ -73,6 +75,8 @@ final class RedisLockProtocol implements LockProtocol {
         this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
         this.waiterMs = leaseMs;
         this.fair = backend.options.fair() ? "1" : "0";
+        this.waitReplicas = backend.uri.waitReplicas();
+        this.waitTimeoutMs = backend.uri.waitTimeout().toMillis();
     }
 
     // ---- keys
@@ -144,7 +148,7 @@ final class RedisLockProtocol implements LockProtocol {
             long status = (Long) reply.get(0);
             if (status == RedisScripts.GRANTED) {
                 forget(w);
-                result.complete(Position.granted(granted(entry, (Long) reply.get(1), t0)));
+                deliverGrant(entry, (Long) reply.get(1), t0, result);
             } else if (status == RedisScripts.WAITING) {
                 synchronized (w) {
                     w.waitMs = (Long) reply.get(2);
@@ -175,6 +179,41 @@ final class RedisLockProtocol implements LockProtocol {
                 Integer.toString(request.maxPermits()), backend.clientId, Long.toString(leaseMs),
                 Long.toString(waiterMs), fair, create ? "1" : "0", despite, backend.channelPrefix,
                 baseOf(entry.key()));
+    }
+
+    /**
+     * Completes {@code done} with the grant; with {@code waitReplicas}, only once that many replicas
+     * acknowledged it. Otherwise the grant is given back (it could vanish in a failover) and
+     * {@code done} fails with {@link LockBackendException}.
+     */
+    private void deliverGrant(QueueEntry entry, long token, long t0, CompletableFuture<Position> done) {
+        Position granted = Position.granted(granted(entry, token, t0));
+        if (waitReplicas == 0) {
+            done.complete(granted);
+            return;
+        }
+        backend.waitForReplicas(waitReplicas, waitTimeoutMs).whenComplete((acks, error) -> {
+            if (error == null && acks != null && acks >= waitReplicas) {
+                done.complete(granted);
+                return;
+            }
+            held.remove(entry.key());
+            release(entry).whenComplete((x, e) -> {
+                if (e != null) {
+                    log.warn("[lock={}] could not give back an unreplicated grant; it expires at its lease: {}",
+                            entry.lockName(), e.toString());
+                }
+            });
+            done.completeExceptionally(new LockBackendException(entry.lockName(), RedisBackend.NAME,
+                    "acquire: " + notReplicated(acks, error) + "; the grant was given back", error));
+        });
+    }
+
+    private String notReplicated(Long acks, Throwable error) {
+        return error != null
+                ? "WAIT for " + waitReplicas + " replica(s) failed: " + unwrap(error)
+                : "only " + acks + " of " + waitReplicas + " replica(s) (waitReplicas) acknowledged within "
+                        + waitTimeoutMs + " ms";
     }
 
     private Grant granted(QueueEntry entry, long token, long sentAtNanos) {
@@ -270,7 +309,7 @@ final class RedisLockProtocol implements LockProtocol {
                 if (status == RedisScripts.GRANTED) {
                     gone = true;
                     done = pending;
-                    outcome = Position.granted(granted(entry, (Long) reply.get(1), t0));
+                    outcome = reply.get(1);
                 } else if (status == RedisScripts.WAITING) {
                     waitMs = (Long) reply.get(2);
                     scheduleLocked(runAgain ? 0 : nextCheckMs());
@@ -283,8 +322,8 @@ final class RedisLockProtocol implements LockProtocol {
                 }
             }
             waiters.remove(entry.key(), this);
-            if (outcome instanceof Position p) {
-                done.complete(p);
+            if (outcome instanceof Long token) {
+                deliverGrant(entry, token, t0, done);
             } else {
                 done.completeExceptionally((Throwable) outcome);
             }
@@ -419,7 +458,19 @@ final class RedisLockProtocol implements LockProtocol {
                         throw new CompletionException(new EntryLostException(entry,
                                 "its grant (token " + grant.fencingToken() + ") is gone from the server"));
                     }
-                    Grant renewed = new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                    return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                })
+                .thenCompose(renewed -> waitReplicas == 0 ? CompletableFuture.completedFuture(renewed)
+                        : backend.waitForReplicas(waitReplicas, waitTimeoutMs).handle((acks, error) -> {
+                            // An unreplicated deadline could roll back in a failover: a failed renewal,
+                            // retried at the next tick; the lease lapses if none succeeds in time.
+                            if (error != null || acks == null || acks < waitReplicas) {
+                                throw new CompletionException(new LockBackendException(entry.lockName(),
+                                        RedisBackend.NAME, "renewal: " + notReplicated(acks, error), error));
+                            }
+                            return renewed;
+                        }))
+                .thenApply(renewed -> {
                     held.replace(entry.key(), renewed);
                     return renewed;
                 });

@@ -18,7 +18,10 @@ import java.util.Set;
  *
  * <p>Backend parameters: {@code keyPrefix} (default {@value #DEFAULT_KEY_PREFIX}), {@code master}
  * (Sentinel only, required), {@code tls} ({@code true} turns on TLS for Sentinel and Cluster; {@code
- * rediss://} implies it) and {@code verifyPeer} ({@code full} default, {@code ca} or {@code none}).
+ * rediss://} implies it), {@code verifyPeer} ({@code full} default, {@code ca} or {@code none}),
+ * {@code waitReplicas} (default 0: after each grant and renewal, wait until this many replicas
+ * acknowledged it, with Redis {@code WAIT}) and {@code waitTimeout} (default 1s: how long that
+ * wait may take before the grant is given back and the acquire fails).
  *
  * @param mode standalone, Sentinel or Cluster
  * @param hosts the hosts with their ports
@@ -29,6 +32,8 @@ import java.util.Set;
  * @param master the Sentinel master name, or null
  * @param tls whether connections use TLS
  * @param verifyPeer how TLS peers are verified: {@code full}, {@code ca} or {@code none}
+ * @param waitReplicas how many replicas must acknowledge a grant or renewal (0: none)
+ * @param waitTimeout how long to wait for those acknowledgements
  * @param options the client's options
  */
 record RedisUri(
@@ -41,6 +46,8 @@ record RedisUri(
         String master,
         boolean tls,
         String verifyPeer,
+        int waitReplicas,
+        java.time.Duration waitTimeout,
         LockOptions options) {
 
     static final String DEFAULT_KEY_PREFIX = "dlock";
@@ -48,7 +55,11 @@ record RedisUri(
     static final int DEFAULT_SENTINEL_PORT = 26379;
 
     /** The backend's own URI parameters. */
-    static final Set<String> PARAMETERS = Set.of("keyPrefix", "master", "tls", "verifyPeer");
+    static final Set<String> PARAMETERS = Set.of("keyPrefix", "master", "tls", "verifyPeer", "waitReplicas",
+            "waitTimeout");
+
+    /** The most replicas {@code waitReplicas} may ask for. */
+    static final int MAX_WAIT_REPLICAS = 64;
 
     /** How the server is deployed. */
     enum Mode {
@@ -122,8 +133,42 @@ record RedisUri(
         if (user != null && password == null) {
             throw new IllegalArgumentException("redis URI has user '" + user + "' but no password");
         }
+        int waitReplicas = waitReplicas(uri.parameters().get("waitReplicas"));
+        java.time.Duration waitTimeout = BackendUri.duration("waitTimeout",
+                uri.parameters().getOrDefault("waitTimeout", "1s"));
+        if (waitReplicas > 0 && mode == Mode.CLUSTER) {
+            // WAIT counts the writes of the connection it is sent on; Lettuce's cluster connection
+            // spreads commands over node connections, so WAIT there could vouch for nothing.
+            throw new IllegalArgumentException("parameter 'waitReplicas' is not supported on redis-cluster:// URIs");
+        }
+        if (waitTimeout.isZero()) {
+            // WAIT with 0 blocks forever; a lock must never wait unbounded.
+            throw new IllegalArgumentException("parameter 'waitTimeout' must be positive: '"
+                    + uri.parameters().get("waitTimeout") + "'");
+        }
+        if (waitReplicas > 0 && waitTimeout.compareTo(uri.options().connectTimeout()) >= 0) {
+            // Commands time out at connectTimeout, which would cut WAIT off and drop the connection.
+            throw new IllegalArgumentException("parameter 'waitTimeout' (" + waitTimeout.toMillis()
+                    + " ms) must be shorter than connectTimeout (" + uri.options().connectTimeout().toMillis() + " ms)");
+        }
         return new RedisUri(mode, List.copyOf(hosts), database, user, password, prefix, master, tls, verify,
-                uri.options());
+                waitReplicas, waitTimeout, uri.options());
+    }
+
+    private static int waitReplicas(String value) {
+        if (value == null) {
+            return 0;
+        }
+        try {
+            int n = Integer.parseInt(value.trim());
+            if (n >= 0 && n <= MAX_WAIT_REPLICAS) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // the message below
+        }
+        throw new IllegalArgumentException("parameter 'waitReplicas' must be a whole number from 0 to "
+                + MAX_WAIT_REPLICAS + ": '" + value + "'");
     }
 
     private static int database(BackendUri uri, Mode mode) {
@@ -207,6 +252,7 @@ record RedisUri(
         };
         String auth = password == null ? "" : (user == null ? "" : user) + ":***@";
         return scheme + "://" + auth + hostList() + (database == 0 ? "" : "/" + database) + "?keyPrefix=" + keyPrefix
-                + (master == null ? "" : "&master=" + master);
+                + (master == null ? "" : "&master=" + master)
+                + (waitReplicas == 0 ? "" : "&waitReplicas=" + waitReplicas + "&waitTimeout=" + waitTimeout.toMillis() + "ms");
     }
 }

@@ -66,4 +66,29 @@ class RedisUriTest {
         assertThatThrownBy(() -> parse("redis://h/-1")).hasMessageContaining("database");
         assertThatThrownBy(() -> parse("redis://h,")).hasMessageContaining("empty host");
     }
+
+    @Test
+    void from_waitReplicas_defaultsOffAndParses() {
+        assertThat(parse("redis://h").waitReplicas()).isZero();
+        RedisUri u = parse("redis://h?waitReplicas=2&waitTimeout=250ms");
+        assertThat(u.waitReplicas()).isEqualTo(2);
+        assertThat(u.waitTimeout()).isEqualTo(Duration.ofMillis(250));
+        assertThat(u.toString()).contains("waitReplicas=2");
+    }
+
+    @Test
+    void from_badWaitParameters_areRefusedNamingThem() {
+        for (String bad : new String[] {"-1", "x", "65", ""}) {
+            assertThatThrownBy(() -> parse("redis://h?waitReplicas=" + bad))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitReplicas'");
+        }
+        assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=0s"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitTimeout'");
+        assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=-1s"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitTimeout'");
+        assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=10s&connectTimeout=5s"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("shorter than connectTimeout");
+        assertThatThrownBy(() -> parse("redis-cluster://h:7000?waitReplicas=1"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("redis-cluster");
+    }
 }
