@@ -99,7 +99,11 @@ final class RedisBackend implements LockBackend {
     private final Set<Capability> capabilities;
     private final Duration maxSuspension;
 
+    /** Null for a user's client (its resources are not ours to customize). */
     private final Channels channels;
+    /** The user's client this backend connects through, or null if it owns its client. */
+    private final RedisClient external;
+    private final RedisConnectionStateListener externalListener;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final Set<Object> down = ConcurrentHashMap.newKeySet();
     private final AtomicLong epoch = new AtomicLong();
@@ -110,9 +114,11 @@ final class RedisBackend implements LockBackend {
     private RedisBackend(RedisUri uri, ClientResources resources, AbstractRedisClient client,
             StatefulConnection<String, String> connection, RedisClusterAsyncCommands<String, String> commands,
             StatefulRedisPubSubConnection<String, String> pubsub, ScheduledThreadPoolExecutor timer,
-            Channels channels) {
+            Channels channels, RedisClient external, RedisConnectionStateListener externalListener) {
         this.uri = uri;
         this.channels = channels;
+        this.external = external;
+        this.externalListener = externalListener;
         this.options = uri.options();
         this.channelPrefix = uri.keyPrefix() + ":c:";
         this.resources = resources;
@@ -152,12 +158,7 @@ final class RedisBackend implements LockBackend {
                 .reconnectDelay(Delay.exponential(positive(retry.baseSleep()), positive(retry.maxSleep()), 2,
                         TimeUnit.MILLISECONDS))
                 .build();
-        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "dlock-redis-timer");
-            t.setDaemon(true);
-            return t;
-        });
-        timer.setRemoveOnCancelPolicy(true);
+        ScheduledThreadPoolExecutor timer = newTimer();
         AbstractRedisClient client = null;
         StatefulConnection<String, String> connection = null;
         StatefulRedisPubSubConnection<String, String> pubsub = null;
@@ -195,24 +196,67 @@ final class RedisBackend implements LockBackend {
                 commands = c.async();
                 pubsub = single.connectPubSub(StringCodec.UTF8, redisUris.get(0));
             }
-            RedisBackend backend = new RedisBackend(uri, resources, client, connection, commands, pubsub, timer,
-                    channels);
-            pubsub.addListener(new RedisPubSubAdapter<>() {
-                @Override
-                public void message(String channel, String message) {
-                    backend.protocol.onWake(message);
-                }
-            });
-            pubsub.sync().subscribe(backend.channelPrefix + backend.clientId);
-            holder.backend = backend;
-            backend.ready = true;
-            log.debug("[client={}] connected to {} as client {}", NAME, uri, backend.clientId);
-            return backend;
+            return start(new RedisBackend(uri, resources, client, connection, commands, pubsub, timer, channels, null,
+                    null), holder);
         } catch (RuntimeException e) {
             closeQuietly(pubsub, connection, client, resources, timer);
             throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
                     e);
         }
+    }
+
+    /**
+     * Connects through a user's {@link RedisClient} (standalone or Sentinel {@code target}): dlock
+     * opens its own command and pub/sub connections with it, under the client's options and
+     * resources, and never shuts the client down.
+     *
+     * <p>Blocking: until connected. On failure: throws {@link LockBackendException}; the user's
+     * client stays as it was.
+     */
+    static RedisBackend connect(RedisClient external, RedisURI target, RedisUri uri) {
+        ScheduledThreadPoolExecutor timer = newTimer();
+        Holder holder = new Holder();
+        RedisConnectionStateListener listener = listener(holder);
+        StatefulConnection<String, String> connection = null;
+        StatefulRedisPubSubConnection<String, String> pubsub = null;
+        external.addListener(listener);
+        try {
+            var c = external.connect(StringCodec.UTF8, target);
+            connection = c;
+            pubsub = external.connectPubSub(StringCodec.UTF8, target);
+            return start(new RedisBackend(uri, null, null, c, c.async(), pubsub, timer, null, external, listener),
+                    holder);
+        } catch (RuntimeException e) {
+            external.removeListener(listener);
+            closeQuietly(pubsub, connection, null, null, timer);
+            throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
+                    e);
+        }
+    }
+
+    /** Subscribes to the wake-up channel and publishes the backend to its listener. */
+    private static RedisBackend start(RedisBackend backend, Holder holder) {
+        backend.pubsub.addListener(new RedisPubSubAdapter<>() {
+            @Override
+            public void message(String channel, String message) {
+                backend.protocol.onWake(message);
+            }
+        });
+        backend.pubsub.sync().subscribe(backend.channelPrefix + backend.clientId);
+        holder.backend = backend;
+        backend.ready = true;
+        log.debug("[client={}] connected to {} as client {}", NAME, backend.uri, backend.clientId);
+        return backend;
+    }
+
+    private static ScheduledThreadPoolExecutor newTimer() {
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "dlock-redis-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        timer.setRemoveOnCancelPolicy(true);
+        return timer;
     }
 
     private static final class Holder {
@@ -387,6 +431,9 @@ final class RedisBackend implements LockBackend {
     // ---- connection state
 
     private void onDisconnected(RedisChannelHandler<?, ?> handler) {
+        if (external != null && handler != connection && handler != pubsub) {
+            return; // one of the user's own connections
+        }
         if (!ready || closed.get() || !handler.isOpen() && handler != connection) {
             return; // a connection closed on purpose (a stale cluster node) is no suspension
         }
@@ -401,7 +448,7 @@ final class RedisBackend implements LockBackend {
     }
 
     private void onConnected(RedisChannelHandler<?, ?> handler) {
-        if (!ready || closed.get()) {
+        if (!ready || closed.get() || external != null && handler != connection && handler != pubsub) {
             return;
         }
         if (handler == pubsub) {
@@ -491,7 +538,7 @@ final class RedisBackend implements LockBackend {
      */
     private Throwable timedOut(Throwable error) {
         Throwable cause = RedisLockProtocol.unwrap(error);
-        if (cause instanceof RedisCommandTimeoutException && !closed.get()) {
+        if (cause instanceof RedisCommandTimeoutException && channels != null && !closed.get()) {
             int n = channels.closeAll();
             if (n > 0) {
                 log.warn("[client={}] a command timed out; closed {} connection(s) to make them reconnect", NAME, n);
@@ -563,6 +610,9 @@ final class RedisBackend implements LockBackend {
             return;
         }
         protocol.close();
+        if (external != null) {
+            external.removeListener(externalListener);
+        }
         closeQuietly(pubsub, connection, client, resources, timer);
     }
 
@@ -583,7 +633,9 @@ final class RedisBackend implements LockBackend {
                 if (client != null) {
                     client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
                 }
-                resources.shutdown(0, 2, TimeUnit.SECONDS);
+                if (resources != null) {
+                    resources.shutdown(0, 2, TimeUnit.SECONDS);
+                }
             } catch (RuntimeException e) {
                 log.debug("[client={}] shutting down: {}", NAME, e.toString());
             } finally {

@@ -96,11 +96,7 @@ record RedisUri(
                     + " hosts; use redis-sentinel:// or redis-cluster:// for several");
         }
         int database = database(uri, mode);
-        String prefix = uri.parameters().getOrDefault("keyPrefix", DEFAULT_KEY_PREFIX);
-        if (prefix.isEmpty() || !prefix.chars().allMatch(c -> c > 0x20 && c < 0x7f && c != '{' && c != '}')) {
-            throw new IllegalArgumentException("parameter 'keyPrefix' must be non-empty printable ASCII without"
-                    + " spaces or braces: '" + prefix + "'");
-        }
+        String prefix = checkKeyPrefix(uri.parameters().getOrDefault("keyPrefix", DEFAULT_KEY_PREFIX));
         String master = uri.parameters().get("master");
         if (mode == Mode.SENTINEL && (master == null || master.isBlank())) {
             throw new IllegalArgumentException("redis-sentinel URI '" + uri + "' needs parameter 'master' (the"
@@ -153,6 +149,28 @@ record RedisUri(
         }
         return new RedisUri(mode, List.copyOf(hosts), database, user, password, prefix, master, tls, verify,
                 waitReplicas, waitTimeout, uri.options());
+    }
+
+    /**
+     * The settings for a user's Lettuce {@code RedisURI} handed in with {@link RedisLocks}: its
+     * host (or Sentinels) and database, no dlock-side credentials (the client authenticates).
+     */
+    static RedisUri handedIn(io.lettuce.core.RedisURI target, String keyPrefix, LockOptions options) {
+        boolean sentinel = !target.getSentinels().isEmpty();
+        List<HostPort> hosts = sentinel
+                ? target.getSentinels().stream().map(u -> new HostPort(u.getHost(), u.getPort())).toList()
+                : List.of(new HostPort(target.getHost(), target.getPort()));
+        return new RedisUri(sentinel ? Mode.SENTINEL : Mode.STANDALONE, hosts, target.getDatabase(), null, null,
+                checkKeyPrefix(keyPrefix), sentinel ? target.getSentinelMasterId() : null, target.isSsl(),
+                target.isVerifyPeer() ? "full" : "none", 0, java.time.Duration.ofSeconds(1), options);
+    }
+
+    static String checkKeyPrefix(String prefix) {
+        if (prefix.isEmpty() || !prefix.chars().allMatch(c -> c > 0x20 && c < 0x7f && c != '{' && c != '}')) {
+            throw new IllegalArgumentException("parameter 'keyPrefix' must be non-empty printable ASCII without"
+                    + " spaces or braces: '" + prefix + "'");
+        }
+        return prefix;
     }
 
     private static int waitReplicas(String value) {
