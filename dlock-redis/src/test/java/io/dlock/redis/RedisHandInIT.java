@@ -4,26 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.LockOptions;
+import io.dlock.testkit.Contention;
 import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.FreePorts;
-import io.dlock.testkit.MutualExclusionChecker;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -55,34 +48,10 @@ class RedisHandInIT extends RedisTestSupport {
     void handedInClient_excludesAgainstAUriClient_andStaysUsableAfterClose() throws Exception {
         LockClient mine = track(RedisLocks.connect(redis, target(), prefix, LockOptions.defaults()));
         LockClient other = client();
-        MutualExclusionChecker checker = new MutualExclusionChecker();
-        int threads = 4;
-        int perThread = 100;
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                DistributedLock lock = (t % 2 == 0 ? mine : other).lock("shared");
-                String who = "t" + t;
-                done.add(pool.submit(() -> {
-                    for (int i = 0; i < perThread; i++) {
-                        try (Lease lease = lock.acquire()) {
-                            checker.enter(who);
-                            checker.incrementUnsafely();
-                            checker.exit(who);
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(2, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
-        assertThat(checker.counter()).isEqualTo(threads * perThread);
-        assertThat(checker.violations()).isZero();
+        Contention.Result r = Contention.run(new LockClient[] {mine, other}, "shared", 4, 100, scaled(120));
+        assertThat(r.checker().counter()).isEqualTo(400);
+        assertThat(r.checker().violations()).isZero();
+        assertThat(r.store().rejectedWrites()).isZero();
         assertThat(handedConnections()).isEqualTo(2); // dlock's command and pub/sub connections
 
         try (StatefulRedisConnection<String, String> own = redis.connect(target())) {

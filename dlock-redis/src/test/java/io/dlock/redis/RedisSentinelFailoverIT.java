@@ -3,20 +3,14 @@ package io.dlock.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.testkit.FencedStore;
-import io.dlock.testkit.MutualExclusionChecker;
+import io.dlock.testkit.Contention;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -146,37 +140,11 @@ class RedisSentinelFailoverIT {
 
     /** Two clients × four threads increment a racy counter under the lock; the count must be exact. */
     private static void countUnderLock(LockClient[] clients, long previousToken) throws Exception {
-        MutualExclusionChecker checker = new MutualExclusionChecker();
         FencedStore store = new FencedStore();
         assertThat(store.write("before-failover", previousToken, 0)).isTrue();
-        int threads = 4;
-        int perThread = 50;
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                DistributedLock lock = clients[t % 2].lock("counter");
-                String who = "client" + (t % 2) + "-thread" + t;
-                done.add(pool.submit(() -> {
-                    for (int i = 0; i < perThread; i++) {
-                        try (Lease lease = lock.acquire()) {
-                            checker.enter(who);
-                            checker.incrementUnsafely();
-                            assertThat(store.write(who, lease.fencingToken(), checker.counter())).isTrue();
-                            checker.exit(who);
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(scaled(40).toMillis(), TimeUnit.MILLISECONDS);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
-        assertThat(checker.counter()).isEqualTo(threads * perThread);
-        assertThat(checker.violations()).isZero();
+        Contention.Result r = Contention.run(clients, "counter", 4, 50, scaled(40), store);
+        assertThat(r.checker().counter()).isEqualTo(200);
+        assertThat(r.checker().violations()).isZero();
         assertThat(store.rejectedWrites()).isZero();
     }
 

@@ -4,12 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.testkit.ChildJvm;
-import io.dlock.testkit.MutualExclusionChecker;
+import io.dlock.testkit.Contention;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.nio.file.Files;
@@ -18,10 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -67,35 +62,11 @@ class RedisTlsIT {
                 assertThat(again.fencingToken()).isGreaterThan(first);
             }
 
-            LockClient[] clients = {a, b};
-            MutualExclusionChecker checker = new MutualExclusionChecker();
-            int threads = 4;
-            int perThread = 100;
-            ExecutorService pool = Executors.newFixedThreadPool(threads);
-            try {
-                List<Future<?>> done = new ArrayList<>();
-                for (int t = 0; t < threads; t++) {
-                    DistributedLock lock = clients[t % 2].lock("counter");
-                    String who = "client" + (t % 2) + "-thread" + t;
-                    done.add(pool.submit(() -> {
-                        for (int i = 0; i < perThread; i++) {
-                            try (Lease lease = lock.acquire()) {
-                                checker.enter(who);
-                                checker.incrementUnsafely();
-                                checker.exit(who);
-                            }
-                        }
-                        return null;
-                    }));
-                }
-                for (Future<?> f : done) {
-                    f.get(Timing.scale(Duration.ofSeconds(40)).toMillis(), TimeUnit.MILLISECONDS);
-                }
-            } finally {
-                pool.shutdownNow();
-            }
-            assertThat(checker.counter()).isEqualTo(threads * perThread);
-            assertThat(checker.violations()).isZero();
+            Contention.Result r = Contention.run(new LockClient[] {a, b}, "counter", 4, 100,
+                    Timing.scale(Duration.ofSeconds(40)));
+            assertThat(r.checker().counter()).isEqualTo(400);
+            assertThat(r.checker().violations()).isZero();
+            assertThat(r.store().rejectedWrites()).isZero();
         }
         assertThat((List<?>) server.command("KEYS", "tls-mx:*")).isEmpty();
     }
