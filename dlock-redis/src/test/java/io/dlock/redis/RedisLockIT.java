@@ -10,7 +10,7 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockTimeoutException;
 import io.dlock.testkit.ChildJvm;
-import io.dlock.testkit.FencedStore;
+import io.dlock.testkit.Contention;
 import io.dlock.testkit.MutualExclusionChecker;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,9 +21,6 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -36,40 +33,16 @@ class RedisLockIT extends RedisTestSupport {
 
     @Test
     void acquire_twoClientsEightThreads_counterExactAndTokensFenced() throws Exception {
-        LockClient[] clients = {client(), client()};
-        MutualExclusionChecker checker = new MutualExclusionChecker();
-        FencedStore store = new FencedStore();
         int threads = 8;
         int perThread = 250; // 2,000 increments in total
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                DistributedLock lock = clients[t % 2].lock("counter");
-                String who = "client" + (t % 2) + "-thread" + t;
-                done.add(pool.submit(() -> {
-                    for (int i = 0; i < perThread; i++) {
-                        try (Lease lease = lock.acquire()) {
-                            checker.enter(who);
-                            checker.incrementUnsafely();
-                            assertThat(store.write(who, lease.fencingToken(), checker.counter())).isTrue();
-                            checker.exit(who);
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(3, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        Contention.Result r = Contention.run(new LockClient[] {client(), client()}, "counter", threads, perThread,
+                Duration.ofMinutes(3));
+        MutualExclusionChecker checker = r.checker();
         assertThat(checker.counter()).isEqualTo(threads * perThread);
         assertThat(checker.violations()).isZero();
         assertThat(checker.maxConcurrent()).isEqualTo(1);
-        assertThat(store.rejectedWrites()).isZero();
-        assertThat(store.acceptedWrites()).isEqualTo(threads * perThread);
+        assertThat(r.store().rejectedWrites()).isZero();
+        assertThat(r.store().acceptedWrites()).isEqualTo(threads * perThread);
         assertThat(keys()).isEmpty(); // the last release deleted the queue
     }
 
@@ -362,32 +335,10 @@ class RedisLockIT extends RedisTestSupport {
 
     @Test
     void unfair_holderAndWaiters_stillExcludeEachOther() throws Exception {
-        LockClient[] clients = {client("fair=false"), client("fair=false")};
-        MutualExclusionChecker checker = new MutualExclusionChecker();
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                DistributedLock lock = clients[t % 2].lock("unfair");
-                String who = "t" + t;
-                done.add(pool.submit(() -> {
-                    for (int i = 0; i < 100; i++) {
-                        try (Lease lease = lock.acquire()) {
-                            checker.enter(who);
-                            checker.incrementUnsafely();
-                            checker.exit(who);
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(2, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
-        assertThat(checker.counter()).isEqualTo(400);
-        assertThat(checker.violations()).isZero();
+        Contention.Result r = Contention.run(new LockClient[] {client("fair=false"), client("fair=false")}, "unfair",
+                4, 100, Duration.ofMinutes(2));
+        assertThat(r.checker().counter()).isEqualTo(400);
+        assertThat(r.checker().violations()).isZero();
+        assertThat(r.store().rejectedWrites()).isZero();
     }
 }

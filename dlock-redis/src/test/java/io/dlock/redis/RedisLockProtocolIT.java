@@ -2,6 +2,7 @@ package io.dlock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.dlock.LockOptions;
 import io.dlock.spi.BackendUri;
@@ -57,7 +58,8 @@ class RedisLockProtocolIT extends RedisTestSupport {
         Position p = get(backend.protocol().enqueue(request("renew")));
         Grant grant = p.grant();
         double before = deadline(server, prefix + ":{renew}:x", p.entry().acquisitionId());
-        Thread.sleep(300);
+        long t0 = serverMillis(server);
+        await().atMost(RedisTestSupport.scaled(5)).until(() -> serverMillis(server) >= t0 + 300);
         Grant renewed = get(backend.protocol().renew(grant));
         double after = deadline(server, prefix + ":{renew}:x", p.entry().acquisitionId());
         assertThat(renewed.fencingToken()).isEqualTo(grant.fencingToken());
@@ -75,7 +77,8 @@ class RedisLockProtocolIT extends RedisTestSupport {
         RedisBackend first = backend("leaseTime=300ms");
         RedisBackend second = backend("leaseTime=5s");
         Position p = get(first.protocol().enqueue(request("expired")));
-        Thread.sleep(500);
+        double deadline = deadline(server, prefix + ":{expired}:x", p.entry().acquisitionId());
+        await().atMost(RedisTestSupport.scaled(5)).until(() -> serverMillis(server) > deadline);
         Position next = get(second.protocol().enqueue(request("expired")));
         assertThat(next.isGranted()).isTrue();
         assertThat(next.grant().fencingToken()).isGreaterThan(p.grant().fencingToken());
@@ -98,7 +101,9 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(waiting.isGranted()).isFalse();
         assertThat(waiting.predecessor()).isEqualTo(held.entry().acquisitionId());
         crashed.close(); // its waiter stops heartbeating, as a crashed process would
-        Thread.sleep(600);
+        // Read afresh on every poll: a heartbeat in flight at close may still push the deadline out.
+        await().atMost(RedisTestSupport.scaled(5)).until(() -> serverMillis(server)
+                > deadline(server, prefix + ":{purge}:x", waiting.entry().acquisitionId()));
         // The next script on this lock purges the stale waiter: nobody queues behind a ghost.
         Position third = get(holder.protocol().enqueue(request("purge")));
         assertThat(entries("purge")).containsExactly(held.entry().acquisitionId(), third.entry().acquisitionId());

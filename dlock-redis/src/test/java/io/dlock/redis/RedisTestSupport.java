@@ -101,6 +101,13 @@ abstract class RedisTestSupport {
         return out;
     }
 
+    /** The server's clock in milliseconds (Redis {@code TIME}), the clock deadlines are kept in. */
+    @SuppressWarnings("unchecked")
+    static long serverMillis(io.dlock.testkit.RedisServer on) {
+        List<Object> t = (List<Object>) on.command("TIME");
+        return Long.parseLong(t.get(0).toString()) * 1000 + Long.parseLong(t.get(1).toString()) / 1000;
+    }
+
     /** The server's deadline (ms) of entry {@code id} in the queue at {@code base}. */
     static double deadline(io.dlock.testkit.RedisServer on, String base, String id) {
         Object dl = on.command("ZSCORE", base + ":d", id);

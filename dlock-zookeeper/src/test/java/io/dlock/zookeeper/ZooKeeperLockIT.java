@@ -11,6 +11,7 @@ import io.dlock.LockClient;
 import io.dlock.LockLostException;
 import io.dlock.LockTimeoutException;
 import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.Contention;
 import io.dlock.testkit.MutualExclusionChecker;
 import io.dlock.testkit.Timing;
 import java.nio.file.Files;
@@ -24,9 +25,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -38,36 +36,15 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport {
 
     @Test
     void acquire_twoClientsEightThreads_counterExact() throws Exception {
-        LockClient[] clients = {client(), client()};
-        MutualExclusionChecker checker = new MutualExclusionChecker();
         int threads = 8;
         int perThread = 250; // 2,000 increments in total
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                DistributedLock lock = clients[t % 2].lock("counter");
-                String who = "client" + (t % 2) + "-thread" + t;
-                done.add(pool.submit(() -> {
-                    for (int i = 0; i < perThread; i++) {
-                        try (Lease lease = lock.acquire()) {
-                            checker.enter(who);
-                            checker.incrementUnsafely();
-                            checker.exit(who);
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(2, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        Contention.Result r = Contention.run(new LockClient[] {client(), client()}, "counter", threads, perThread,
+                Duration.ofMinutes(2));
+        MutualExclusionChecker checker = r.checker();
         assertThat(checker.counter()).isEqualTo(threads * perThread);
         assertThat(checker.violations()).isZero();
         assertThat(checker.maxConcurrent()).isEqualTo(1);
+        assertThat(r.store().rejectedWrites()).isZero();
         assertThat(children("counter")).isEmpty();
     }
 
