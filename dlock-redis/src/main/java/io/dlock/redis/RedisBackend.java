@@ -13,6 +13,7 @@ import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisConnectionStateListener;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
@@ -46,6 +47,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -358,12 +360,13 @@ final class RedisBackend implements LockBackend {
 
     /**
      * The smallest ACL command set dlock needs, tested by RedisAclIT and quoted in the README: the
-     * scripts and what they call, HGET, SUBSCRIBE; the handshake (HELLO with AUTH and SETNAME)
-     * needs no grant. EVAL runs only after NOSCRIPT; +exists and +wait are reserved for features
-     * on their way.
+     * scripts and what they call, HGET and GET (finding an entry whose reply was lost), SUBSCRIBE;
+     * the handshake (HELLO with AUTH and SETNAME) needs no grant. EVAL runs only after NOSCRIPT;
+     * WAIT only with {@code waitReplicas}.
      */
     static final String ACL_COMMANDS = "-@all +evalsha +eval +hget +subscribe +time +zadd +zrange +zrangebyscore"
-            + " +zrank +zrem +zcard +zscore +hset +hmget +hdel +hincrby +del +pexpire +publish +exists +wait";
+            + " +zrank +zrem +zcard +zscore +hset +hmget +hdel +hincrby +del +pexpire +publish +exists +wait"
+            + " +get +set +pttl";
 
     private static final java.util.regex.Pattern SCRIPT_REFUSAL = java.util.regex.Pattern.compile(
             "The user executing the script (can't .*?) script: ([0-9a-f]{40}), on @user_script:(\\d+)");
@@ -520,8 +523,16 @@ final class RedisBackend implements LockBackend {
     }
 
     CompletableFuture<String> hget(String key, String field) {
+        return read(() -> commands.hget(key, field));
+    }
+
+    CompletableFuture<String> get(String key) {
+        return read(() -> commands.get(key));
+    }
+
+    private CompletableFuture<String> read(Supplier<RedisFuture<String>> command) {
         try {
-            return commands.hget(key, field).toCompletableFuture().whenComplete((v, e) -> {
+            return command.get().toCompletableFuture().whenComplete((v, e) -> {
                 if (e != null) {
                     timedOut(e);
                 }

@@ -92,7 +92,7 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     static String[] keys(String base) {
-        return new String[] {base + ":q", base + ":d", base + ":h"};
+        return new String[] {base + ":q", base + ":d", base + ":h", base + ":s"};
     }
 
     static String baseOf(String entryKey) {
@@ -145,10 +145,10 @@ final class RedisLockProtocol implements LockProtocol {
                 result.completeExceptionally(failure(entry.lockName(), "enqueue", cause));
                 return;
             }
-            long status = (Long) reply.get(0);
+            long status = status(reply);
             if (status == RedisScripts.GRANTED) {
                 forget(w);
-                deliverGrant(entry, (Long) reply.get(1), t0, result);
+                deliverGrant(entry, token(reply), t0, result);
             } else if (status == RedisScripts.WAITING) {
                 synchronized (w) {
                     w.waitMs = (Long) reply.get(2);
@@ -220,6 +220,15 @@ final class RedisLockProtocol implements LockProtocol {
         Grant grant = new Grant(entry, token, sentAtNanos + leaseNanos - marginNanos);
         held.put(entry.key(), grant);
         return grant;
+    }
+
+    /** The acquire script's status; a reply of the token alone is the fast path's grant. */
+    private static long status(List<Object> reply) {
+        return reply.size() == 1 ? RedisScripts.GRANTED : (Long) reply.get(0);
+    }
+
+    private static long token(List<Object> reply) {
+        return (Long) reply.get(reply.size() == 1 ? 0 : 1);
     }
 
     private static String predecessor(List<Object> reply) {
@@ -305,11 +314,11 @@ final class RedisLockProtocol implements LockProtocol {
                     return;
                 }
                 failures = 0;
-                long status = (Long) reply.get(0);
+                long status = status(reply);
                 if (status == RedisScripts.GRANTED) {
                     gone = true;
                     done = pending;
-                    outcome = reply.get(1);
+                    outcome = token(reply);
                 } else if (status == RedisScripts.WAITING) {
                     waitMs = (Long) reply.get(2);
                     scheduleLocked(runAgain ? 0 : nextCheckMs());
@@ -483,17 +492,22 @@ final class RedisLockProtocol implements LockProtocol {
         List<CompletableFuture<Optional<QueueEntry>>> lookups = new ArrayList<>();
         for (LockMode mode : new LockMode[] {LockMode.EXCLUSIVE, LockMode.WRITE, LockMode.SEMAPHORE}) {
             String base = base(lockName, mode);
-            lookups.add(backend.hget(base + ":h", acquisitionId).thenApply(v -> {
-                if (v == null) {
-                    return Optional.<QueueEntry>empty();
-                }
-                String[] parts = v.split(" ");
-                if (parts.length != 4 || !parts[2].equals(backend.clientId)) {
-                    return Optional.<QueueEntry>empty();
-                }
-                return Optional.of(new QueueEntry(lockName, acquisitionId, base + "#" + acquisitionId, 0,
-                        Long.parseLong(parts[3])));
-            }));
+            // A queue entry is "mode permits owner token" in the hash; a lone holder "id " + that in s.
+            lookups.add(backend.hget(base + ":h", acquisitionId)
+                    .thenCombine(backend.get(base + ":s"), (v, solo) -> v != null ? v
+                            : solo != null && solo.startsWith(acquisitionId + " ")
+                                    ? solo.substring(acquisitionId.length() + 1) : null)
+                    .thenApply(v -> {
+                        if (v == null) {
+                            return Optional.<QueueEntry>empty();
+                        }
+                        String[] parts = v.split(" ");
+                        if (parts.length != 4 || !parts[2].equals(backend.clientId)) {
+                            return Optional.<QueueEntry>empty();
+                        }
+                        return Optional.of(new QueueEntry(lockName, acquisitionId, base + "#" + acquisitionId, 0,
+                                Long.parseLong(parts[3])));
+                    }));
         }
         return CompletableFuture.allOf(lookups.toArray(new CompletableFuture<?>[0])).handle((x, error) -> {
             if (error != null) {
@@ -509,7 +523,7 @@ final class RedisLockProtocol implements LockProtocol {
         for (Grant g : held.values()) {
             String base = baseOf(g.entry().key());
             checks.add(backend.<Long>eval(RedisBackend.HOLDS, ScriptOutputType.INTEGER,
-                    new String[] {base + ":d", base + ":h"}, g.entry().acquisitionId(),
+                    new String[] {base + ":d", base + ":h", base + ":s"}, g.entry().acquisitionId(),
                     Long.toString(g.fencingToken())));
         }
         return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0]))

@@ -66,7 +66,7 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(renewed.validUntilNanos()).isGreaterThan(grant.validUntilNanos());
         assertThat(after).isGreaterThanOrEqualTo(before + 250);
         // The client's validity never outlives the server's deadline.
-        long pttl = (Long) server.command("PTTL", prefix + ":{renew}:x:h");
+        long pttl = (Long) server.command("PTTL", prefix + ":{renew}:x:s");
         assertThat(renewed.validUntilNanos() - System.nanoTime()).isLessThanOrEqualTo(
                 TimeUnit.MILLISECONDS.toNanos(pttl));
         get(backend.protocol().release(p.entry()));
@@ -139,12 +139,14 @@ class RedisLockProtocolIT extends RedisTestSupport {
     void keys_carryATtlNoLaterThanTheLatestDeadline() throws Exception {
         RedisBackend backend = backend("leaseTime=3s");
         Position p = get(backend.protocol().enqueue(request("ttl")));
-        // A lone holder lives in the hash alone (the fast path).
-        assertThat(keys()).containsExactly(prefix + ":{ttl}:x:h");
-        assertThat((Long) server.command("PTTL", prefix + ":{ttl}:x:h")).isBetween(1L, 4_000L);
+        // A lone holder lives in its own key alone (the fast path), which expires with the lease.
+        assertThat(keys()).containsExactly(prefix + ":{ttl}:x:s");
+        assertThat((Long) server.command("PTTL", prefix + ":{ttl}:x:s")).isBetween(1L, 3_000L);
         // A waiter turns it into a queue: every key expires no later than a second after the last deadline.
         Position w = get(backend.protocol().enqueue(request("ttl")));
         assertThat(w.isGranted()).isFalse();
+        assertThat(keys()).containsExactlyInAnyOrder(prefix + ":{ttl}:x:q", prefix + ":{ttl}:x:d",
+                prefix + ":{ttl}:x:h");
         for (String suffix : List.of(":q", ":d", ":h")) {
             long pttl = (Long) server.command("PTTL", prefix + ":{ttl}:x" + suffix);
             assertThat(pttl).as(suffix).isBetween(1L, 4_000L);
