@@ -175,7 +175,9 @@ final class RedisScripts {
             -- entry is granted at once with the clock as its token, kept in s alone.
             if ARGV[9] == '1' and ARGV[2] ~= 'S' and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
               local t = redis.call('TIME')
-              local ts = t[1] .. string.format('%06d', t[2])
+              local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
+              if #us < 6 then us = string.sub('00000' .. us, -6) end
+              local ts = t[1] .. us
               redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
                 'PX', ARGV[6])
               return tonumber(ts)
