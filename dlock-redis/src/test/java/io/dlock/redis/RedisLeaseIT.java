@@ -7,6 +7,7 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockLostException;
 import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.LockWorker;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -86,7 +87,7 @@ class RedisLeaseIT extends RedisTestSupport {
     @Test
     void holderPausedPastItsLease_anotherAcquires_andThePausedLeaseIsInvalidWithALowerToken() throws Exception {
         LockClient other = client("leaseTime=1s");
-        try (ChildJvm holder = track(ChildJvm.start(LockWorkerMain.class,
+        try (ChildJvm holder = track(ChildJvm.start(LockWorker.class,
                 List.of("hold-check", uri("leaseTime=1s"), "paused")))) {
             long pausedToken = Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
             holder.pause();

@@ -54,7 +54,7 @@ abstract class RedisTestSupport {
         }
     }
 
-    String uri(String query) {
+    public String uri(String query) {
         return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query);
     }
 
@@ -62,7 +62,7 @@ abstract class RedisTestSupport {
         return client("");
     }
 
-    LockClient client(String query) {
+    public LockClient client(String query) {
         return track(LockClient.connect(uri(query)));
     }
 
@@ -82,7 +82,7 @@ abstract class RedisTestSupport {
     }
 
     /** The entries (holders and waiters) in the queue of an exclusive lock. */
-    List<String> entries(String lock) {
+    public List<String> entries(String lock) {
         return queue(server, prefix + ":{" + lock + "}:x");
     }
 

@@ -9,6 +9,7 @@ import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.testkit.ChildJvm;
 import io.dlock.testkit.Contention;
+import io.dlock.testkit.LockWorker;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.nio.file.Files;
@@ -115,7 +116,7 @@ class RedisTlsIT {
         jvmOptions.add("-Djavax.net.ssl.trustStorePassword=" + RedisServer.TRUST_STORE_PASSWORD);
         jvmOptions.add("-Djavax.net.ssl.trustStoreType=PKCS12");
         String uri = uri("tls-trusted-" + verify, "verifyPeer=" + verify);
-        try (ChildJvm child = ChildJvm.start(LockWorkerMain.class, List.of("count", uri, "trusted", counter.toString(),
+        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("count", uri, "trusted", counter.toString(),
                 "3"), jvmOptions)) {
             child.awaitLine("DONE", Timing.scale(Duration.ofSeconds(30)));
             assertThat(child.waitFor(Timing.scale(Duration.ofSeconds(20)))).isZero();

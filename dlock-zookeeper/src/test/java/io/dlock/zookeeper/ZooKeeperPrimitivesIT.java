@@ -11,6 +11,7 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockOptions;
 import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.LockWorker;
 import io.dlock.testkit.MutualExclusionChecker;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
@@ -186,7 +187,7 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport {
     @Test
     void semaphore_killedHolder_permitsComeBack() throws Exception {
         DistributedSemaphore sem = client().semaphore("crash", 2);
-        try (ChildJvm holder = ChildJvm.start(LockWorkerMain.class,
+        try (ChildJvm holder = ChildJvm.start(LockWorker.class,
                 List.of("permits", uri("sessionTimeout=2s"), "crash", "2", "2"))) {
             holder.awaitLine("HOLDING", Timing.scale(Duration.ofSeconds(30)));
             assertThat(sem.tryAcquire(1, Duration.ZERO)).isEmpty();

@@ -44,7 +44,7 @@ abstract class ZooKeeperTestSupport {
         closeables.clear();
     }
 
-    String uri(String query) {
+    public String uri(String query) {
         return server.uri(namespace) + (query.isEmpty() ? "" : "?" + query);
     }
 
@@ -52,7 +52,7 @@ abstract class ZooKeeperTestSupport {
         return client("sessionTimeout=10s");
     }
 
-    LockClient client(String query) {
+    public LockClient client(String query) {
         return track(LockClient.connect(uri(query)));
     }
 

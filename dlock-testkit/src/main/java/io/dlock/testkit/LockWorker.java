@@ -1,4 +1,4 @@
-package io.dlock.redis;
+package io.dlock.testkit;
 
 import io.dlock.Lease;
 import io.dlock.LockClient;
@@ -8,17 +8,28 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * A lock client in a child JVM, for tests that need separate processes.
+ * A lock client in a child JVM, for tests that need separate processes: start it with {@link
+ * ChildJvm#start(Class, java.util.List)} and read its lines. It prints {@code READY} once connected.
  *
  * <p>{@code count <uri> <lock> <counterFile> <iterations>}: increments the number in the file under
  * the lock (an unprotected read-modify-write) and appends each grant's fencing token to
  * {@code counterFile.tokens}. {@code hold <uri> <lock>}: acquires, prints {@code HOLDING <token>}
  * and holds until killed. {@code hold-check <uri> <lock>}: like {@code hold}, then answers each
- * {@code check} line on stdin with {@code VALID <isValid()>} (for pause tests).
+ * {@code check} line on stdin with {@code VALID <isValid()>} (for pause tests). {@code permits <uri>
+ * <semaphore> <total> <take>}: takes {@code take} of the semaphore's {@code total} permits, prints
+ * {@code HOLDING <token>} and holds until killed.
+ *
+ * <p>Not thread-safe (a process's main); exits with a stack trace on any failure.
  */
-public final class LockWorkerMain {
-    private LockWorkerMain() {}
+public final class LockWorker {
+    private LockWorker() {}
 
+    /**
+     * Runs one mode until done or killed. Blocks; throws {@link IllegalArgumentException} on an
+     * unknown mode.
+     *
+     * @param args the mode, the URI, then the mode's arguments
+     */
     public static void main(String[] args) throws Exception {
         try (LockClient client = LockClient.connect(args[1])) {
             System.out.println("READY");
@@ -26,6 +37,7 @@ public final class LockWorkerMain {
                 case "count" -> count(client, args[2], Path.of(args[3]), Integer.parseInt(args[4]));
                 case "hold" -> hold(client, args[2]);
                 case "hold-check" -> holdAndCheck(client, args[2]);
+                case "permits" -> permits(client, args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                 default -> throw new IllegalArgumentException(args[0]);
             }
         }
@@ -55,6 +67,12 @@ public final class LockWorkerMain {
                 System.out.println("VALID " + lease.isValid());
             }
         }
+    }
+
+    private static void permits(LockClient client, String name, int total, int take) throws Exception {
+        Lease lease = client.semaphore(name, total).acquire(take);
+        System.out.println("HOLDING " + lease.fencingToken());
+        Thread.sleep(Long.MAX_VALUE);
     }
 
     private static void hold(LockClient client, String lock) throws Exception {

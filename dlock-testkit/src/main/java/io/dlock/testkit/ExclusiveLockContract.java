@@ -1,0 +1,395 @@
+package io.dlock.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.DistributedLock;
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.LockTimeoutException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Lock;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What every backend's exclusive lock must do, through the public API against a real server: a
+ * JUnit 5 test interface. A backend's IT implements it next to its own server fixture and supplies
+ * the hooks below; backend-specific behaviour (how wake-ups are counted, sessions versus leases,
+ * server restarts) stays in the backend's own tests.
+ *
+ * <p>The hooks are called from the test thread and from the threads the tests start, so they must
+ * be thread-safe. Clients from {@link #client(String)} are closed by the fixture after each test.
+ */
+public interface ExclusiveLockContract {
+
+    /**
+     * A new client for this test, closed by the fixture after it.
+     *
+     * @param options extra URI query options ({@code "a=1&b=2"}), or {@code ""}
+     */
+    LockClient client(String options);
+
+    /** The URI {@link #client(String)} connects to, for clients the test closes itself or child JVMs. */
+    String uri(String options);
+
+    /** The backend's name as errors name it ({@code "lock 'x' on <name>"}). */
+    String backendName();
+
+    /** The entries (holders and waiters, in queue order) the server keeps for exclusive lock {@code lock}. */
+    List<String> entries(String lock);
+
+    /**
+     * Options for clients that may be slow to answer (child JVMs, many waiters): a backend whose
+     * sessions expire quickly makes them longer. Default: none.
+     */
+    default String patient() {
+        return "";
+    }
+
+    /** Options that give a lost holder a short lease or session, about 2 s. */
+    String shortLease();
+
+    /** How soon after a {@link #shortLease()} holder is killed the next waiter must get the lock. */
+    Duration crashReleaseBound();
+
+    /** A new client with {@link #patient()} options, closed by the fixture after the test. */
+    default LockClient newClient() {
+        return client(patient());
+    }
+
+    /** Joins URI option strings, skipping empty ones. */
+    static String options(String... parts) {
+        return String.join("&", java.util.Arrays.stream(parts).filter(p -> !p.isEmpty()).toList());
+    }
+
+    @Test
+    default void acquire_twoClientsEightThreads_counterExactAndTokensFenced() throws Exception {
+        int threads = 8;
+        int perThread = 250; // 2,000 increments in total
+        Contention.Result r = Contention.run(new LockClient[] {newClient(), newClient()}, "counter", threads, perThread,
+                Duration.ofMinutes(3));
+        MutualExclusionChecker checker = r.checker();
+        assertThat(checker.counter()).isEqualTo(threads * perThread);
+        assertThat(checker.violations()).isZero();
+        assertThat(checker.maxConcurrent()).isEqualTo(1);
+        assertThat(r.store().rejectedWrites()).isZero();
+        assertThat(r.store().acceptedWrites()).isEqualTo(threads * perThread);
+        assertThat(entries("counter")).isEmpty();
+    }
+
+    @Test
+    default void acquire_manyThreadsOneClient_noHandOffLost() throws Exception {
+        DistributedLock lock = newClient().lock("local");
+        MutualExclusionChecker checker = new MutualExclusionChecker();
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            String who = "t" + t;
+            Thread thread = new Thread(() -> {
+                try {
+                    start.await();
+                    for (int i = 0; i < 50; i++) {
+                        try (Lease lease = lock.acquire()) {
+                            checker.enter(who);
+                            checker.incrementUnsafely();
+                            checker.exit(who);
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            thread.start();
+            threads.add(thread);
+        }
+        start.countDown();
+        for (Thread t : threads) {
+            t.join(Timing.scale(Duration.ofSeconds(60)).toMillis());
+        }
+        assertThat(checker.counter()).isEqualTo(200);
+        assertThat(checker.violations()).isZero();
+    }
+
+    @Test
+    default void acquire_threeJvms_counterExactAndTokensIncrease(@TempDir Path dir) throws Exception {
+        Path counter = dir.resolve("counter");
+        Files.writeString(counter, "0");
+        int iterations = 60;
+        List<ChildJvm> jvms = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                jvms.add(ChildJvm.start(LockWorker.class,
+                        List.of("count", uri(patient()), "shared", counter.toString(), "" + iterations)));
+            }
+            for (ChildJvm jvm : jvms) {
+                jvm.awaitLine("DONE", Timing.scale(Duration.ofSeconds(90)));
+                assertThat(jvm.waitFor(Timing.scale(Duration.ofSeconds(20)))).isZero();
+            }
+        } finally {
+            jvms.forEach(ChildJvm::close);
+        }
+        assertThat(Files.readString(counter).trim()).isEqualTo(Integer.toString(3 * iterations));
+        List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream().map(Long::parseLong).toList();
+        assertThat(tokens).hasSize(3 * iterations);
+        for (int i = 1; i < tokens.size(); i++) {
+            assertThat(tokens.get(i)).as("token %d after %d", i, i - 1).isGreaterThan(tokens.get(i - 1));
+        }
+    }
+
+    @Test
+    default void acquire_threeDeep_releasedOnlyByOutermostClose() throws Exception {
+        LockClient owner = newClient();
+        LockClient other = newClient();
+        DistributedLock lock = owner.lock("reentrant");
+        Lease outer = lock.acquire();
+        Lease middle = lock.acquire();
+        Lease inner = lock.tryAcquire(Duration.ZERO).orElseThrow();
+        assertThat(List.of(middle.fencingToken(), inner.fencingToken())).containsOnly(outer.fencingToken());
+        assertThat(entries("reentrant")).hasSize(1); // re-entry made no server round trip
+        inner.close();
+        middle.close();
+        assertThat(lock.isHeldByCurrentThread()).isTrue();
+        assertThat(inner.isValid()).isFalse();
+        assertThat(outer.isValid()).isTrue();
+        assertThat(other.lock("reentrant").tryAcquire(Duration.ZERO)).isEmpty();
+        outer.close();
+        assertThat(lock.isHeldByCurrentThread()).isFalse();
+        try (Lease next = other.lock("reentrant").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(next.fencingToken()).isGreaterThan(outer.fencingToken());
+        }
+    }
+
+    @Test
+    default void acquire_waiters_grantedInArrivalOrder() throws Exception {
+        LockClient holderClient = newClient();
+        LockClient waiterClient = client(options(patient(), "localQueueing=false")); // each waiter on the server
+        Lease held = holderClient.lock("fifo").acquire();
+        List<Integer> order = new CopyOnWriteArrayList<>();
+        List<Thread> waiters = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            int id = i;
+            Thread t = new Thread(() -> {
+                try (Lease lease = waiterClient.lock("fifo").acquire()) {
+                    order.add(id);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            t.start();
+            waiters.add(t);
+            int expected = i + 2;
+            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> entries("fifo").size() == expected);
+        }
+        held.close();
+        for (Thread t : waiters) {
+            t.join(Timing.scale(Duration.ofSeconds(20)).toMillis());
+        }
+        assertThat(order).containsExactly(0, 1, 2, 3, 4, 5);
+    }
+
+    @Test
+    default void tryAcquire_zeroWaitWhileHeld_returnsEmptyAtOnceAndLeavesNoEntry() throws Exception {
+        LockClient holder = newClient();
+        LockClient other = newClient();
+        try (Lease held = holder.lock("busy").acquire()) {
+            long start = System.nanoTime();
+            Optional<Lease> attempt = other.lock("busy").tryAcquire(Duration.ZERO);
+            long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertThat(attempt).isEmpty();
+            assertThat(elapsedMs).as("one attempt, no waiting").isLessThan(Timing.scale(Duration.ofSeconds(2)).toMillis());
+            assertThat(entries("busy")).hasSize(1);
+            assertThat(held.isValid()).isTrue();
+        }
+    }
+
+    @Test
+    default void tryAcquire_timedOut_leavesNoEntry() throws Exception {
+        LockClient holder = newClient();
+        LockClient other = newClient();
+        try (Lease held = holder.lock("timeout").acquire()) {
+            assertThat(other.lock("timeout").tryAcquire(Duration.ofMillis(300))).isEmpty();
+            assertThat(entries("timeout")).hasSize(1);
+            CompletableFuture<Lease> async = other.lock("timeout").acquireAsync(Duration.ofMillis(300));
+            assertThatThrownBy(() -> async.get(10, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause()
+                    .isInstanceOf(LockTimeoutException.class)
+                    .hasMessageContaining("lock 'timeout' on " + backendName());
+            assertThat(entries("timeout")).hasSize(1);
+        }
+        assertThat(entries("timeout")).isEmpty();
+    }
+
+    @Test
+    default void acquireAsync_cancelled_leavesNoEntry() throws Exception {
+        LockClient holder = newClient();
+        LockClient other = newClient();
+        try (Lease held = holder.lock("cancel").acquire()) {
+            CompletableFuture<Lease> async = other.lock("cancel").acquireAsync(Duration.ofMinutes(1));
+            await().until(() -> entries("cancel").size() == 2);
+            assertThat(async.cancel(true)).isTrue();
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> entries("cancel").size() == 1);
+        }
+        try (Lease lease = other.lock("cancel").acquireAsync(Duration.ZERO).get(10, TimeUnit.SECONDS)) {
+            assertThat(lease.isValid()).isTrue();
+            assertThat(entries("cancel")).hasSize(1);
+        }
+    }
+
+    @Test
+    default void acquire_interrupted_throwsAndLeavesNoEntry() throws Exception {
+        LockClient holder = newClient();
+        LockClient other = newClient();
+        try (Lease held = holder.lock("interrupt").acquire()) {
+            AtomicReference<Throwable> thrown = new AtomicReference<>();
+            Thread waiter = new Thread(() -> {
+                try {
+                    other.lock("interrupt").acquire();
+                } catch (Throwable t) {
+                    thrown.set(t);
+                }
+            });
+            waiter.start();
+            await().until(() -> entries("interrupt").size() == 2);
+            waiter.interrupt();
+            waiter.join(Timing.scale(Duration.ofSeconds(10)).toMillis());
+            assertThat(thrown.get()).isInstanceOf(InterruptedException.class);
+            assertThat(entries("interrupt")).hasSize(1);
+        }
+    }
+
+    @Test
+    default void close_byNonOwnerThread_throwsAndLockStaysHeld() throws Exception {
+        LockClient owner = newClient();
+        LockClient other = newClient();
+        Lease lease = owner.lock("owned").acquire();
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread intruder = new Thread(() -> {
+            try {
+                lease.close();
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+            try {
+                owner.lock("owned").asJavaLock().unlock();
+            } catch (Throwable t) {
+                thrown.get().addSuppressed(t);
+            }
+        });
+        intruder.start();
+        intruder.join();
+        assertThat(thrown.get()).isInstanceOf(IllegalMonitorStateException.class).hasMessageContaining("owned");
+        assertThat(thrown.get().getSuppressed()).singleElement().isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(lease.isValid()).isTrue();
+        assertThat(other.lock("owned").tryAcquire(Duration.ZERO)).isEmpty();
+        lease.close();
+        assertThat(other.lock("owned").tryAcquire(Duration.ZERO)).isPresent();
+    }
+
+    @Test
+    default void close_client_releasesEveryLease() throws Exception {
+        LockClient first = LockClient.connect(uri(patient()));
+        LockClient second = newClient();
+        Lease a = first.lock("a").acquire();
+        Lease b = first.lock("b").acquire();
+        AtomicInteger lost = new AtomicInteger();
+        a.onLost(e -> lost.incrementAndGet());
+        first.close();
+        assertThat(a.isValid()).isFalse();
+        assertThat(b.isValid()).isFalse();
+        assertThat(second.lock("a").tryAcquire(Duration.ZERO)).isPresent();
+        assertThat(second.lock("b").tryAcquire(Duration.ZERO)).isPresent();
+        assertThat(lost).hasValue(0);
+        assertThatThrownBy(() -> first.lock("a")).isInstanceOf(IllegalStateException.class).hasMessageContaining("CLOSED");
+    }
+
+    @Test
+    default void holderKilled_nextWaiterAcquiresWithinItsLease() throws Exception {
+        LockClient waiter = newClient();
+        try (ChildJvm holder = ChildJvm.start(LockWorker.class, List.of("hold", uri(shortLease()), "crash"))) {
+            long holderToken = Long.parseLong(holder.awaitLine("HOLDING", Timing.scale(Duration.ofSeconds(30)))
+                    .split(" ")[1]);
+            CompletableFuture<Lease> next = waiter.lock("crash").acquireAsync(Duration.ofMinutes(1));
+            await().until(() -> entries("crash").size() == 2);
+            long killedAt = System.nanoTime();
+            holder.kill();
+            Lease lease = next.get(30, TimeUnit.SECONDS);
+            long passedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            assertThat(lease.fencingToken()).isGreaterThan(holderToken);
+            assertThat(passedMs).isLessThan(Timing.scale(crashReleaseBound()).toMillis());
+            lease.close();
+        }
+    }
+
+    @Test
+    default void asJavaLock_behavesAsLock() throws Exception {
+        LockClient client = newClient();
+        LockClient other = newClient();
+        Lock lock = client.lock("jlock").asJavaLock();
+        lock.lock();
+        lock.lock();
+        assertThat(lock.tryLock()).isTrue();
+        lock.unlock();
+        lock.unlock();
+        assertThat(other.lock("jlock").tryAcquire(Duration.ZERO)).isEmpty();
+        lock.unlock();
+        assertThatThrownBy(lock::unlock).isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(lock.tryLock(1, TimeUnit.SECONDS)).isTrue();
+        lock.unlock();
+        lock.lockInterruptibly();
+        lock.unlock();
+        assertThatThrownBy(lock::newCondition).isInstanceOf(UnsupportedOperationException.class);
+        Thread.currentThread().interrupt();
+        assertThatThrownBy(lock::lockInterruptibly).isInstanceOf(InterruptedException.class);
+        assertThat(Thread.interrupted()).isFalse();
+        assertThat(entries("jlock")).isEmpty();
+    }
+
+    @Test
+    default void withLock_runsActionOrTimesOut() throws Exception {
+        LockClient client = newClient();
+        LockClient other = newClient();
+        assertThat(client.withLock("job", Duration.ofSeconds(5), () -> entries("job").size())).isEqualTo(1);
+        AtomicInteger ran = new AtomicInteger();
+        try (Lease held = other.lock("job").acquire()) {
+            assertThatThrownBy(() -> client.withLock("job", Duration.ofMillis(100), ran::incrementAndGet))
+                    .isInstanceOf(LockTimeoutException.class)
+                    .hasMessageContaining("lock 'job' on " + backendName());
+        }
+        assertThat(ran).hasValue(0);
+        assertThatThrownBy(() -> client.withLock("job", Duration.ofSeconds(5), () -> {
+                    throw new IllegalStateException("boom");
+                }))
+                .hasMessage("boom");
+        assertThat(other.lock("job").tryAcquire(Duration.ZERO)).isPresent();
+    }
+
+    @Test
+    default void fencingTokens_increaseAcrossClientsWhileTheLockGoesIdle() throws Exception {
+        List<Long> tokens = new ArrayList<>();
+        LockClient[] clients = {newClient(), newClient(), newClient()};
+        for (int i = 0; i < 9; i++) {
+            try (Lease lease = clients[i % 3].lock("fence").acquire()) {
+                tokens.add(lease.fencingToken());
+            }
+            // Between grants nothing is left of the lock on the server: tokens must still increase.
+            assertThat(entries("fence")).isEmpty();
+        }
+        assertThat(tokens).isSorted().doesNotHaveDuplicates();
+        assertThat(tokens.get(0)).isPositive();
+    }
+}
