@@ -81,10 +81,10 @@ public final class TortureCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE}).")
     private boolean fenced;
 
-    @Option(names = "--session-timeout", paramLabel = "DURATION", defaultValue = "2s",
+    @Option(names = {"--session-timeout", "--lease-time"}, paramLabel = "DURATION", defaultValue = "2s",
             converter = DurationConverter.class,
-            description = "The workers' session timeout: how long a dead or cut-off holder keeps the lock,"
-                    + " 1s to 60s (default: ${DEFAULT-VALUE}).")
+            description = "The workers' session timeout (ZooKeeper) or lease time (Redis): how long a dead or"
+                    + " cut-off holder keeps the lock, 1s to 60s (default: ${DEFAULT-VALUE}).")
     private Duration sessionTimeout;
 
     @Option(names = "--recovery-margin", paramLabel = "DURATION", defaultValue = "2s",
@@ -164,7 +164,10 @@ public final class TortureCommand implements Callable<Integer> {
             throw bad("--duration", "must be between 1s and 2h, was " + DurationConverter.toParameter(duration));
         }
         if (sessionTimeout.compareTo(MIN_SESSION_TIMEOUT) < 0 || sessionTimeout.compareTo(MAX_SESSION_TIMEOUT) > 0) {
-            throw bad("--session-timeout", "must be between 1s and 60s, was "
+            // Both names are one option to picocli: name the one the user typed.
+            String named = spec.commandLine().getParseResult().originalArgs().stream()
+                    .anyMatch(a -> a.startsWith("--lease-time")) ? "--lease-time" : "--session-timeout";
+            throw bad(named, "must be between 1s and 60s, was "
                     + DurationConverter.toParameter(sessionTimeout));
         }
         if (recoveryMargin.isNegative() || recoveryMargin.compareTo(MAX_SESSION_TIMEOUT) > 0) {

@@ -31,6 +31,7 @@ class TortureCommandTest {
                 "--duration|3h|must be between 1s and 2h",
                 "--duration|forever|'forever' is not a duration",
                 "--session-timeout|500ms|Invalid value for option '--session-timeout': must be between 1s and 60s",
+                "--lease-time|61s|Invalid value for option '--lease-time': must be between 1s and 60s, was 61s",
                 "--recovery-margin|2m|Invalid value for option '--recovery-margin': must be between 0s and 60s",
                 "--work-ms|-1|Invalid value for option '--work-ms': must be between 0 and 1000, was -1",
                 "--max-faults|-1|Invalid value for option '--max-faults': must be >= 0, was -1",

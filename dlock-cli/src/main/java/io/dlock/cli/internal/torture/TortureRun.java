@@ -122,9 +122,9 @@ public final class TortureRun {
             out.printf("dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n", target.description(),
                     config.workers(), seconds(config.duration()), config.fenced() ? "fenced" : "UNFENCED",
                     config.faults().isEmpty() ? "none" : names(), config.seed());
-            out.printf("session timeout %s, recovery bound %s (session timeout + %s)%n",
-                    seconds(config.sessionTimeout()), seconds(config.recoveryBound()),
-                    seconds(config.recoveryMargin()));
+            String expiry = target.backend().equals("redis") ? "lease time" : "session timeout";
+            out.printf("%s %s, recovery bound %s (%s + %s)%n", expiry, seconds(config.sessionTimeout()),
+                    seconds(config.recoveryBound()), expiry, seconds(config.recoveryMargin()));
             out.flush();
             for (int i = 0; i < config.workers(); i++) {
                 startWorker();
