@@ -359,17 +359,7 @@ public final class EmbeddedZooKeeper implements TestServer {
     }
 
     static String zookeeperUri(int port, String namespace) {
-        if (namespace == null
-                || namespace.isBlank()
-                || namespace.chars().anyMatch(Character::isWhitespace)) {
-            throw new IllegalArgumentException(
-                    "namespace must be non-blank without whitespace, was '" + namespace + "'");
-        }
-        String path = namespace.startsWith("/") ? namespace.substring(1) : namespace;
-        if (path.isEmpty()) {
-            throw new IllegalArgumentException("namespace must name a path below '/', was '" + namespace + "'");
-        }
-        return "zookeeper://127.0.0.1:" + port + "/" + path;
+        return "zookeeper://127.0.0.1:" + port + "/" + TestServer.checkNamespace(namespace);
     }
 
     private synchronized void serve() {

@@ -280,11 +280,7 @@ public final class RedisServer implements TestServer {
      */
     @Override
     public String uri(String namespace) {
-        Objects.requireNonNull(namespace, "namespace");
-        String ns = namespace.startsWith("/") ? namespace.substring(1) : namespace;
-        if (ns.isBlank() || ns.chars().anyMatch(Character::isWhitespace)) {
-            throw new IllegalArgumentException("namespace must be non-blank without whitespace, was '" + namespace + "'");
-        }
+        String ns = TestServer.checkNamespace(namespace);
         return (tls ? "rediss" : "redis") + "://127.0.0.1:" + port + "?keyPrefix=" + ns;
     }
 

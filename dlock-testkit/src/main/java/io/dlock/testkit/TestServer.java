@@ -44,6 +44,26 @@ public interface TestServer extends AutoCloseable {
     String uri(String namespace);
 
     /**
+     * Checks a namespace for {@link #uri(String)} and returns it without its one optional leading
+     * {@code '/'}.
+     *
+     * <p>Blocking: never. Thread-safety: pure. On failure: {@link IllegalArgumentException} for a
+     * null or blank namespace, one with whitespace, or {@code "/"} alone.
+     *
+     * @param namespace the namespace a test passed
+     * @return the namespace without a leading {@code '/'}
+     * @throws IllegalArgumentException if it is not usable
+     */
+    static String checkNamespace(String namespace) {
+        String ns = namespace == null ? "" : namespace.startsWith("/") ? namespace.substring(1) : namespace;
+        if (ns.isBlank() || ns.chars().anyMatch(Character::isWhitespace)) {
+            throw new IllegalArgumentException("namespace must be non-blank without whitespace (one leading '/' is"
+                    + " ignored), was " + (namespace == null ? "null" : "'" + namespace + "'"));
+        }
+        return ns;
+    }
+
+    /**
      * Stops the server and starts it again on the same port and data directory.
      *
      * <p>Blocking: until the server serves requests again. Thread-safety: safe from any thread.

@@ -24,4 +24,16 @@ class TestServerUriTest {
         assertThatThrownBy(() -> EmbeddedZooKeeper.zookeeperUri(2181, null))
                 .isInstanceOf(IllegalArgumentException.class);
     }
+
+    @Test
+    void checkNamespace_shared_byEveryServersUri() {
+        assertThat(TestServer.checkNamespace("/locks")).isEqualTo("locks");
+        for (String bad : new String[] {"", " ", "/", "a b", "/\t"}) {
+            assertThatThrownBy(() -> TestServer.checkNamespace(bad))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("namespace must be non-blank without whitespace")
+                    .hasMessageEndingWith("was '" + bad + "'");
+        }
+        assertThatThrownBy(() -> TestServer.checkNamespace(null)).hasMessageEndingWith("was null");
+    }
 }

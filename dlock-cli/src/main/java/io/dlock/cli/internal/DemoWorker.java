@@ -7,7 +7,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
@@ -217,16 +216,7 @@ public final class DemoWorker {
             long maxRuntimeMs) {
 
         static Config parse(String[] args) {
-            if (args.length % 2 != 0) {
-                throw new IllegalArgumentException("arguments must be --name value pairs");
-            }
-            Map<String, String> values = new HashMap<>();
-            for (int i = 0; i < args.length; i += 2) {
-                if (!args[i].startsWith("--")) {
-                    throw new IllegalArgumentException("expected --name, got '" + args[i] + "'");
-                }
-                values.put(args[i].substring(2), args[i + 1]);
-            }
+            Map<String, String> values = WorkerArgs.parse(args);
             String orderMs = values.getOrDefault("order-ms", "5-10");
             String[] range = orderMs.split("-", 2);
             long min = number(range[0], "order-ms");

@@ -77,6 +77,29 @@ public interface BackendTarget extends AutoCloseable {
     void restartServer(Duration downtime);
 
     /**
+     * Kills a server, keeps it down for {@code downtime}, then restarts it; the restart also runs
+     * after an interrupt, so the server is never left down. For {@link #restartServer}.
+     *
+     * <p>Blocking: for {@code downtime} plus the restart. Thread-safety: controller thread. On
+     * failure: whatever {@code restart} throws; {@link IllegalStateException} if interrupted.
+     *
+     * @param kill stops the server at once (SIGKILL)
+     * @param restart starts it again on the same port and waits until it serves
+     * @param downtime how long it stays down
+     */
+    static void bounce(Runnable kill, Runnable restart, Duration downtime) {
+        kill.run();
+        try {
+            Thread.sleep(downtime.toMillis()); // the fault itself: the server is down this long
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the server was down", e);
+        } finally {
+            restart.run();
+        }
+    }
+
+    /**
      * Lists the queue entries (znodes, keys, rows) dlock has left under {@code namespace}, reading
      * the server directly (not through a proxy).
      *

@@ -53,15 +53,7 @@ final class RedisTarget implements BackendTarget {
 
     @Override
     public void restartServer(Duration downtime) {
-        server.kill();
-        try {
-            Thread.sleep(downtime.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while the server was down", e);
-        } finally {
-            server.restart(); // also after an interrupt: never leave the server down
-        }
+        BackendTarget.bounce(server::kill, server::restart, downtime);
     }
 
     @Override

@@ -3,13 +3,13 @@ package io.dlock.cli.internal.torture;
 import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockClient;
+import io.dlock.cli.internal.WorkerArgs;
 import io.dlock.testkit.FencedStoreServer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -197,16 +197,7 @@ public final class TortureWorker {
     }
 
     static Map<String, String> parse(String[] args) {
-        if (args.length % 2 != 0) {
-            throw new IllegalArgumentException("arguments must be --name value pairs");
-        }
-        Map<String, String> values = new HashMap<>();
-        for (int i = 0; i < args.length; i += 2) {
-            if (!args[i].startsWith("--")) {
-                throw new IllegalArgumentException("expected --name, got '" + args[i] + "'");
-            }
-            values.put(args[i].substring(2), args[i + 1]);
-        }
+        Map<String, String> values = WorkerArgs.parse(args);
         for (String required : new String[] {"uri", "client", "store-port", "lock", "wait-ms", "work-ms",
                 "max-runtime-ms"}) {
             if (!values.containsKey(required)) {

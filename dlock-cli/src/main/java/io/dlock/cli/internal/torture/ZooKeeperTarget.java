@@ -141,15 +141,7 @@ final class ZooKeeperTarget implements BackendTarget {
         if (server == null) {
             throw new UnsupportedOperationException("cannot restart an external ZooKeeper server");
         }
-        server.kill();
-        try {
-            Thread.sleep(downtime.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while the server was down", e);
-        } finally {
-            server.restart(); // also after an interrupt: never leave the server down
-        }
+        BackendTarget.bounce(server::kill, server::restart, downtime);
     }
 
     @Override
