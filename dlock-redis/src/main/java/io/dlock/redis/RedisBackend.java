@@ -150,6 +150,10 @@ final class RedisBackend implements LockBackend {
      * password, missing permission), with nothing left open.
      */
     static RedisBackend connect(RedisUri uri) {
+        return retryLostHandshake(() -> connectOnce(uri));
+    }
+
+    private static RedisBackend connectOnce(RedisUri uri) {
         LockOptions options = uri.options();
         RetryPolicy retry = options.retryPolicy();
         Channels channels = new Channels(options.connectTimeout());
@@ -216,6 +220,10 @@ final class RedisBackend implements LockBackend {
      * client stays as it was.
      */
     static RedisBackend connect(RedisClient external, RedisURI target, RedisUri uri) {
+        return retryLostHandshake(() -> connectOnce(external, target, uri));
+    }
+
+    private static RedisBackend connectOnce(RedisClient external, RedisURI target, RedisUri uri) {
         ScheduledThreadPoolExecutor timer = newTimer();
         Holder holder = new Holder();
         RedisConnectionStateListener listener = listener(holder);
@@ -234,6 +242,37 @@ final class RedisBackend implements LockBackend {
             throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
                     e);
         }
+    }
+
+    /**
+     * Runs {@code attempt} again, at most twice more, when Lettuce lost the reason of a failed
+     * handshake: if the server answers the handshake with an error (a missing password) before
+     * Lettuce's connect listener has run, the channel is already closed and Lettuce reports only
+     * "RedisHandshakeHandler not registered". Seen on a loaded machine; a new attempt reports the
+     * server's own error.
+     */
+    static RedisBackend retryLostHandshake(Supplier<RedisBackend> attempt) {
+        for (int i = 1; ; i++) {
+            try {
+                return attempt.get();
+            } catch (LockBackendException e) {
+                if (i == LOST_HANDSHAKE_ATTEMPTS || !lostHandshake(e)) {
+                    throw e;
+                }
+                log.debug("[client={}] connect attempt {} lost the handshake's reason; trying again", NAME, i);
+            }
+        }
+    }
+
+    static final int LOST_HANDSHAKE_ATTEMPTS = 3;
+
+    static boolean lostHandshake(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof IllegalStateException && String.valueOf(t.getMessage()).contains("HandshakeHandler")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Subscribes to the wake-up channel and publishes the backend to its listener. */
@@ -427,6 +466,7 @@ final class RedisBackend implements LockBackend {
         }
         String hint = !uri.tls() && sb.indexOf("Connection reset") >= 0
                 ? " (the server closed the connection at once: if it serves TLS only, use rediss:// or tls=true)"
+                : lostHandshake(e) ? " (the server ended the connection during the handshake: does it need a password?)"
                 : uri.password() != null ? "" : " (is Redis running there?)";
         return sb + hint;
     }

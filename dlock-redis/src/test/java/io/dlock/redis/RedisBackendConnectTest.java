@@ -1,0 +1,53 @@
+package io.dlock.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.dlock.LockBackendException;
+import io.lettuce.core.RedisConnectionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The retry around Lettuce's lost handshake reason; the connects themselves are in the ITs. */
+class RedisBackendConnectTest {
+
+    private static LockBackendException lost() {
+        return new LockBackendException(null, "redis", "cannot connect",
+                new RedisConnectionException("Unable to connect",
+                        new IllegalStateException("RedisHandshakeHandler not registered")));
+    }
+
+    @Test
+    void retryLostHandshake_lostOnce_triesAgainAndReturnsTheSecondResult() {
+        AtomicInteger calls = new AtomicInteger();
+        RedisBackend none = RedisBackend.retryLostHandshake(() -> {
+            if (calls.incrementAndGet() == 1) {
+                throw lost();
+            }
+            return null;
+        });
+        assertThat(none).isNull();
+        assertThat(calls).hasValue(2);
+    }
+
+    @Test
+    void retryLostHandshake_alwaysLost_givesUpAfterTheLastAttempt() {
+        AtomicInteger calls = new AtomicInteger();
+        assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
+            calls.incrementAndGet();
+            throw lost();
+        })).isInstanceOf(LockBackendException.class).hasRootCauseMessage("RedisHandshakeHandler not registered");
+        assertThat(calls).hasValue(RedisBackend.LOST_HANDSHAKE_ATTEMPTS);
+    }
+
+    @Test
+    void retryLostHandshake_otherFailure_isNotRetried() {
+        AtomicInteger calls = new AtomicInteger();
+        assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
+            calls.incrementAndGet();
+            throw new LockBackendException(null, "redis", "authentication refused",
+                    new RedisConnectionException("NOAUTH Authentication required."));
+        })).hasMessageContaining("authentication refused");
+        assertThat(calls).hasValue(1);
+    }
+}
