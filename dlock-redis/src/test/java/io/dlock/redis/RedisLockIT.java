@@ -20,22 +20,6 @@ import org.junit.jupiter.api.Test;
  */
 class RedisLockIT extends RedisTestSupport implements ExclusiveLockContract {
 
-    @Override
-    public String backendName() {
-        return "redis";
-    }
-
-    @Override
-    public String shortLease() {
-        return "leaseTime=2s";
-    }
-
-    @Override
-    public Duration crashReleaseBound() {
-        // The dead holder's lease (2 s) runs out; the waiter checks right after its deadline.
-        return Duration.ofSeconds(5);
-    }
-
     @Test
     void release_thirtyWaiters_wakesOneWaiterPerRelease() throws Exception {
         LockClient a = client("localQueueing=false");

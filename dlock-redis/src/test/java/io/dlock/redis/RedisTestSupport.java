@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dlock.LockClient;
 import io.dlock.LockOptions;
+import io.dlock.testkit.LockFixture;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
@@ -22,7 +23,7 @@ import org.junit.jupiter.api.TestInfo;
  * every client is closed and the server must hold no key under the test's prefix: whatever dlock
  * creates, it removes.
  */
-abstract class RedisTestSupport {
+abstract class RedisTestSupport implements LockFixture {
     static RedisServer server;
 
     String prefix;
@@ -54,6 +55,23 @@ abstract class RedisTestSupport {
         }
     }
 
+    @Override
+    public String backendName() {
+        return "redis";
+    }
+
+    @Override
+    public String shortLease() {
+        return "leaseTime=2s";
+    }
+
+    @Override
+    public Duration crashReleaseBound() {
+        // The dead holder's lease (2 s) runs out; the waiter checks right after its deadline.
+        return Duration.ofSeconds(5);
+    }
+
+    @Override
     public String uri(String query) {
         return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query);
     }
@@ -62,6 +80,7 @@ abstract class RedisTestSupport {
         return client("");
     }
 
+    @Override
     public LockClient client(String query) {
         return track(LockClient.connect(uri(query)));
     }
@@ -82,6 +101,7 @@ abstract class RedisTestSupport {
     }
 
     /** The entries (holders and waiters) in the queue of an exclusive lock. */
+    @Override
     public List<String> entries(String lock) {
         return queue(server, prefix + ":{" + lock + "}:x");
     }

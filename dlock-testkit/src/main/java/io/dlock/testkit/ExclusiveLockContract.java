@@ -27,54 +27,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What every backend's exclusive lock must do, through the public API against a real server: a
- * JUnit 5 test interface. A backend's IT implements it next to its own server fixture and supplies
- * the hooks below; backend-specific behaviour (how wake-ups are counted, sessions versus leases,
- * server restarts) stays in the backend's own tests.
- *
- * <p>The hooks are called from the test thread and from the threads the tests start, so they must
- * be thread-safe. Clients from {@link #client(String)} are closed by the fixture after each test.
+ * JUnit 5 test interface. A backend's IT implements it on top of its {@link LockFixture};
+ * backend-specific behaviour (how wake-ups are counted, sessions versus leases, server restarts)
+ * stays in the backend's own tests.
  */
-public interface ExclusiveLockContract {
-
-    /**
-     * A new client for this test, closed by the fixture after it.
-     *
-     * @param options extra URI query options ({@code "a=1&b=2"}), or {@code ""}
-     */
-    LockClient client(String options);
-
-    /** The URI {@link #client(String)} connects to, for clients the test closes itself or child JVMs. */
-    String uri(String options);
-
-    /** The backend's name as errors name it ({@code "lock 'x' on <name>"}). */
-    String backendName();
-
-    /** The entries (holders and waiters, in queue order) the server keeps for exclusive lock {@code lock}. */
-    List<String> entries(String lock);
-
-    /**
-     * Options for clients that may be slow to answer (child JVMs, many waiters): a backend whose
-     * sessions expire quickly makes them longer. Default: none.
-     */
-    default String patient() {
-        return "";
-    }
-
-    /** Options that give a lost holder a short lease or session, about 2 s. */
-    String shortLease();
-
-    /** How soon after a {@link #shortLease()} holder is killed the next waiter must get the lock. */
-    Duration crashReleaseBound();
-
-    /** A new client with {@link #patient()} options, closed by the fixture after the test. */
-    default LockClient newClient() {
-        return client(patient());
-    }
-
-    /** Joins URI option strings, skipping empty ones. */
-    static String options(String... parts) {
-        return String.join("&", java.util.Arrays.stream(parts).filter(p -> !p.isEmpty()).toList());
-    }
+public interface ExclusiveLockContract extends LockFixture {
 
     @Test
     default void acquire_twoClientsEightThreads_counterExactAndTokensFenced() throws Exception {
@@ -176,7 +133,7 @@ public interface ExclusiveLockContract {
     @Test
     default void acquire_waiters_grantedInArrivalOrder() throws Exception {
         LockClient holderClient = newClient();
-        LockClient waiterClient = client(options(patient(), "localQueueing=false")); // each waiter on the server
+        LockClient waiterClient = client(LockFixture.options(patient(), "localQueueing=false")); // each waiter on the server
         Lease held = holderClient.lock("fifo").acquire();
         List<Integer> order = new CopyOnWriteArrayList<>();
         List<Thread> waiters = new ArrayList<>();

@@ -10,7 +10,8 @@ import java.util.List;
  * <ul>
  *   <li>exclusive lock: marker {@code lock-} (Curator's {@code InterProcessMutex});
  *   <li>read-write lock: {@code __READ__} and {@code __WRIT__} (Curator's {@code
- *       InterProcessReadWriteLock});
+ *       InterProcessReadWriteLock}); a read taken under the same thread's write lock (a downgrade)
+ *       is {@code dg__READ__}, which Curator still reads as a read node;
  *   <li>semaphore: {@code p<permits>-sem-}, the node's permits in its name.
  * </ul>
  *
@@ -25,11 +26,22 @@ final class LockNodes {
     static final String READ_MARKER = "__READ__";
     static final String WRITE_MARKER = "__WRIT__";
     static final String SEMAPHORE_MARKER = "-sem-";
+    /** Put before {@link #READ_MARKER} on a downgrade's read node. */
+    static final String DOWNGRADE_FLAG = "dg";
 
     private LockNodes() {}
 
-    /** A parsed queue node. */
-    record Node(String name, LockMode mode, int sequence, int permits) {}
+    /**
+     * A parsed queue node.
+     *
+     * @param downgrade a read node created while its thread's own write node existed (checked in
+     *     the same transaction), so it is granted and blocks every writer until it is deleted
+     */
+    record Node(String name, LockMode mode, int sequence, int permits, boolean downgrade) {
+        Node(String name, LockMode mode, int sequence, int permits) {
+            this(name, mode, sequence, permits, false);
+        }
+    }
 
     /** The prefix ZooKeeper appends the sequence to. */
     static String prefix(String acquisitionId, LockMode mode, int permits) {
@@ -40,6 +52,11 @@ final class LockNodes {
             case WRITE -> base + WRITE_MARKER;
             case SEMAPHORE -> base + "p" + permits + SEMAPHORE_MARKER;
         };
+    }
+
+    /** The prefix of a downgrade's read node. */
+    static String downgradePrefix(String acquisitionId) {
+        return PROTECTED_PREFIX + acquisitionId + "-" + DOWNGRADE_FLAG + READ_MARKER;
     }
 
     /** The exclusive-lock prefix. */
@@ -61,7 +78,7 @@ final class LockNodes {
             return null;
         }
         if (head.endsWith(READ_MARKER)) {
-            return new Node(child, LockMode.READ, sequence, 1);
+            return new Node(child, LockMode.READ, sequence, 1, head.endsWith("-" + DOWNGRADE_FLAG + READ_MARKER));
         }
         if (head.endsWith(WRITE_MARKER)) {
             return new Node(child, LockMode.WRITE, sequence, 1);
@@ -128,6 +145,17 @@ final class LockNodes {
                 .filter(n -> n != null && sameFamily(n.mode(), own.mode()) && n.sequence() - own.sequence() < 0)
                 .sorted((a, b) -> Integer.compare(b.sequence() - own.sequence(), a.sequence() - own.sequence()))
                 .toList();
+    }
+
+    /** A downgrade's read node among {@code children}, or null if there is none. */
+    static String downgradeRead(List<String> children) {
+        for (String child : children) {
+            Node n = parse(child);
+            if (n != null && n.downgrade()) {
+                return child;
+            }
+        }
+        return null;
     }
 
     /**

@@ -17,6 +17,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.OpResult;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
@@ -52,7 +54,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     static final String WATCH_CHILDREN = "*";
 
     private final ZooKeeperBackend backend;
-    /** The request behind each live entry of this client, by entry key (mode, permits, downgrade). */
+    /** The request behind each live semaphore entry of this client, by entry key (its total). */
     private final Map<String, LockRequest> requests = new ConcurrentHashMap<>();
 
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
@@ -79,6 +81,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     private void createAndRead(LockRequest request, CompletableFuture<Position> result, int attempt) {
+        createAndRead(request, result, attempt, request.mode() == LockMode.READ && request.grantedDespite() != null);
+    }
+
+    private void createAndRead(LockRequest request, CompletableFuture<Position> result, int attempt,
+            boolean downgrade) {
         String lockName = request.lockName();
         String id = request.acquisitionId();
         ZooKeeper zk;
@@ -89,6 +96,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         String parent = backend.lockPath(lockName);
+        if (downgrade) {
+            createDowngrade(request, result, attempt, zk, parent);
+            return;
+        }
         AtomicReference<Object[]> created = new AtomicReference<>();
         String prefix = LockNodes.prefix(id, request.mode(), request.permits());
         zk.create(parent + "/" + prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL,
@@ -127,6 +138,51 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     afterConnectionTrouble(request, result, attempt, null);
                 default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, createCode));
             }
+        }, null);
+    }
+
+    /**
+     * A read under this thread's own write lock (a downgrade): the read node is created only if the
+     * write node still exists, in one transaction, so a flagged read node always means "granted,
+     * and no other writer may enter while it lives" (see {@link #position}). Its node may land
+     * behind writers queued for the write lock; they wait for it. If the write node is already
+     * gone, this is an ordinary read.
+     */
+    private void createDowngrade(LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk,
+            String parent) {
+        String lockName = request.lockName();
+        List<Op> ops = List.of(Op.check(request.grantedDespite(), -1),
+                Op.create(parent + "/" + LockNodes.downgradePrefix(request.acquisitionId()), backend.nodeData,
+                        backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL));
+        zk.multi(ops, (rc, path, ctx, results) -> {
+            Code code = Code.get(rc);
+            switch (code) {
+                case OK -> readCreated(request, result, attempt, zk, parent,
+                        ((OpResult.CreateResult) results.get(1)).getPath());
+                case NONODE -> createAndRead(request, result, attempt, false);
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED ->
+                    afterConnectionTrouble(request, result, attempt, null);
+                default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, code));
+            }
+        }, null);
+    }
+
+    /** Reads a node created in a transaction (which answers without its stat) and its position. */
+    private void readCreated(LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk,
+            String parent, String name) {
+        AtomicReference<Stat> created = new AtomicReference<>();
+        zk.exists(name, false, (rc, path, ctx, stat) -> created.set(stat), null);
+        // Pipelined: answered after the exists.
+        zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
+            Stat node = created.get();
+            if (Code.get(rc) != Code.OK || node == null) {
+                afterConnectionTrouble(request, result, attempt, null); // adopts the node if it still lives
+                return;
+            }
+            QueueEntry entry = new QueueEntry(request.lockName(), request.acquisitionId(), name,
+                    node.getEphemeralOwner(), node.getCzxid());
+            remember(entry.key(), request);
+            complete(result, entry, children);
         }, null);
     }
 
@@ -255,9 +311,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }, null);
     }
 
-    /** Keeps what {@link #position} needs beyond the node name: only reads and semaphores need it. */
+    /** Keeps what {@link #position} needs beyond the node name: only semaphores need it (the total). */
     private void remember(String key, LockRequest request) {
-        if (request.mode() == LockMode.READ || request.mode() == LockMode.SEMAPHORE) {
+        if (request.mode() == LockMode.SEMAPHORE) {
             requests.put(key, request);
         }
     }
@@ -281,23 +337,16 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         LockRequest request = requests.get(entry.key());
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor = switch (node.mode()) {
-            case EXCLUSIVE, WRITE -> ahead.isEmpty() ? null : ahead.get(0).name();
-            case READ -> {
-                // The nearest writer ahead blocks a reader, unless it is this thread's own write
-                // lock (a downgrade); readers ahead never do.
-                String ownWrite = request == null || request.grantedDespite() == null ? ""
-                        : request.grantedDespite().substring(request.grantedDespite().lastIndexOf('/') + 1);
-                if (!ownWrite.isEmpty() && children.contains(ownWrite)) {
-                    // A downgrade: this thread holds the write lock, so no other writer can be inside,
-                    // and waiting for one queued behind it would wait for ourselves.
-                    yield null;
-                }
-                yield ahead.stream()
-                        .filter(n -> n.mode() == LockMode.WRITE && !n.name().equals(ownWrite))
-                        .map(LockNodes.Node::name)
-                        .findFirst()
-                        .orElse(null);
-            }
+            case EXCLUSIVE -> ahead.isEmpty() ? null : ahead.get(0).name();
+            // A writer also waits for a downgrade's read node behind it: that reader is inside.
+            case WRITE -> !ahead.isEmpty() ? ahead.get(0).name() : LockNodes.downgradeRead(children);
+            // A downgrade's read node was created while its own write node existed, so it is
+            // granted; any other reader waits for the nearest writer ahead, never for readers.
+            case READ -> node.downgrade() ? null : ahead.stream()
+                    .filter(n -> n.mode() == LockMode.WRITE)
+                    .map(LockNodes.Node::name)
+                    .findFirst()
+                    .orElse(null);
             case SEMAPHORE -> {
                 int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
                 int taken = ahead.stream().mapToInt(LockNodes.Node::permits).sum();

@@ -58,4 +58,19 @@ class LockNodesTest {
         assertThat(LockNodes.belongsTo(node("abc", 5), "abc")).isTrue();
         assertThat(LockNodes.belongsTo(node("abcd", 5), "abc")).isFalse();
     }
+
+    @Test
+    void parse_downgradeRead_isAReadFlaggedAsDowngrade() {
+        String downgrade = LockNodes.downgradePrefix("id-7") + "0000000009";
+        String read = LockNodes.prefix("id-7", io.dlock.spi.LockMode.READ, 1) + "0000000010";
+        String write = LockNodes.prefix("id-8", io.dlock.spi.LockMode.WRITE, 1) + "0000000008";
+        assertThat(LockNodes.parse(downgrade).mode()).isEqualTo(io.dlock.spi.LockMode.READ);
+        assertThat(LockNodes.parse(downgrade).downgrade()).isTrue();
+        assertThat(LockNodes.parse(downgrade).sequence()).isEqualTo(9);
+        assertThat(LockNodes.parse(read).downgrade()).isFalse();
+        assertThat(LockNodes.parse("_c_uuid-__READ__0000000001").downgrade()).isFalse(); // Curator's read node
+        assertThat(LockNodes.belongsTo(downgrade, "id-7")).isTrue();
+        assertThat(LockNodes.downgradeRead(List.of(write, read, downgrade))).isEqualTo(downgrade);
+        assertThat(LockNodes.downgradeRead(List.of(write, read))).isNull();
+    }
 }

@@ -24,32 +24,6 @@ import org.junit.jupiter.api.Test;
  */
 class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContract {
 
-    @Override
-    public String backendName() {
-        return "zookeeper";
-    }
-
-    @Override
-    public List<String> entries(String lock) {
-        return children(lock);
-    }
-
-    @Override
-    public String patient() {
-        return "sessionTimeout=10s";
-    }
-
-    @Override
-    public String shortLease() {
-        return "sessionTimeout=2s";
-    }
-
-    @Override
-    public Duration crashReleaseBound() {
-        // Session timeout (2 s) plus the server's expiry tick and a margin.
-        return Duration.ofSeconds(6);
-    }
-
     @Test
     void release_thirtyWaiters_wakesOneWaiterPerRelease() throws Exception {
         LockClient a = client("sessionTimeout=10s&localQueueing=false");

@@ -3,6 +3,8 @@ package io.dlock.zookeeper;
 import io.dlock.LockClient;
 import io.dlock.LockOptions;
 import io.dlock.testkit.EmbeddedZooKeeper;
+import io.dlock.testkit.LockFixture;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -15,7 +17,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 
 /** One embedded ZooKeeper per test class; a fresh namespace and fresh clients per test. */
-abstract class ZooKeeperTestSupport {
+abstract class ZooKeeperTestSupport implements LockFixture {
     static EmbeddedZooKeeper server;
 
     String namespace;
@@ -44,6 +46,33 @@ abstract class ZooKeeperTestSupport {
         closeables.clear();
     }
 
+    @Override
+    public String backendName() {
+        return "zookeeper";
+    }
+
+    @Override
+    public List<String> entries(String lock) {
+        return children(lock);
+    }
+
+    @Override
+    public String patient() {
+        return "sessionTimeout=10s";
+    }
+
+    @Override
+    public String shortLease() {
+        return "sessionTimeout=2s";
+    }
+
+    @Override
+    public Duration crashReleaseBound() {
+        // Session timeout (2 s) plus the server's expiry tick and a margin.
+        return Duration.ofSeconds(6);
+    }
+
+    @Override
     public String uri(String query) {
         return server.uri(namespace) + (query.isEmpty() ? "" : "?" + query);
     }
@@ -52,6 +81,7 @@ abstract class ZooKeeperTestSupport {
         return client("sessionTimeout=10s");
     }
 
+    @Override
     public LockClient client(String query) {
         return track(LockClient.connect(uri(query)));
     }
