@@ -74,7 +74,8 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--impls", split = ",", paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor; and the diagnostic"
-                    + " zk-floor-async, zk-protocol (default: every one on the chosen servers but the diagnostic ones).")
+                    + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
+                    + " diagnostic ones).")
 
     private List<String> impls = new ArrayList<>();
 

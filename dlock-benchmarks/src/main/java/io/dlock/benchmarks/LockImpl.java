@@ -39,7 +39,13 @@ public enum LockImpl {
     REDISSON_FAIR("redisson-fair", Backend.REDIS, Role.ANCHOR, true,
             s -> new RedissonAdapter(s.address(Backend.REDIS), true)),
     /** The bare protocol: {@code SET NX PX}, then a compare-and-delete script. W1 and cost only. */
-    REDIS_FLOOR("redis-floor", Backend.REDIS, Role.FLOOR, false, s -> new RedisFloorAdapter(s.address(Backend.REDIS)));
+    REDIS_FLOOR("redis-floor", Backend.REDIS, Role.FLOOR, false, s -> new RedisFloorAdapter(s.address(Backend.REDIS))),
+    /**
+     * Diagnostic, not in the default set: the least a fenced grant needs without a script ({@code
+     * MULTI, SET NX PX, TIME, EXEC}), then the floor's compare-and-delete. W1 and cost only.
+     */
+    REDIS_FENCED_FLOOR("redis-fenced-floor", Backend.REDIS, Role.FLOOR, false,
+            s -> new RedisFencedFloorAdapter(s.address(Backend.REDIS)));
 
     /** What an implementation is in the comparison. */
     public enum Role {
@@ -108,7 +114,7 @@ public enum LockImpl {
      * @return true for the default set
      */
     public boolean inDefaultSet() {
-        return this != ZK_FLOOR_ASYNC && this != ZK_PROTOCOL;
+        return this != ZK_FLOOR_ASYNC && this != ZK_PROTOCOL && this != REDIS_FENCED_FLOOR;
     }
 
     /**
