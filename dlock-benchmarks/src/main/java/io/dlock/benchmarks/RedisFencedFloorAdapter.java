@@ -1,6 +1,7 @@
 package io.dlock.benchmarks;
 
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -26,8 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * commands per cycle where the issue's Redis lock may send 2, and it is not a lock (waiters would
  * have to poll).
  *
- * <p>Thread-safety: safe from any thread; each transaction's four commands go out in one batch,
- * which Lettuce never interleaves with another thread's commands.
+ * <p>Thread-safety: safe from any thread; commands are handed to Lettuce under one monitor, so a
+ * transaction's four commands stay together on the connection.
  */
 final class RedisFencedFloorAdapter implements BenchClient {
     private static final String PREFIX = "fenced-floor-bench:";
@@ -59,6 +60,12 @@ final class RedisFencedFloorAdapter implements BenchClient {
     private final String sha;
     private final String clientId = UUID.randomUUID().toString();
     private final AtomicLong tokens = new AtomicLong();
+    /**
+     * Held while commands are handed to Lettuce (not while waiting for replies): Lettuce writes a
+     * batch command by command, so another thread's command could otherwise land inside a
+     * transaction ("EXEC without MULTI").
+     */
+    private final Object dispatching = new Object();
 
     RedisFencedFloorAdapter(String address) {
         client = RedisClient.create(RedisURI.create("redis://" + address));
@@ -83,7 +90,20 @@ final class RedisFencedFloorAdapter implements BenchClient {
                 }
                 Thread.onSpinWait(); // only reached under contention, which the floor never sees
             }
-            return () -> connection.sync().evalsha(sha, ScriptOutputType.INTEGER, keys, token);
+            return () -> {
+                RedisFuture<Long> released;
+                synchronized (dispatching) {
+                    released = connection.async().evalsha(sha, ScriptOutputType.INTEGER, keys, token);
+                }
+                try {
+                    released.get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while releasing " + key, e);
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException("release of " + key + " failed: " + e.getCause(), e.getCause());
+                }
+            };
         };
     }
 
@@ -95,12 +115,14 @@ final class RedisFencedFloorAdapter implements BenchClient {
         var time = new AsyncCommand<>(new Command<String, String, String>(CommandType.TIME, new StatusOutput<>(CODEC)));
         var exec = new AsyncCommand<>(new Command<String, String, List<Object>>(Tx.BATCH_EXEC,
                 new NestedMultiOutput<>(CODEC)));
-        connection.dispatch(List.of(multi, set, time, exec));
+        synchronized (dispatching) {
+            connection.dispatch(List.of(multi, set, time, exec));
+        }
         List<Object> replies;
         try {
             replies = exec.get();
         } catch (ExecutionException e) {
-            throw new IllegalStateException("transaction on " + key + " failed", e.getCause());
+            throw new IllegalStateException("transaction on " + key + " failed: " + e.getCause(), e.getCause());
         }
         if (!"OK".equals(replies.get(0))) {
             return -1;
