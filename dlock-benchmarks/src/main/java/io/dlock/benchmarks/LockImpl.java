@@ -45,7 +45,7 @@ public enum LockImpl {
      * MULTI, SET NX PX, TIME, EXEC}), then the floor's compare-and-delete. W1 and cost only.
      */
     REDIS_FENCED_FLOOR("redis-fenced-floor", Backend.REDIS, Role.FLOOR, false,
-            s -> new RedisFencedFloorAdapter(s.address(Backend.REDIS)));
+            s -> new RedisFloorAdapter(s.address(Backend.REDIS), RedisFloorAdapter.Mode.FENCED));
 
     /** What an implementation is in the comparison. */
     public enum Role {
