@@ -50,6 +50,27 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport implements PrimitivesCo
         server.expireSession(session);
     }
 
+    // ---- downgrade when the write node is already gone
+
+    @Test
+    void downgrade_ownWriteNodeGone_isAnOrdinaryReadBehindTheQueuedWriter() throws Exception {
+        LockClient owner = client();
+        LockClient other = client();
+        Lease write = owner.readWriteLock("gone").writeLock().acquire();
+        String writeNode = children("gone").get(0);
+        CompletableFuture<Lease> queuedWriter = other.readWriteLock("gone").writeLock()
+                .acquireAsync(Duration.ofMinutes(1));
+        await().until(() -> children("gone").size() == 2);
+        // The write node vanishes behind the owner's back (an operator, a bug elsewhere): the
+        // queued writer is let in, and a downgrade must not be granted beside it.
+        rawClient().delete("/" + namespace + "/gone/" + writeNode, -1);
+        Lease writer = queuedWriter.get(10, TimeUnit.SECONDS);
+        assertThat(owner.readWriteLock("gone").readLock().tryAcquire(Duration.ofMillis(300))).isEmpty();
+        assertThat(children("gone")).hasSize(1).noneMatch(n -> n.contains("dg__READ__"));
+        writer.close();
+        write.close();
+    }
+
     // ---- mixed fleets
 
     @Test
