@@ -32,8 +32,7 @@ class RedisSentinelFailoverIT {
     @BeforeEach
     void startServers() {
         master = RedisServer.start();
-        replica = RedisServer.builder().config("replicaof 127.0.0.1 " + master.port()).start();
-        await().atMost(scaled(20)).until(() -> info(replica).contains("master_link_status:up"));
+        replica = RedisServer.builder().replicaOf(master).start();
         sentinel = RedisServer.builder().sentinel()
                 .config("sentinel monitor " + MASTER + " 127.0.0.1 " + master.port() + " 1")
                 .config("sentinel down-after-milliseconds " + MASTER + " 1000")

@@ -2,9 +2,7 @@ package io.dlock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.dlock.LockClient;
-import io.dlock.LockOptions;
-import io.dlock.testkit.LockFixture;
+import io.dlock.testkit.LockFixtureSupport;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
@@ -23,11 +21,10 @@ import org.junit.jupiter.api.TestInfo;
  * every client is closed and the server must hold no key under the test's prefix: whatever dlock
  * creates, it removes.
  */
-abstract class RedisTestSupport implements LockFixture {
+abstract class RedisTestSupport extends LockFixtureSupport {
     static RedisServer server;
 
     String prefix;
-    private final List<AutoCloseable> closeables = new ArrayList<>();
 
     @BeforeAll
     static void startServer() {
@@ -46,10 +43,7 @@ abstract class RedisTestSupport implements LockFixture {
 
     @AfterEach
     void closeClientsAndCheckClean() throws Exception {
-        for (int i = closeables.size() - 1; i >= 0; i--) {
-            closeables.get(i).close();
-        }
-        closeables.clear();
+        closeTracked();
         if (server.isAlive()) {
             assertThat(keys()).as("keys left under prefix %s", prefix).isEmpty();
         }
@@ -76,24 +70,6 @@ abstract class RedisTestSupport implements LockFixture {
         return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query);
     }
 
-    LockClient client() {
-        return client("");
-    }
-
-    @Override
-    public LockClient client(String query) {
-        return track(LockClient.connect(uri(query)));
-    }
-
-    LockClient client(LockOptions options) {
-        return track(LockClient.connect(uri(""), options));
-    }
-
-    <T extends AutoCloseable> T track(T closeable) {
-        closeables.add(closeable);
-        return closeable;
-    }
-
     /** Every key under this test's prefix. */
     @SuppressWarnings("unchecked")
     List<String> keys() {
@@ -113,7 +89,7 @@ abstract class RedisTestSupport implements LockFixture {
      */
     @SuppressWarnings("unchecked")
     static List<String> queue(io.dlock.testkit.RedisServer on, String base) {
-        List<String> out = new java.util.ArrayList<>();
+        List<String> out = new ArrayList<>();
         Object solo = on.command("GET", base + ":s");
         if (solo != null) {
             out.add(solo.toString().split(" ")[0]);

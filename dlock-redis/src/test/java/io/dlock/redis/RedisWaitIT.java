@@ -29,8 +29,7 @@ class RedisWaitIT {
     @BeforeEach
     void startServers() {
         master = RedisServer.start();
-        replica = RedisServer.builder().config("replicaof 127.0.0.1 " + master.port()).start();
-        await().atMost(RedisTestSupport.scaled(20)).until(() -> replicaLinkUp());
+        replica = RedisServer.builder().replicaOf(master).start();
     }
 
     @AfterEach
@@ -42,10 +41,6 @@ class RedisWaitIT {
         if (master != null) {
             master.close();
         }
-    }
-
-    private boolean replicaLinkUp() {
-        return String.valueOf(replica.command("INFO", "replication")).contains("master_link_status:up");
     }
 
     private String uri(String query) {

@@ -119,6 +119,23 @@ public final class RedisServer implements TestServer {
         return new Builder();
     }
 
+    /** Waits until this replica reports its master link up; throws {@link IllegalStateException} if it does not. */
+    private void awaitReplicaLink() {
+        long deadline = System.nanoTime() + Timing.scale(START_TIMEOUT).toNanos();
+        while (!String.valueOf(command("INFO", "replication")).contains("master_link_status:up")) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("RedisServer: replica on port " + port
+                        + " did not sync with its master within " + Timing.scale(START_TIMEOUT));
+            }
+            try {
+                Thread.sleep(50); // polling a server state, not standing in for a test condition
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("RedisServer: interrupted while waiting for the replica link", e);
+            }
+        }
+    }
+
     /**
      * Configures a server before it starts.
      *
@@ -131,6 +148,7 @@ public final class RedisServer implements TestServer {
         private boolean tls;
         private String probePassword;
         private int port;
+        private boolean replica;
 
         private Builder() {}
 
@@ -171,6 +189,21 @@ public final class RedisServer implements TestServer {
          */
         public Builder sentinel() {
             this.sentinel = true;
+            return this;
+        }
+
+        /**
+         * Makes the server a replica of {@code master} ({@code replicaof 127.0.0.1 <port>});
+         * {@link #start()} then also waits until the replica is in sync.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: throws for null.
+         *
+         * @param master the running master
+         * @return this builder
+         */
+        public Builder replicaOf(RedisServer master) {
+            config("replicaof 127.0.0.1 " + Objects.requireNonNull(master, "master").port());
+            this.replica = true;
             return this;
         }
 
@@ -226,7 +259,8 @@ public final class RedisServer implements TestServer {
          * Starts the server.
          *
          * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link
-         * Timing}, plus certificate generation with {@link #tls()}. Thread-safety: confined. On
+         * Timing}, plus certificate generation with {@link #tls()}; with {@link #replicaOf}, also
+         * until its link to the master is up, at most as long again. Thread-safety: confined. On
          * failure: {@link IllegalStateException} with the log's tail (or openssl's output); nothing
          * is left running and the directory is deleted.
          *
@@ -251,6 +285,9 @@ public final class RedisServer implements TestServer {
                         server.makeCertificates(openssl);
                     }
                     server.launch(binary);
+                    if (replica) {
+                        server.awaitReplicaLink();
+                    }
                 } catch (RuntimeException e) {
                     server.close();
                     throw e;

@@ -28,6 +28,8 @@ final class LockNodes {
     static final String SEMAPHORE_MARKER = "-sem-";
     /** Put before {@link #READ_MARKER} on a downgrade's read node. */
     static final String DOWNGRADE_FLAG = "dg";
+    /** How a downgrade's read node name ends before its sequence; an acquisition id ends before "-". */
+    private static final String DOWNGRADE_TAIL = "-" + DOWNGRADE_FLAG + READ_MARKER;
 
     private LockNodes() {}
 
@@ -78,7 +80,7 @@ final class LockNodes {
             return null;
         }
         if (head.endsWith(READ_MARKER)) {
-            return new Node(child, LockMode.READ, sequence, 1, head.endsWith("-" + DOWNGRADE_FLAG + READ_MARKER));
+            return new Node(child, LockMode.READ, sequence, 1, head.endsWith(DOWNGRADE_TAIL));
         }
         if (head.endsWith(WRITE_MARKER)) {
             return new Node(child, LockMode.WRITE, sequence, 1);

@@ -1,11 +1,8 @@
 package io.dlock.zookeeper;
 
-import io.dlock.LockClient;
-import io.dlock.LockOptions;
 import io.dlock.testkit.EmbeddedZooKeeper;
-import io.dlock.testkit.LockFixture;
+import io.dlock.testkit.LockFixtureSupport;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -17,11 +14,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 
 /** One embedded ZooKeeper per test class; a fresh namespace and fresh clients per test. */
-abstract class ZooKeeperTestSupport implements LockFixture {
+abstract class ZooKeeperTestSupport extends LockFixtureSupport {
     static EmbeddedZooKeeper server;
 
     String namespace;
-    private final List<AutoCloseable> closeables = new ArrayList<>();
 
     @BeforeAll
     static void startServer() {
@@ -40,10 +36,7 @@ abstract class ZooKeeperTestSupport implements LockFixture {
 
     @AfterEach
     void closeClients() throws Exception {
-        for (AutoCloseable c : closeables) {
-            c.close();
-        }
-        closeables.clear();
+        closeTracked();
     }
 
     @Override
@@ -75,24 +68,6 @@ abstract class ZooKeeperTestSupport implements LockFixture {
     @Override
     public String uri(String query) {
         return server.uri(namespace) + (query.isEmpty() ? "" : "?" + query);
-    }
-
-    LockClient client() {
-        return client("sessionTimeout=10s");
-    }
-
-    @Override
-    public LockClient client(String query) {
-        return track(LockClient.connect(uri(query)));
-    }
-
-    LockClient client(LockOptions options) {
-        return track(LockClient.connect(uri(""), options));
-    }
-
-    <T extends AutoCloseable> T track(T closeable) {
-        closeables.add(closeable);
-        return closeable;
     }
 
     /** The children of a lock's parent znode, as the server sees them. */
