@@ -63,8 +63,13 @@ public interface DistributedLock {
      *
      * <p>Blocking: never. Thread-safety: safe from any thread; the lease is owned by itself (no
      * reentrancy; it may be closed from any thread). On failure: the future completes exceptionally
-     * with {@link LockTimeoutException} when {@code wait} passes, or {@link LockBackendException};
-     * cancelling the future withdraws the attempt. In every case no queue entry is left behind.
+     * with {@link LockTimeoutException} when {@code wait} passes, or {@link LockBackendException}.
+     * Any completion of the returned future by the caller ({@code cancel}, {@code
+     * completeExceptionally}, {@code orTimeout}, {@code complete}) abandons the attempt: it is
+     * withdrawn, and a grant that raced with it is released. In every case no queue entry is left
+     * behind. Continuations attached with non-{@code Async} methods run on the client's callback
+     * pool ({@link LockOptions#callbackThreads()}); blocking there delays other callers' completions,
+     * never {@code onLost} listeners.
      *
      * @param wait how long to wait; {@link Duration#ZERO} makes one attempt
      * @return a future of the lease

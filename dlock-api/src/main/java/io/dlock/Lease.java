@@ -65,9 +65,13 @@ public interface Lease extends AutoCloseable {
     void checkValid();
 
     /**
-     * Registers a listener that runs once, on a dlock callback thread, when this lease is lost
-     * (not when it is closed normally). If the lease is already lost, the listener runs at once, on
-     * the calling thread. A listener that throws is logged and does not affect other listeners.
+     * Registers a listener that runs once when this lease is lost (not when it is closed
+     * normally). Listeners run on the client's own listener thread, which runs nothing else: users'
+     * continuations of {@code acquireAsync} futures (which run on the callback pool) cannot delay
+     * them. The listeners of all leases of one client run one after another on that thread, so a
+     * listener should return quickly and hand long work to an executor of its own. If the lease is
+     * already lost, the listener runs at once, on the calling thread. A listener that throws, even
+     * an {@link Error}, is logged and does not affect other listeners.
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: a null listener is an
      * {@link NullPointerException}, nothing registered.

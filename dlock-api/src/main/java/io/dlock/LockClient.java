@@ -129,6 +129,8 @@ public interface LockClient extends AutoCloseable {
      * @return what the action returned
      * @throws LockTimeoutException if the lock was not acquired within {@code wait}; the action did
      *     not run
+     * @throws LockInterruptedException if the thread was interrupted while waiting for the lock; the
+     *     attempt was withdrawn, the action did not run, and the interrupt flag is set again
      * @throws IllegalArgumentException if the name is invalid or {@code wait} is negative
      * @throws LockBackendException if the backend cannot be reached
      */

@@ -45,7 +45,10 @@ public final class LockOptions {
     public static final int DEFAULT_MAX_LOCAL_HANDOFFS = 64;
     /** The highest {@code maxLocalHandoffs}: local grants use the low 10 bits of the fencing token. */
     public static final int MAX_LOCAL_HANDOFFS_LIMIT = 1023;
-    /** How many threads run async completions and {@code onLost} listeners: 2. */
+    /**
+     * How many threads complete {@code acquireAsync} futures (and so run continuations attached to
+     * them without an executor): 2. {@code onLost} listeners have a thread of their own.
+     */
     public static final int DEFAULT_CALLBACK_THREADS = 2;
 
     private static final LockOptions DEFAULTS = new Builder().build();
@@ -408,7 +411,7 @@ public final class LockOptions {
         }
 
         /**
-         * Sets the size of the callback pool.
+         * Sets the size of the callback pool, the threads that complete {@code acquireAsync} futures.
          *
          * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
          *

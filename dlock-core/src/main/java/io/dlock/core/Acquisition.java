@@ -38,8 +38,8 @@ import org.slf4j.LoggerFactory;
  * finds no entry left on the backend. An entry whose enqueue reply never came is looked up by the
  * acquisition id and removed.
  *
- * <p>Invariants: {@code holds > 0} only in HELD or LOST; an entry is withdrawn (or cleaned up after
- * a loss) at most once, guarded by {@code withdrawn}; each lost listener runs at most once.
+ * <p>Invariants: {@code holds > 0} only in HELD or LOST; each entry is withdrawn (or cleaned up
+ * after a loss) at most once, guarded per entry by {@code withdrawn}; each lost listener runs at most once.
  */
 final class Acquisition {
     private static final Logger log = LoggerFactory.getLogger(Acquisition.class);
@@ -54,8 +54,10 @@ final class Acquisition {
     final Thread owner;
     /** Whether the owner thread may re-enter, and only it may close the lease. */
     final boolean reentrant;
-    /** For a read acquired under the same thread's write lock: that write entry's key. */
-    volatile String grantedDespite;
+    /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
+    private volatile Acquisition downgradeOf;
+    /** How many downgraded reads were taken under this write grant; each gets its own token. */
+    private volatile int downgrades;
 
     private final boolean timed;
     private final long deadlineNanos;
@@ -65,7 +67,11 @@ final class Acquisition {
     // a few hundred bytes of heap, not a dozen small objects (see the W4 benchmark).
     private volatile LockState state = LockState.IDLE;
     private volatile int holds;
-    private volatile boolean withdrawn;
+    /**
+     * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per acquisition,
+     * since an acquisition whose entry was lost stands in the queue again with a new one.
+     */
+    private volatile QueueEntry withdrawn;
     private volatile boolean renewing;
     private volatile int localPhase;
     /** Created on the first {@code onLost} registration. */
@@ -77,16 +83,20 @@ final class Acquisition {
     private static final VarHandle RENEWING;
     private static final VarHandle LOCAL_PHASE;
     private static final VarHandle LOST_LISTENERS;
+    private static final VarHandle DOWNGRADES;
+    private static final VarHandle CANCEL_CAUSE;
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
             STATE = l.findVarHandle(Acquisition.class, "state", LockState.class);
             HOLDS = l.findVarHandle(Acquisition.class, "holds", int.class);
-            WITHDRAWN = l.findVarHandle(Acquisition.class, "withdrawn", boolean.class);
+            WITHDRAWN = l.findVarHandle(Acquisition.class, "withdrawn", QueueEntry.class);
             RENEWING = l.findVarHandle(Acquisition.class, "renewing", boolean.class);
             LOCAL_PHASE = l.findVarHandle(Acquisition.class, "localPhase", int.class);
             LOST_LISTENERS = l.findVarHandle(Acquisition.class, "lostListeners", Queue.class);
+            DOWNGRADES = l.findVarHandle(Acquisition.class, "downgrades", int.class);
+            CANCEL_CAUSE = l.findVarHandle(Acquisition.class, "cancelCause", Throwable.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -133,7 +143,7 @@ final class Acquisition {
         this.reentrant = reentrant && owner != null;
         this.wait = wait;
         this.timed = wait != null;
-        this.deadlineNanos = timed ? client.ticker.read() + saturatedNanos(wait) : 0;
+        this.deadlineNanos = timed ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
     }
 
     LockState state() {
@@ -170,6 +180,9 @@ final class Acquisition {
     /** Sends the first request. Never blocks. */
     void start() {
         if (!transition(LockState.IDLE, LockState.QUEUED)) {
+            // Cancelled before it started (the client closed between newAcquisition and here):
+            // cancel already answered the caller; free the local queue's carrier slot it may hold.
+            finishCancelled();
             return;
         }
         send();
@@ -267,8 +280,28 @@ final class Acquisition {
         return LOCAL_PHASE.compareAndSet(this, LOCAL_WAITING, phase);
     }
 
+    /** Makes this read a downgrade of {@code write}, held by the same thread. */
+    void downgradeOf(Acquisition write) {
+        downgradeOf = write;
+    }
+
     private LockRequest request() {
-        return new LockRequest(name, id, mode, permits, maxPermits, grantedDespite);
+        Acquisition write = downgradeOf;
+        return new LockRequest(name, id, mode, permits, maxPermits, write == null ? null : write.entry().key());
+    }
+
+    /**
+     * The public token of a backend grant. A downgraded read granted while its write grant is still
+     * held takes the write's token plus one (in the local bits), not the backend's: its backend
+     * entry may stand behind writers queued for the write lock, whose backend tokens are lower,
+     * and tokens must rise in grant order (a queued writer is granted only after this read).
+     */
+    private long tokenOf(Grant g) {
+        Acquisition write = downgradeOf;
+        if (write != null && write.state == LockState.HELD) {
+            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write, 1) + 1;
+        }
+        return g.fencingToken() << LOCAL_BITS;
     }
 
     QueueEntry entry() {
@@ -288,7 +321,7 @@ final class Acquisition {
         }
         if (position.isGranted()) {
             grant = position.grant();
-            fencingToken = grant.fencingToken() << LOCAL_BITS;
+            fencingToken = tokenOf(grant);
             localSeq = 0;
             holds = 1;
             if (transition(LockState.QUEUED, LockState.HELD)) {
@@ -318,23 +351,34 @@ final class Acquisition {
     }
 
     private void onFailure(Throwable error) {
-        if (error instanceof EntryLostException && state == LockState.QUEUED) {
+        boolean entryGone = error instanceof EntryLostException;
+        if (entryGone && state == LockState.QUEUED) {
             // Our entry vanished (its session ended): stand in the queue again, same deadline.
             log.debug("[lock={} state=QUEUED] entry lost, enqueueing again: {}", name, error.getMessage());
             entry = null;
-            client.protocol.enqueue(request()).whenComplete(this::onPosition);
+            if (state == LockState.QUEUED) {
+                client.protocol.enqueue(request()).whenComplete(this::onPosition);
+                return;
+            }
+            // A cancel landed after the first check: it saw the lost entry (gone anyway) or none,
+            // and nothing new was sent, so there is nothing to withdraw.
+            finishCancelled();
             return;
         }
         Throwable cause = error instanceof LockBackendException || error instanceof IllegalStateException
                         || error instanceof IllegalArgumentException
                 ? error
                 : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
-        if (transition(LockState.QUEUED, LockState.CANCELLED)) {
-            cancelCause = cause;
+        cancelFrom(LockState.QUEUED, cause);
+        if (state != LockState.CANCELLED) {
+            return;
         }
-        if (state == LockState.CANCELLED) {
-            // The request's outcome is unknown: look for an entry of ours, and remove it.
-            cleanupUnknownEntry();
+        if (entryGone) {
+            finishCancelled();
+        } else if (entry != null) {
+            withdraw(); // a wait failed: the entry is known
+        } else {
+            cleanupUnknownEntry(); // the enqueue's outcome is unknown: look for an entry of ours
         }
     }
 
@@ -343,11 +387,14 @@ final class Acquisition {
      * does nothing: the caller decides whether to release. Never blocks.
      */
     void cancel(Throwable cause) {
-        if (!transition(LockState.QUEUED, LockState.CANCELLED)
-                && !transition(LockState.IDLE, LockState.CANCELLED)) {
+        if (cancelFrom(LockState.IDLE, cause)) {
+            // Nothing was sent and nothing will be: nobody else would ever complete the outcome.
+            finishCancelled();
             return;
         }
-        cancelCause = cause;
+        if (!cancelFrom(LockState.QUEUED, cause)) {
+            return;
+        }
         cancelTimer();
         if (LOCAL_PHASE.compareAndSet(this, LOCAL_WAITING, LOCAL_CANCELLED)) {
             client.local.removeWaiter(this);
@@ -363,9 +410,21 @@ final class Acquisition {
         // else: the enqueue in flight sees CANCELLED in onPosition/onFailure and withdraws there.
     }
 
+    /** Claims {@code e} for removal; false if it was claimed already (each entry goes once). */
+    private boolean claimWithdrawal(QueueEntry e) {
+        QueueEntry last;
+        do {
+            last = withdrawn;
+            if (last == e) {
+                return false;
+            }
+        } while (!WITHDRAWN.compareAndSet(this, last, e));
+        return true;
+    }
+
     private void withdraw() {
         QueueEntry e = entry;
-        if (e == null || !WITHDRAWN.compareAndSet(this, false, true)) {
+        if (e == null || !claimWithdrawal(e)) {
             return;
         }
         client.protocol.release(e).whenComplete((ok, err) -> {
@@ -376,14 +435,75 @@ final class Acquisition {
         });
     }
 
+    /**
+     * Finds the entry an unanswered enqueue may have made, and removes it. A lookup that fails (the
+     * connection is still down) is not taken for "none": the entry would block the lock for every
+     * client for as long as its session lives. So the lookup is repeated, with the retry policy's
+     * back-off, until it answers or the client closes. The caller is told of the failure once the
+     * entry is gone, or after the connect timeout if the lookup is still going on by then.
+     */
     private void cleanupUnknownEntry() {
-        if (!WITHDRAWN.compareAndSet(this, false, true)) {
-            return;
+        lookUpAndRemove(0);
+        if (!outcome.isDone()) {
+            try {
+                client.schedule(this::completeCancelled, client.options.connectTimeout().toNanos());
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                completeCancelled(); // the client is closing
+            }
         }
-        client.protocol.findOwnEntry(name, id).thenCompose(found -> found.isPresent()
+    }
+
+    private void lookUpAndRemove(int attempt) {
+        client.protocol.findOwnEntry(name, id).thenCompose(found -> found.isPresent() && claimWithdrawal(found.get())
                         ? client.protocol.release(found.get())
                         : CompletableFuture.<Void>completedFuture(null))
-                .whenComplete((ok, err) -> finishCancelled());
+                .whenComplete((ok, err) -> {
+                    if (err == null || !client.isOpen()) {
+                        finishCancelled();
+                        return;
+                    }
+                    log.debug("[lock={} state=CANCELLED] looking for the entry of {} failed ({}); looking again",
+                            name, id, err.toString());
+                    try {
+                        client.schedule(() -> lookUpAndRemove(attempt + 1), backoffNanos(attempt));
+                    } catch (java.util.concurrent.RejectedExecutionException e) {
+                        finishCancelled(); // closed: the backend's session ends with the client
+                    }
+                });
+    }
+
+    private long backoffNanos(int attempt) {
+        long base = client.options.retryPolicy().baseSleep().toNanos();
+        long max = client.options.retryPolicy().maxSleep().toNanos();
+        return Math.min(max, base << Math.min(20, attempt));
+    }
+
+    /**
+     * The client closed and its backend with it: a request still unanswered never will be, so the
+     * caller is answered now. Touches no backend.
+     */
+    void closedUnder() {
+        Throwable closed = new IllegalStateException(client.backendName + " client closed");
+        if (!cancelFrom(LockState.QUEUED, closed)) {
+            cancelFrom(LockState.IDLE, closed);
+        }
+        cancelTimer();
+        if (!outcome.isDone()) {
+            Throwable cause = cancelCause;
+            outcome.completeExceptionally(cause != null ? cause : closed);
+        }
+    }
+
+    /**
+     * Moves {@code from -> CANCELLED}. The cause is recorded first (the first recorded wins), so a
+     * thread that completes the outcome right after the move always finds it.
+     */
+    private boolean cancelFrom(LockState from, Throwable cause) {
+        if (state != from) {
+            return false;
+        }
+        CANCEL_CAUSE.compareAndSet(this, null, cause);
+        return transition(from, LockState.CANCELLED);
     }
 
     private void finishCancelled() {
@@ -434,7 +554,7 @@ final class Acquisition {
      */
     CompletableFuture<Void> cleanupAfterLoss() {
         QueueEntry e = entry;
-        if (!WITHDRAWN.compareAndSet(this, false, true)) {
+        if (!claimWithdrawal(e)) {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<Void> cleaned = client.protocol.release(e).toCompletableFuture();
@@ -509,7 +629,7 @@ final class Acquisition {
         // Local waiters need not wait for the owner to close a lost lease: the next one queues in
         // the backend, behind the lost entry if the server still has it.
         client.local.ended(this);
-        client.callbacks.execute(this::runLostListeners);
+        client.listeners.execute(this::runLostListeners);
     }
 
     void addLostListener(Consumer<LockLostException> listener) {
@@ -534,7 +654,7 @@ final class Acquisition {
         while ((l = listeners.poll()) != null) {
             try {
                 l.accept(cause);
-            } catch (RuntimeException e) {
+            } catch (Throwable e) { // even an Error: the Lease contract lets no listener skip the others
                 log.warn("[lock={} state=LOST] onLost listener threw", name, e);
             }
         }
@@ -557,16 +677,29 @@ final class Acquisition {
      * Waits for the outcome of a blocking acquisition. On interrupt, withdraws (or releases a grant
      * that won the race) before throwing, so nothing stays queued or held.
      */
-    Acquisition await() throws InterruptedException {
+    Acquisition await(boolean interruptible) throws InterruptedException {
+        boolean interrupted = false;
         try {
-            return outcome.get();
-        } catch (InterruptedException e) {
-            abandon(new java.util.concurrent.CancellationException("interrupted"));
-            throw e;
-        } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
-        } catch (java.util.concurrent.CancellationException e) {
-            throw new IllegalStateException("lock '" + name + "': acquisition cancelled", e);
+            while (true) {
+                try {
+                    return outcome.get();
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        abandon(new java.util.concurrent.CancellationException("interrupted"));
+                        throw e;
+                    }
+                    // Lock.lock() and tryLock(): keep the place in the queue, restore the flag after.
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    throw rethrow(e.getCause());
+                } catch (java.util.concurrent.CancellationException e) {
+                    throw new IllegalStateException("lock '" + name + "': acquisition cancelled", e);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -617,13 +750,6 @@ final class Acquisition {
         return t;
     }
 
-    private static long saturatedNanos(Duration d) {
-        try {
-            return d.toNanos();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE / 2;
-        }
-    }
 
     @Override
     public String toString() {

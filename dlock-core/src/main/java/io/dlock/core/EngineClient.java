@@ -2,11 +2,11 @@ package io.dlock.core;
 
 import io.dlock.Capability;
 import io.dlock.DistributedLock;
-import io.dlock.DistributedLockException;
 import io.dlock.DistributedReadWriteLock;
 import io.dlock.DistributedSemaphore;
 import io.dlock.Lease;
 import io.dlock.LockClient;
+import io.dlock.LockInterruptedException;
 import io.dlock.LockOptions;
 import io.dlock.LockTimeoutException;
 import io.dlock.Ticker;
@@ -73,7 +73,10 @@ final class EngineClient implements LockClient {
     final LockOptions options;
     final Ticker ticker;
     final String backendName;
+    /** Completes {@code acquireAsync} futures, so users' continuations run here. */
     final ExecutorService callbacks;
+    /** Runs {@code onLost} listeners and nothing else, so users' continuations cannot delay them. */
+    final ExecutorService listeners;
     private final ScheduledThreadPoolExecutor timer;
     final StallDetector stallDetector;
     final Renewer renewer;
@@ -98,6 +101,8 @@ final class EngineClient implements LockClient {
         this.callbacks = new ThreadPoolExecutor(options.callbackThreads(), options.callbackThreads(), 0,
                 TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"),
                 (task, pool) -> task.run()); // after close, complete inline rather than drop a user's future
+        this.listeners = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
+                daemonThreads("dlock-" + backendName + "-listener"), (task, pool) -> task.run());
         this.timer = new ScheduledThreadPoolExecutor(1, daemonThreads("dlock-" + backendName + "-timer"));
         this.timer.setRemoveOnCancelPolicy(true);
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
@@ -173,7 +178,7 @@ final class EngineClient implements LockClient {
             lease = lock.tryAcquire(wait);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DistributedLockException(name, backendName, "interrupted while waiting for the lock", e);
+            throw new LockInterruptedException(name, backendName, e);
         }
         if (lease.isEmpty()) {
             throw new LockTimeoutException(name, backendName, wait);
@@ -221,7 +226,13 @@ final class EngineClient implements LockClient {
                 backend.close();
             } finally {
                 timer.shutdownNow();
+                // Whatever is still pending (a request the closed backend will never answer) is
+                // answered now: no caller of this client may wait for ever.
+                for (Acquisition a : new ArrayList<>(live)) {
+                    a.closedUnder();
+                }
                 callbacks.shutdown();
+                listeners.shutdown();
                 lifecycle.set(Lifecycle.CLOSED);
             }
         }
@@ -253,8 +264,12 @@ final class EngineClient implements LockClient {
 
     private void checkOpen() {
         if (lifecycle.get() != Lifecycle.OPEN) {
-            throw new IllegalStateException(backendName + " client is " + lifecycle.get());
+            throw closedException();
         }
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException(backendName + " client is closed (" + lifecycle.get() + ")");
     }
 
     Acquisition newAcquisition(
@@ -269,7 +284,7 @@ final class EngineClient implements LockClient {
         });
         if (lifecycle.get() != Lifecycle.OPEN) { // closed concurrently: do not leave it behind
             live.remove(a);
-            throw new IllegalStateException(backendName + " client is " + lifecycle.get());
+            throw closedException();
         }
         return a;
     }

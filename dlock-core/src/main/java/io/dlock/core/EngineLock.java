@@ -20,7 +20,7 @@ import java.util.concurrent.locks.Lock;
  * the lease. Non-reentrant handles (Curator's semaphore mutex) make a re-entry wait like any other
  * acquirer, and their leases may be closed from any thread.
  */
-final class EngineLock implements DistributedLock {
+final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
     private final EngineClient client;
     private final String name;
     private final LockMode mode;
@@ -40,16 +40,17 @@ final class EngineLock implements DistributedLock {
 
     @Override
     public Lease acquire() throws InterruptedException {
-        return acquireBlocking(null).orElseThrow();
+        return acquire(null, true).orElseThrow();
     }
 
     @Override
     public Optional<Lease> tryAcquire(Duration wait) throws InterruptedException {
-        return acquireBlocking(checkWait(wait));
+        return acquire(checkWait(wait), true);
     }
 
-    private Optional<Lease> acquireBlocking(Duration wait) throws InterruptedException {
-        if (Thread.interrupted()) {
+    @Override
+    public Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException {
+        if (interruptible && Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring lock '" + name + "'");
         }
         Thread me = Thread.currentThread();
@@ -73,12 +74,12 @@ final class EngineLock implements DistributedLock {
             // Downgrade: a read under this thread's own write lock is not blocked by it.
             Acquisition write = client.heldBy(name, LockMode.WRITE, me);
             if (write != null && write.isValid()) {
-                a.grantedDespite = write.entry().key();
+                a.downgradeOf(write);
             }
         }
         client.begin(a);
         try {
-            return Optional.of(new EngineLease(a.await()));
+            return Optional.of(new EngineLease(a.await(interruptible)));
         } catch (LockTimeoutException e) {
             return Optional.empty();
         }
@@ -109,13 +110,33 @@ final class EngineLock implements DistributedLock {
     @Override
     public Lock asJavaLock() {
         return new JavaLockView(this, client.backendName, () -> {
-            Acquisition held = client.heldBy(name, mode, Thread.currentThread());
-            if (held == null || held.holds() == 0) {
+            if (!unlockCurrentThread()) {
                 throw new IllegalMonitorStateException("lock '" + name + "' on " + client.backendName
                         + " is not held by thread '" + Thread.currentThread().getName() + "'");
             }
-            EngineLease.awaitRelease(held.exit(), client);
         });
+    }
+
+    /**
+     * Drops one hold of the calling thread, valid or lost (a lost grant still has a hold until its
+     * owner lets go of it). False if the thread has no hold.
+     */
+    boolean unlockCurrentThread() {
+        Acquisition held = client.heldBy(name, mode, Thread.currentThread());
+        if (held == null || held.holds() == 0) {
+            return false;
+        }
+        EngineLease.awaitRelease(held.exit(), client);
+        return true;
+    }
+
+    /** The wait's nanoseconds, saturated for waits too long to count in a long (days of years). */
+    static long saturatedNanos(Duration wait) {
+        try {
+            return wait.toNanos();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE / 2;
+        }
     }
 
     static Duration checkWait(Duration wait) {
@@ -126,7 +147,12 @@ final class EngineLock implements DistributedLock {
         return wait;
     }
 
-    /** Runs {@code a} and completes the returned future with its lease on a callback thread. */
+    /**
+     * Runs {@code a} and completes the returned future with its lease on a callback thread. Any
+     * other completion of the future (the caller's cancel, completeExceptionally, orTimeout or
+     * complete) abandons the attempt: a waiting acquisition is withdrawn, and a grant that lands
+     * later is released.
+     */
     static CompletableFuture<Lease> startAsync(EngineClient client, Acquisition a) {
         CompletableFuture<Lease> result = new CompletableFuture<>();
         a.outcome.whenCompleteAsync(
@@ -134,13 +160,13 @@ final class EngineLock implements DistributedLock {
                     if (error != null) {
                         result.completeExceptionally(Acquisition.unwrap(error));
                     } else if (!result.complete(new EngineLease(granted))) {
-                        granted.release(); // cancelled by the user just as it was granted
+                        granted.release(); // the caller gave up just as it was granted
                     }
                 },
                 client.callbacks);
         result.whenComplete((lease, error) -> {
-            if (result.isCancelled()) {
-                a.cancel(new CancellationException("acquireAsync cancelled"));
+            if (!(lease instanceof EngineLease l && l.acquisition() == a)) {
+                a.cancel(new CancellationException("acquireAsync's future was completed by the caller"));
             }
         });
         client.begin(a);

@@ -22,7 +22,7 @@ import java.util.stream.Collectors;
  *
  * <p>Concurrency: stateless; each call works on its own list of leases.
  */
-final class EngineMultiLock implements DistributedLock {
+final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
     private final EngineClient client;
     private final List<EngineLock> parts;
     private final String name;
@@ -40,22 +40,23 @@ final class EngineMultiLock implements DistributedLock {
 
     @Override
     public Lease acquire() throws InterruptedException {
-        return acquireAll(null).orElseThrow();
+        return acquire(null, true).orElseThrow();
     }
 
     @Override
     public Optional<Lease> tryAcquire(Duration wait) throws InterruptedException {
-        return acquireAll(EngineLock.checkWait(wait));
+        return acquire(EngineLock.checkWait(wait), true);
     }
 
-    private Optional<Lease> acquireAll(Duration wait) throws InterruptedException {
-        long deadline = wait == null ? 0 : client.ticker.read() + wait.toNanos();
+    @Override
+    public Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException {
+        long deadline = wait == null ? 0 : client.ticker.read() + EngineLock.saturatedNanos(wait);
         List<Lease> held = new ArrayList<>(parts.size());
         try {
             for (EngineLock part : parts) {
-                Optional<Lease> lease = wait == null
-                        ? Optional.of(part.acquire())
-                        : part.tryAcquire(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
+                Optional<Lease> lease = part.acquire(
+                        wait == null ? null : Duration.ofNanos(Math.max(0, deadline - client.ticker.read())),
+                        interruptible);
                 if (lease.isEmpty()) {
                     closeAll(held);
                     return Optional.empty();
@@ -69,15 +70,21 @@ final class EngineMultiLock implements DistributedLock {
         return Optional.of(new MultiLease(name, held));
     }
 
+    /**
+     * Takes the parts one after another, each completed by the previous one's callback. Any
+     * completion of the returned future by the caller (cancel, completeExceptionally, orTimeout,
+     * complete) abandons the attempt: the part in flight is cancelled, which withdraws it, and its
+     * callback releases the parts already held. Only the chain touches {@code held}.
+     */
     @Override
     public CompletableFuture<Lease> acquireAsync(Duration wait) {
         EngineLock.checkWait(wait);
-        long deadline = client.ticker.read() + wait.toNanos();
+        long deadline = client.ticker.read() + EngineLock.saturatedNanos(wait);
         CompletableFuture<Lease> result = new CompletableFuture<>();
         List<Lease> held = new ArrayList<>(parts.size());
         AtomicReference<CompletableFuture<Lease>> inFlight = new AtomicReference<>();
         result.whenComplete((lease, error) -> {
-            if (result.isCancelled()) {
+            if (!(lease instanceof MultiLease)) {
                 CompletableFuture<Lease> f = inFlight.get();
                 if (f != null) {
                     f.cancel(true);
@@ -99,6 +106,9 @@ final class EngineMultiLock implements DistributedLock {
         CompletableFuture<Lease> part = parts.get(index)
                 .acquireAsync(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
         inFlight.set(part);
+        if (result.isDone()) {
+            part.cancel(true); // the caller gave up before this part was in flight for the handler above
+        }
         part.whenComplete((lease, error) -> {
             if (error != null || result.isDone()) {
                 if (lease != null) {
@@ -126,15 +136,20 @@ final class EngineMultiLock implements DistributedLock {
         return parts.stream().allMatch(EngineLock::isHeldByCurrentThread);
     }
 
+    /**
+     * {@code unlock()} drops this thread's hold on every part it holds, valid or lost: a part lost
+     * to the server must not keep the others held. It throws only if the thread holds no part.
+     */
     @Override
     public Lock asJavaLock() {
         return new JavaLockView(this, client.backendName, () -> {
-            if (!isHeldByCurrentThread()) {
+            boolean any = false;
+            for (int i = parts.size() - 1; i >= 0; i--) {
+                any |= parts.get(i).unlockCurrentThread();
+            }
+            if (!any) {
                 throw new IllegalMonitorStateException("multi-lock '" + name + "' on " + client.backendName
                         + " is not held by thread '" + Thread.currentThread().getName() + "'");
-            }
-            for (int i = parts.size() - 1; i >= 0; i--) {
-                parts.get(i).asJavaLock().unlock();
             }
         });
     }

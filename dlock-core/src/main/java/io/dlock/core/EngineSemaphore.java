@@ -54,7 +54,7 @@ final class EngineSemaphore implements DistributedSemaphore {
         Acquisition a = client.newAcquisition(name, LockMode.SEMAPHORE, count, permits, null, false, wait);
         a.start();
         try {
-            return Optional.of(new EngineLease(a.await()));
+            return Optional.of(new EngineLease(a.await(true)));
         } catch (LockTimeoutException e) {
             return Optional.empty();
         }

@@ -1,21 +1,38 @@
 package io.dlock.core;
 
 import io.dlock.DistributedLock;
+import io.dlock.Lease;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
-/** {@link Lock} over a {@link DistributedLock}: thread-owned holds, released by {@code unlock}. */
+/**
+ * {@link Lock} over a {@link DistributedLock}: thread-owned holds, released by {@code unlock}.
+ * {@code lock()} and {@code tryLock()} are not interruptible, as {@link Lock} specifies: an
+ * interrupt neither ends the wait nor costs the waiter its place in the queue; the flag is set
+ * again when the call returns.
+ */
 final class JavaLockView implements Lock {
-    private final DistributedLock lock;
+
+    /** A lock the view can acquire with or without responding to interrupts. */
+    interface Acquirer extends DistributedLock {
+        /**
+         * @param wait null to wait as long as it takes
+         * @param interruptible false to keep waiting through interrupts, restoring the flag after
+         */
+        Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException;
+    }
+
+    private final Acquirer lock;
     private final String backendName;
     private final Runnable unlock;
 
     /**
      * @param unlock drops one hold of the calling thread, or throws IllegalMonitorStateException
      */
-    JavaLockView(DistributedLock lock, String backendName, Runnable unlock) {
+    JavaLockView(Acquirer lock, String backendName, Runnable unlock) {
         this.lock = lock;
         this.backendName = backendName;
         this.unlock = unlock;
@@ -23,39 +40,31 @@ final class JavaLockView implements Lock {
 
     @Override
     public void lock() {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                lock.acquire();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true; // Lock.lock() is uninterruptible: keep waiting, restore the flag after.
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        uninterruptibly(null);
     }
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        lock.acquire();
+        lock.acquire(null, true);
     }
 
     @Override
     public boolean tryLock() {
+        return uninterruptibly(Duration.ZERO);
+    }
+
+    private boolean uninterruptibly(Duration wait) {
         try {
-            return lock.tryAcquire(Duration.ZERO).isPresent();
+            return lock.acquire(wait, false).isPresent();
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
+            throw new AssertionError("an uninterruptible acquisition was interrupted", e);
         }
     }
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         long nanos = Math.max(0, unit.toNanos(time));
-        return lock.tryAcquire(Duration.ofNanos(nanos)).isPresent();
+        return lock.acquire(Duration.ofNanos(nanos), true).isPresent();
     }
 
     @Override

@@ -270,6 +270,8 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     private final List<Runnable> heldReplies = new ArrayList<>(); // guarded by itself
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean failRenewals = new AtomicBoolean();
+    private final AtomicInteger failLookups = new AtomicInteger();
+    private final AtomicInteger lookups = new AtomicInteger();
 
     private InMemoryBackend(Server server, long session, Set<Capability> capabilities) {
         this.server = server;
@@ -351,6 +353,15 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     /** Removes an entry on the server's own account (its session expired), waking its successor. */
     void expire(QueueEntry entry) {
         server.remove(entry).forEach(REPLIES::execute);
+    }
+
+    /** Makes the next {@code n} lookups of {@link #findOwnEntry} fail as if the server were unreachable. */
+    void failLookups(int n) {
+        failLookups.set(n);
+    }
+
+    int lookups() {
+        return lookups.get();
     }
 
     /** While on, renewals fail as if the server were unreachable. */
@@ -462,7 +473,13 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
-        return CompletableFuture.supplyAsync(() -> server.find(lockName, acquisitionId, session), REPLIES);
+        return CompletableFuture.supplyAsync(() -> {
+            lookups.incrementAndGet();
+            if (failLookups.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                throw failure(lockName, "lookup failed (test)");
+            }
+            return server.find(lockName, acquisitionId, session);
+        }, REPLIES);
     }
 
     @Override

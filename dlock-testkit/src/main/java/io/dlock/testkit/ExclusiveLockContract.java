@@ -275,6 +275,35 @@ public interface ExclusiveLockContract extends LockFixture {
     }
 
     @Test
+    default void close_racingEveryAcquireForm_everyCallerReturns() throws Exception {
+        LockClient holder = newClient();
+        Lease busy = holder.lock("close-busy").acquire();
+        // Even trials wait behind the holder, odd ones find the lock free.
+        java.util.function.IntFunction<String> name = i -> i % 2 == 0 ? "close-busy" : "close-free";
+        List<CloseRace.Form> forms = new ArrayList<>(List.of(
+                (c, i) -> c.lock(name.apply(i)).acquire(),
+                (c, i) -> c.lock(name.apply(i)).tryAcquire(Duration.ofMinutes(1)),
+                (c, i) -> c.lock(name.apply(i)).acquireAsync(Duration.ofMinutes(1)),
+                (c, i) -> {
+                    Lock l = c.lock(name.apply(i)).asJavaLock();
+                    l.lock();
+                    return l;
+                }));
+        if (holder.capabilities().contains(io.dlock.Capability.MULTI_LOCK)) {
+            forms.add((c, i) -> c.multiLock(List.of(name.apply(i), "close-other")).acquire());
+        }
+        CloseRace.Result r = CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000,
+                Duration.ofSeconds(15));
+        assertThat(r.trials()).isGreaterThanOrEqualTo(forms.size() * 4);
+        assertThat(r.closedSeen() + r.acquiredSeen()).isEqualTo(r.trials());
+        // Nothing of the closed clients stays: the holder's entry alone, and it is still valid.
+        await().atMost(Timing.scale(crashReleaseBound())).until(() -> entries("close-busy").size() == 1
+                && entries("close-free").isEmpty() && entries("close-other").isEmpty());
+        assertThat(busy.isValid()).isTrue();
+        busy.close();
+    }
+
+    @Test
     default void holderKilled_nextWaiterAcquiresWithinItsLease() throws Exception {
         LockClient waiter = newClient();
         try (ChildJvm holder = ChildJvm.start(LockWorker.class, List.of("hold", uri(shortLease()), "crash"))) {

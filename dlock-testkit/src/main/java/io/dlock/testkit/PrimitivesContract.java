@@ -190,6 +190,41 @@ public interface PrimitivesContract extends LockFixture {
     }
 
     @Test
+    default void writeLock_downgradeWithAWriterQueued_tokensRiseInGrantOrder() throws Exception {
+        LockClient owner = newClient();
+        DistributedReadWriteLock rw = owner.readWriteLock("down-tokens");
+        Lease write = rw.writeLock().acquire();
+        CompletableFuture<Lease> queuedWriter = newClient().readWriteLock("down-tokens").writeLock()
+                .acquireAsync(Duration.ofMinutes(1));
+        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> readWriteEntries("down-tokens").size() == 2);
+        Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow();
+        write.close();
+        read.close();
+        Lease next = queuedWriter.get(10, TimeUnit.SECONDS);
+        // Grant order: write, its downgraded read, then the queued writer.
+        assertThat(read.fencingToken()).isGreaterThan(write.fencingToken());
+        assertThat(next.fencingToken()).isGreaterThan(read.fencingToken());
+        next.close();
+    }
+
+    @Test
+    default void close_racingSemaphoreAcquire_everyCallerReturns() throws Exception {
+        Lease full = newClient().semaphore("close-sem", 2).acquire(2);
+        List<CloseRace.Form> forms = List.of(
+                (c, i) -> c.semaphore(i % 2 == 0 ? "close-sem" : "close-sem-free", 2).acquire(1),
+                (c, i) -> c.semaphore(i % 2 == 0 ? "close-sem" : "close-sem-free", 2)
+                        .tryAcquire(1, Duration.ofMinutes(1)));
+        CloseRace.Result r = CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000,
+                Duration.ofSeconds(10));
+        assertThat(r.trials()).isGreaterThanOrEqualTo(8);
+        assertThat(r.closedSeen() + r.acquiredSeen()).isEqualTo(r.trials());
+        await().atMost(Timing.scale(crashReleaseBound())).until(() -> semaphoreEntries("close-sem").size() == 1
+                && semaphoreEntries("close-sem-free").isEmpty());
+        assertThat(full.isValid()).isTrue();
+        full.close();
+    }
+
+    @Test
     default void readLock_upgradeToWrite_failsAtOnceAndKeepsRead() throws Exception {
         DistributedReadWriteLock rw = newClient().readWriteLock("up");
         try (Lease read = rw.readLock().acquire()) {
