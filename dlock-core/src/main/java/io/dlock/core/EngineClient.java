@@ -42,6 +42,13 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@link LockClient} every backend shares.
  *
+ * <p>Threads: callers park in their own blocking calls; {@code acquireAsync} futures complete on
+ * the callback pool ({@code callbackThreads}), where users' continuations then run; {@code
+ * onLost} listeners run on a listener thread of their own that nothing else uses, so those
+ * continuations cannot delay them; renewal, suspension and stall checks and wait deadlines run on
+ * the timer thread; backend replies arrive on the backend client's threads and only complete
+ * futures.
+ *
  * <p>Concurrency: the lifecycle ({@link Lifecycle}) moves by CAS. Thread holds and the set of live
  * acquisitions are concurrent maps; an acquisition adds itself when granted and removes itself when
  * it ends. Connection events arrive in order on the backend's event thread; the suspension timer
