@@ -64,6 +64,8 @@ public final class LockOptions {
     private final int callbackThreads;
     private final boolean localQueueing;
     private final int maxLocalHandoffs;
+    private final Object metricsRegistry;
+    private final boolean metricsPerLockName;
 
     private LockOptions(Builder b) {
         this.leaseTime = b.leaseTime;
@@ -77,6 +79,8 @@ public final class LockOptions {
         this.callbackThreads = b.callbackThreads;
         this.localQueueing = b.localQueueing;
         this.maxLocalHandoffs = b.maxLocalHandoffs;
+        this.metricsRegistry = b.metricsRegistry;
+        this.metricsPerLockName = b.metricsPerLockName;
     }
 
     /**
@@ -235,6 +239,30 @@ public final class LockOptions {
         return maxLocalHandoffs;
     }
 
+    /**
+     * The Micrometer {@code MeterRegistry} the client records its meters in (see {@link
+     * LockMetricNames}), or empty for no metrics (the default).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the registry, typed {@code Object} because dlock-api depends on nothing
+     */
+    public java.util.Optional<Object> metricsRegistry() {
+        return java.util.Optional.ofNullable(metricsRegistry);
+    }
+
+    /**
+     * Whether meters carry the lock's name as a tag; off by default, since every lock name then
+     * makes meters of its own.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return true if meters are tagged with {@link LockMetricNames#TAG_LOCK}
+     */
+    public boolean metricsPerLockName() {
+        return metricsPerLockName;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof LockOptions other
@@ -248,13 +276,15 @@ public final class LockOptions {
                 && ticker == other.ticker
                 && callbackThreads == other.callbackThreads
                 && localQueueing == other.localQueueing
-                && maxLocalHandoffs == other.maxLocalHandoffs;
+                && maxLocalHandoffs == other.maxLocalHandoffs
+                && metricsRegistry == other.metricsRegistry
+                && metricsPerLockName == other.metricsPerLockName;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, reentrant, retryPolicy,
-                callbackThreads, localQueueing, maxLocalHandoffs);
+                callbackThreads, localQueueing, maxLocalHandoffs, metricsPerLockName);
     }
 
     @Override
@@ -262,7 +292,9 @@ public final class LockOptions {
         return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
                 + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair + ", reentrant=" + reentrant
                 + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + ", localQueueing="
-                + localQueueing + ", maxLocalHandoffs=" + maxLocalHandoffs + "]";
+                + localQueueing + ", maxLocalHandoffs=" + maxLocalHandoffs
+                + ", metrics=" + (metricsRegistry == null ? "off" : metricsRegistry.getClass().getSimpleName())
+                + (metricsPerLockName ? " per lock name" : "") + "]";
     }
 
     /**
@@ -282,6 +314,8 @@ public final class LockOptions {
         private int callbackThreads = DEFAULT_CALLBACK_THREADS;
         private boolean localQueueing = DEFAULT_LOCAL_QUEUEING;
         private int maxLocalHandoffs = DEFAULT_MAX_LOCAL_HANDOFFS;
+        private Object metricsRegistry;
+        private boolean metricsPerLockName;
 
         private Builder() {}
 
@@ -297,6 +331,8 @@ public final class LockOptions {
             this.callbackThreads = o.callbackThreads;
             this.localQueueing = o.localQueueing;
             this.maxLocalHandoffs = o.maxLocalHandoffs;
+            this.metricsRegistry = o.metricsRegistry;
+            this.metricsPerLockName = o.metricsPerLockName;
         }
 
         /**
@@ -407,6 +443,39 @@ public final class LockOptions {
          */
         public Builder ticker(Ticker ticker) {
             this.ticker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * Records the client's meters ({@link LockMetricNames}) in a Micrometer {@code
+         * MeterRegistry}: acquire latency by outcome, held and waiting gauges, lost leases by
+         * cause, renewals and local hand-offs. Micrometer must be on the class path; dlock itself
+         * does not need it otherwise.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail here; connecting
+         * with an object that is not a {@code MeterRegistry} is an {@link IllegalArgumentException}.
+         *
+         * @param meterRegistry an {@code io.micrometer.core.instrument.MeterRegistry}, or null for no
+         *     metrics
+         * @return this builder
+         */
+        public Builder metricsRegistry(Object meterRegistry) {
+            this.metricsRegistry = meterRegistry;
+            return this;
+        }
+
+        /**
+         * Tags every meter with the lock's name ({@link LockMetricNames#TAG_LOCK}). Off by default:
+         * each lock name then makes meters of its own, so turn it on only for a bounded set of
+         * names.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param perLockName true to tag meters with the lock name
+         * @return this builder
+         */
+        public Builder metricsPerLockName(boolean perLockName) {
+            this.metricsPerLockName = perLockName;
             return this;
         }
 

@@ -619,10 +619,11 @@ final class Acquisition {
      * while the session lives on), deleting it now would let the next holder in while this one may
      * still be inside its critical section.
      */
-    void lose(String reason, Throwable cause) {
+    void lose(LockMetrics.LossCause why, String reason, Throwable cause) {
         if (!transition(LockState.HELD, LockState.LOST)) {
             return;
         }
+        client.metrics.leaseLost(this, why);
         lostCause = new LockLostException(name, client.backendName, reason, cause);
         log.warn("[lock={} state=LOST] fencing token {}: {}", name, fencingToken, reason);
         client.onLost(this);

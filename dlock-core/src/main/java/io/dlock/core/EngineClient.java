@@ -89,6 +89,7 @@ final class EngineClient implements LockClient {
     final Renewer renewer;
     /** JVM-local queues of exclusive acquisitions (a no-op when the option is off). */
     final LocalQueues local;
+    final LockMetrics metrics;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
@@ -105,6 +106,12 @@ final class EngineClient implements LockClient {
         this.options = options;
         this.ticker = options.ticker();
         this.backendName = backend.name();
+        try {
+            this.metrics = LockMetrics.of(options, this);
+        } catch (RuntimeException | Error e) {
+            backend.close(); // refused before anything else was started
+            throw e;
+        }
         this.callbacks = new ThreadPoolExecutor(options.callbackThreads(), options.callbackThreads(), 0,
                 TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"),
                 (task, pool) -> task.run()); // after close, complete inline rather than drop a user's future
@@ -240,6 +247,7 @@ final class EngineClient implements LockClient {
                 }
                 callbacks.shutdown();
                 listeners.shutdown();
+                metrics.close();
                 lifecycle.set(Lifecycle.CLOSED);
             }
         }
@@ -250,6 +258,29 @@ final class EngineClient implements LockClient {
     /** Acquisitions waiting or holding (lost ones excluded). */
     int liveCount() {
         return live.size();
+    }
+
+    /** Grants this client holds now (for the held gauge; reads every live acquisition). */
+    int heldCount() {
+        int n = 0;
+        for (Acquisition a : live) {
+            if (a.state() == LockState.HELD) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Acquisitions of this client waiting now, in the backend's or the JVM-local queue. */
+    int waitingCount() {
+        int n = 0;
+        for (Acquisition a : live) {
+            LockState st = a.state();
+            if (st == LockState.QUEUED || st == LockState.IDLE) {
+                n++;
+            }
+        }
+        return n;
     }
 
     String nextAcquisitionId() {
@@ -284,11 +315,21 @@ final class EngineClient implements LockClient {
         checkOpen();
         Acquisition a = new Acquisition(this, name, mode, permits, maxPermits, owner, reentrant, wait);
         live.add(a);
-        a.outcome.whenComplete((x, e) -> {
-            if (e != null) {
-                live.remove(a);
-            }
-        });
+        if (metrics.timesAcquisitions()) {
+            long start = ticker.read();
+            a.outcome.whenComplete((x, e) -> {
+                if (e != null) {
+                    live.remove(a);
+                }
+                metrics.acquireEnded(a, ticker.read() - start, e);
+            });
+        } else {
+            a.outcome.whenComplete((x, e) -> {
+                if (e != null) {
+                    live.remove(a);
+                }
+            });
+        }
         if (lifecycle.get() != Lifecycle.OPEN) { // closed concurrently: do not leave it behind
             live.remove(a);
             throw closedException();
@@ -343,7 +384,7 @@ final class EngineClient implements LockClient {
                 try {
                     timer.schedule(() -> {
                         if (suspended.get() && suspension.get() == epoch) {
-                            loseAll("connection suspended for longer than " + bound, null);
+                            loseAll(LockMetrics.LossCause.SUSPENDED, "connection suspended for longer than " + bound);
                         }
                     }, bound.toNanos(), TimeUnit.NANOSECONDS);
                 } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -357,20 +398,20 @@ final class EngineClient implements LockClient {
             case LOST -> {
                 suspended.set(false);
                 suspension.incrementAndGet();
-                loseAll("session lost", null);
+                loseAll(LockMetrics.LossCause.SESSION, "session lost");
             }
         }
     }
 
     private void onStall(Duration stalled) {
-        loseAll("the JVM stalled for " + stalled.toMillis() + " ms (GC pause or process pause), longer than "
-                + backend.maxSuspension().toMillis() + " ms: the server may have expired the session", null);
+        loseAll(LockMetrics.LossCause.STALL, "the JVM stalled for " + stalled.toMillis() + " ms (GC pause or process pause), longer than "
+                + backend.maxSuspension().toMillis() + " ms: the server may have expired the session");
     }
 
-    private void loseAll(String reason, Throwable cause) {
+    private void loseAll(LockMetrics.LossCause why, String reason) {
         for (Acquisition a : new ArrayList<>(live)) {
             if (a.state() == LockState.HELD) {
-                a.lose(reason, cause);
+                a.lose(why, reason, null);
             }
         }
     }

@@ -97,6 +97,7 @@ final class LocalQueues {
                 q.carrier = next;
             }
             if (next.takeOver(from)) {
+                from.client.metrics.localHandOff(next);
                 return true;
             }
             // Cancelled between the claim and the grant: it finished itself; try the one after.

@@ -87,7 +87,7 @@ final class Renewer {
                 Grant g = a.grant();
                 if (g.validUntilNanos() - now < lossThresholdNanos()) {
                     tracked.remove(a);
-                    a.lose(renewal
+                    a.lose(LockMetrics.LossCause.EXPIRED, renewal
                             ? "the lease could not be renewed before it ran out"
                             : "the lease ran out (renewal is off)", a.lastRenewalFailure);
                 } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
@@ -102,6 +102,7 @@ final class Renewer {
     private void renew(Acquisition a, Grant g, long sentAt) {
         client.protocol.renew(g).whenComplete((renewed, error) -> {
             a.endRenewal();
+            client.metrics.renewal(a, error == null);
             if (error == null) {
                 a.lastRenewalFailure = null;
                 a.renewed(renewed, sentAt);
@@ -110,7 +111,7 @@ final class Renewer {
             Throwable cause = Acquisition.unwrap(error);
             if (cause instanceof EntryLostException) {
                 tracked.remove(a);
-                a.lose("renewal found the lock gone on the server: " + cause.getMessage(), cause);
+                a.lose(LockMetrics.LossCause.REMOVED, "renewal found the lock gone on the server: " + cause.getMessage(), cause);
             } else {
                 a.lastRenewalFailure = cause;
                 log.debug("[lock={} state=HELD] renewal failed, retrying: {}", a.name, cause.toString());

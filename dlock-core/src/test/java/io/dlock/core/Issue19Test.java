@@ -160,7 +160,7 @@ class Issue19Test {
         LockClient c = open();
         Lock multi = c.multiLock(List.of("a", "b")).asJavaLock();
         multi.lock();
-        heldByMe(c, "a").lose("lost for the test", null);
+        heldByMe(c, "a").lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
 
         multi.unlock();
 
@@ -234,7 +234,7 @@ class Issue19Test {
         CountDownLatch ran = new CountDownLatch(1);
         lease.onLost(e -> ran.countDown());
         try {
-            ((EngineLease) lease).acquisition().lose("lost for the test", null);
+            ((EngineLease) lease).acquisition().lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
             assertThat(ran.await(2, TimeUnit.SECONDS)).as("listener ran while the callback pool was busy").isTrue();
         } finally {
             release.countDown();
@@ -260,8 +260,8 @@ class Issue19Test {
         });
         second.onLost(e -> ran.add("second-2"));
 
-        ((EngineLease) first).acquisition().lose("lost for the test", null);
-        ((EngineLease) second).acquisition().lose("lost for the test", null);
+        ((EngineLease) first).acquisition().lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
+        ((EngineLease) second).acquisition().lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
 
         eventually().until(() -> ran.size() == 4);
         assertThat(ran).containsExactly("first-1", "first-2", "second", "second-2");
@@ -418,7 +418,7 @@ class Issue19Test {
         Lease lease = c.lock("x").acquire();
         CompletableFuture<String> thread = new CompletableFuture<>();
         lease.onLost(e -> thread.complete(Thread.currentThread().getName()));
-        ((EngineLease) lease).acquisition().lose("lost for the test", null);
+        ((EngineLease) lease).acquisition().lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
         assertThat(thread.get(5, TimeUnit.SECONDS)).contains("-listener-");
         assertThatThrownBy(lease::checkValid).isInstanceOf(LockLostException.class);
     }
