@@ -17,12 +17,14 @@ public final class LockEngine {
     /**
      * Creates a client over {@code backend}. The client owns the backend and closes it.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail once the
-     * arguments are non-null.
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: throws and closes
+     * {@code backend}, so nothing is left open.
      *
      * @param backend a connected backend
      * @param options the client's options
      * @return the client
+     * @throws IllegalArgumentException if {@link LockOptions#metricsRegistry()} is not a Micrometer
+     *     {@code MeterRegistry}, or Micrometer is missing
      */
     public static LockClient newClient(LockBackend backend, LockOptions options) {
         return new EngineClient(Objects.requireNonNull(backend, "backend"), Objects.requireNonNull(options, "options"));
