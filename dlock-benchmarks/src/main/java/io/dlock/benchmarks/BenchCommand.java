@@ -126,8 +126,6 @@ public final class BenchCommand implements Callable<Integer> {
 
     /**
      * Creates the command; picocli fills in its fields.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
      */
     public BenchCommand() {}
 

@@ -28,8 +28,6 @@ public final class Main implements Runnable {
 
     /**
      * Creates the top-level command; picocli fills in its fields.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
      */
     public Main() {}
 
@@ -57,9 +55,6 @@ public final class Main implements Runnable {
     /**
      * A picocli command line for {@code dlock}, ready to {@link CommandLine#execute(String...)
      * execute}; tests and embedders redirect its output with {@code setOut}/{@code setErr}.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread; the result is for one thread. On
-     * failure: cannot fail.
      *
      * @return a new command line
      */

@@ -107,8 +107,6 @@ public final class TortureCommand implements Callable<Integer> {
 
     /**
      * Creates the command; picocli fills in its options.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
      */
     public TortureCommand() {}
 

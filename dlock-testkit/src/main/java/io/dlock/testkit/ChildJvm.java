@@ -141,8 +141,6 @@ public final class ChildJvm implements AutoCloseable {
     /**
      * Returns whether the child process is still running (a paused child is alive).
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return true until the process has exited
      */
     public boolean isAlive() {
@@ -151,8 +149,6 @@ public final class ChildJvm implements AutoCloseable {
 
     /**
      * Returns a snapshot of every output line so far, stdout and stderr merged.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return an immutable copy, oldest line first
      */

@@ -187,8 +187,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns the port clients connect to.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the proxy's port on 127.0.0.1
      */
     public int port() {
@@ -197,8 +195,6 @@ public final class FaultProxy implements AutoCloseable {
 
     /**
      * Returns {@code "127.0.0.1:PORT"}, the address clients connect to instead of the server's.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return host and port separated by a colon
      */
@@ -209,8 +205,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns the server address the proxy forwards to.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the target address
      */
     public InetSocketAddress target() {
@@ -220,8 +214,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Clears every fault: bytes flow both ways at once, including bytes still queued; connections
      * that lost bytes to a blackhole stay silent (see the class description).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      */
     public void pass() {
         upstream = Rule.PASS;
@@ -253,8 +245,6 @@ public final class FaultProxy implements AutoCloseable {
      * ones are still accepted, as in a network partition; the other direction keeps its fault.
      * Bytes already queued inside the proxy are dropped too.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @param direction which way to drop
      */
     public void blackhole(Direction direction) {
@@ -285,8 +275,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns the fault currently applied to one direction.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @param direction {@link Direction#UPSTREAM} or {@link Direction#DOWNSTREAM}
      * @return the rule
      * @throws IllegalArgumentException for {@link Direction#BOTH}
@@ -302,8 +290,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns how many connections are open through the proxy now.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the count
      */
     public int openConnections() {
@@ -312,8 +298,6 @@ public final class FaultProxy implements AutoCloseable {
 
     /**
      * Returns how many client connections the proxy has accepted since it started.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the count, including connections closed at once for exceeding the limit
      */
@@ -324,8 +308,6 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns how many bytes a blackhole has dropped since the proxy started.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the byte count
      */
     public long droppedBytes() {
@@ -334,8 +316,6 @@ public final class FaultProxy implements AutoCloseable {
 
     /**
      * Returns how many bytes the proxy has delivered, both directions together.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the byte count
      */

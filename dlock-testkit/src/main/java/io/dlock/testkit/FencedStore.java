@@ -89,8 +89,6 @@ public final class FencedStore {
 
     /**
      * Creates an empty fenced store: value 0, no token seen.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      */
     public FencedStore() {
         this(true, 0);
@@ -107,8 +105,6 @@ public final class FencedStore {
     /**
      * Creates an empty fenced store: value 0; stale tokens are refused.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the store
      */
     public static FencedStore fenced() {
@@ -117,8 +113,6 @@ public final class FencedStore {
 
     /**
      * Creates an empty unfenced store: value 0; every access is accepted, and recorded.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the store
      */
@@ -129,8 +123,6 @@ public final class FencedStore {
     /**
      * Returns whether the store refuses stale tokens.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return true in fenced mode
      */
     public boolean isFenced() {
@@ -139,8 +131,6 @@ public final class FencedStore {
 
     /**
      * Returns the value the store started with (0).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the initial value
      */
@@ -219,8 +209,6 @@ public final class FencedStore {
     /**
      * Returns the highest token of any accepted access so far.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the token, or {@link #NO_TOKEN} before the first accepted access
      */
     public long highestToken() {
@@ -231,8 +219,6 @@ public final class FencedStore {
 
     /**
      * Returns the value of the last accepted write.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the value, the initial value (0) before the first accepted write
      */
@@ -245,8 +231,6 @@ public final class FencedStore {
     /**
      * Returns how many writes were accepted.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the count
      */
     public long acceptedWrites() {
@@ -257,8 +241,6 @@ public final class FencedStore {
 
     /**
      * Returns how many writes were rejected for a stale token.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the count, always 0 in unfenced mode
      */
@@ -271,8 +253,6 @@ public final class FencedStore {
     /**
      * Returns how many reads were rejected for a stale token.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the count, always 0 in unfenced mode
      */
     public long rejectedReads() {
@@ -283,8 +263,6 @@ public final class FencedStore {
 
     /**
      * Returns how many accesses (reads and writes, accepted or not) the store has decided.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the count
      */
@@ -328,8 +306,6 @@ public final class FencedStore {
 
     /**
      * Returns every write attempt in the order the store decided them.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return an immutable snapshot, oldest first
      */

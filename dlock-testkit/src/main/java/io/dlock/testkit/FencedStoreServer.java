@@ -101,8 +101,6 @@ public final class FencedStoreServer implements AutoCloseable {
     /**
      * Returns the port the server listens on, on 127.0.0.1.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the port
      */
     public int port() {
@@ -111,8 +109,6 @@ public final class FencedStoreServer implements AutoCloseable {
 
     /**
      * Returns the store being served.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the store
      */

@@ -79,8 +79,6 @@ public final class FencingChecker {
          * Returns {@code initialValue + acceptedWrites - finalValue}: the increments missing from
          * the final value when every write adds one to what its section read.
          *
-         * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
-         *
          * @return 0 when no increment was lost
          */
         public long shortfall() {
@@ -90,8 +88,6 @@ public final class FencingChecker {
         /**
          * Returns whether fencing held: no accepted overlap, no lost update and no accepted stale
          * write.
-         *
-         * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
          *
          * @return true when the resource stayed consistent
          */

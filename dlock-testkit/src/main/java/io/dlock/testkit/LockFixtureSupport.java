@@ -49,8 +49,6 @@ public abstract class LockFixtureSupport implements LockFixture {
     /**
      * Closes {@code closeable} after the test, before everything opened earlier.
      *
-     * <p>Blocking: never. Thread-safety: safe. On failure: cannot fail.
-     *
      * @param closeable what to close
      * @param <T> its type
      * @return {@code closeable}

@@ -78,8 +78,6 @@ public final class MutualExclusionChecker {
     /**
      * Returns how many callers are inside right now.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the current count
      */
     public int inside() {
@@ -88,8 +86,6 @@ public final class MutualExclusionChecker {
 
     /**
      * Returns the most callers ever inside at once; 1 when exclusion held.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the maximum, 0 before any entry
      */
@@ -100,8 +96,6 @@ public final class MutualExclusionChecker {
     /**
      * Returns how many entries found someone else already inside.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the violation count, 0 when exclusion held
      */
     public long violations() {
@@ -111,8 +105,6 @@ public final class MutualExclusionChecker {
     /**
      * Returns how many times {@link #enter(String)} was called.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the entry count
      */
     public long entries() {
@@ -121,8 +113,6 @@ public final class MutualExclusionChecker {
 
     /**
      * Describes the first violation: who entered and who was inside at the time.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return the description, or empty if there was none
      */
@@ -148,9 +138,6 @@ public final class MutualExclusionChecker {
 
     /**
      * Returns the racy counter's value.
-     *
-     * <p>Blocking: never. Thread-safety: read it after the writers are joined (or after the last
-     * lock release), which makes their writes visible. On failure: never fails.
      *
      * @return the number of increments that were not lost
      */

@@ -86,8 +86,6 @@ public final class DurationConverter implements CommandLine.ITypeConverter<Durat
     /**
      * Formats a measured duration for people, with one decimal of seconds ({@code 3.1 s}).
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
-     *
      * @param duration the duration
      * @return its text
      */

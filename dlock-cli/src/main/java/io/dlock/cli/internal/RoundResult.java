@@ -48,8 +48,6 @@ public record RoundResult(
     /**
      * Whether the round behaved as the demo expects.
      *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: cannot fail.
-     *
      * @return true if there are no problems
      */
     public boolean passed() {

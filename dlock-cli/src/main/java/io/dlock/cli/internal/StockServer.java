@@ -146,8 +146,6 @@ public final class StockServer implements AutoCloseable {
     /**
      * The port the server listens on, on {@code 127.0.0.1}.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
-     *
      * @return the TCP port
      */
     public int port() {
@@ -156,8 +154,6 @@ public final class StockServer implements AutoCloseable {
 
     /**
      * Whether this server rejects writes carrying a token lower than the highest it accepted.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
      *
      * @return true in fenced mode
      */
@@ -387,8 +383,6 @@ public final class StockServer implements AutoCloseable {
         /**
          * Items sold beyond the initial stock.
          *
-         * <p>Blocking: never. Thread-safety: immutable. On failure: cannot fail.
-         *
          * @return {@code sold - initialStock}, or 0 if fewer were sold
          */
         public int oversold() {
@@ -397,8 +391,6 @@ public final class StockServer implements AutoCloseable {
 
         /**
          * Whether the tokens of accepted writes strictly increased.
-         *
-         * <p>Blocking: never. Thread-safety: immutable. On failure: cannot fail.
          *
          * @return true if every accepted token is greater than the one accepted before it
          */

@@ -18,8 +18,6 @@ public final class SummaryTable {
     /**
      * Renders {@code rounds}, one row each, under a header and a rule.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
-     *
      * @param rounds the rounds in order
      * @return the table, lines separated by {@code \n}, ending with one
      */

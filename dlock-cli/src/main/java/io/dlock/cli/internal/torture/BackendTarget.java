@@ -16,8 +16,6 @@ public interface BackendTarget extends AutoCloseable {
     /**
      * Returns the backend's name, as in the summary ({@code zookeeper}, {@code redis}).
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the name
      */
     String backend();
@@ -26,8 +24,6 @@ public interface BackendTarget extends AutoCloseable {
      * Describes the server for the output, for example {@code ZooKeeper in a child JVM on
      * 127.0.0.1:40123}.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the description
      */
     String description();
@@ -35,16 +31,12 @@ public interface BackendTarget extends AutoCloseable {
     /**
      * Returns the address a worker's fault proxy forwards to.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @return the server's address
      */
     InetSocketAddress serverAddress();
 
     /**
      * Returns the dlock URI a worker connects with, reaching the server through {@code proxy}.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @param proxy the proxy's {@code host:port}
      * @param namespace where this run keeps its locks (a path or key prefix)
@@ -56,8 +48,6 @@ public interface BackendTarget extends AutoCloseable {
 
     /**
      * Returns whether this target can kill its server and start it again on the same data.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
      *
      * @return true if {@link #restartServer(Duration)} works
      */

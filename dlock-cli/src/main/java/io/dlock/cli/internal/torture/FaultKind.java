@@ -30,8 +30,6 @@ public enum FaultKind {
     /**
      * Returns the name used on the command line and in the output.
      *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
-     *
      * @return for example {@code server-restart}
      */
     public String cliName() {

@@ -28,8 +28,6 @@ public record FaultRecord(
     /**
      * Returns whether the lock was usable again within the bound.
      *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
-     *
      * @return true if recovered in time
      */
     public boolean recoveredInTime() {

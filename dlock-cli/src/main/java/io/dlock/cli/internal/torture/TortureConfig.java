@@ -56,8 +56,6 @@ public record TortureConfig(
      * Returns how long after a fault clears the lock must be usable again: session timeout plus
      * margin.
      *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
-     *
      * @return the bound
      */
     public Duration recoveryBound() {

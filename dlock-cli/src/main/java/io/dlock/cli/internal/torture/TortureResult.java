@@ -112,8 +112,6 @@ public record TortureResult(
     /**
      * Returns whether the run passed.
      *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
-     *
      * @return true when {@link #problems()} is empty
      */
     public boolean passed() {
@@ -148,8 +146,6 @@ public record TortureResult(
 
     /**
      * Renders the summary table.
-     *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
      *
      * @return lines ending in a newline
      */
@@ -196,8 +192,6 @@ public record TortureResult(
 
     /**
      * Renders the one-line JSON summary.
-     *
-     * <p>Blocking: never. Thread-safety: immutable. On failure: never fails.
      *
      * @return a JSON object without a trailing newline
      */

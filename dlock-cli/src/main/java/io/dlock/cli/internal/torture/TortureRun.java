@@ -73,8 +73,6 @@ public final class TortureRun {
     /**
      * Prepares a run; nothing starts until {@link #run()}.
      *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
      * @param config what to run
      * @param out where progress lines go (one per fault)
      */
