@@ -37,7 +37,11 @@ import org.slf4j.LoggerFactory;
  * lock; every other child watches only its immediate predecessor (a {@code getData} watch, which
  * unlike {@code exists} leaves nothing behind when the node is already gone) and re-reads the
  * children when it goes, since a middle waiter may have left. The fencing token is the child's
- * creation zxid, which increases across the whole ensemble in queue order.
+ * creation zxid, which increases across the whole ensemble in queue order, and across restarts
+ * that keep the data directory. A restart that lost the data starts the zxids again near zero, so
+ * tokens then fall below earlier ones; there is no guard here, because only state that outlives
+ * the server's data could provide one (the namespace node is lost with it), and a clock floor
+ * would break the order zxids keep across leader changes. The README says so.
  *
  * <p>Failure: the create and the first {@code getChildren} are pipelined (ZooKeeper answers one
  * session's requests in order), so an uncontended acquire waits one round trip. A create whose
@@ -100,7 +104,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
-        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), null);
+        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), false, null);
         if (result.isDone()) {
             return result;
         }
@@ -288,7 +292,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Position> awaitTurn(Position waiting) {
-        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), null);
+        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), false, null);
         if (result.isDone()) {
             return result;
         }
@@ -657,7 +661,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 w.result.completeExceptionally(new EntryLostException(entry, "withdrawn by this client"));
             }
         }
-        CompletableFuture<Void> done = tracked(new CompletableFuture<>(), null);
+        CompletableFuture<Void> done = tracked(new CompletableFuture<>(), true, null);
         if (!done.isDone()) {
             delete(entry, done, 0);
         }
@@ -709,7 +713,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
-        CompletableFuture<Optional<QueueEntry>> result = tracked(new CompletableFuture<>(), Optional.empty());
+        CompletableFuture<Optional<QueueEntry>> result = tracked(new CompletableFuture<>(), true, Optional.empty());
         if (!result.isDone()) {
             lookup(lockName, acquisitionId, result, null, 0, Integer.MAX_VALUE);
         }
@@ -816,17 +820,16 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     /**
-     * Records {@code stage} until it completes, with what it completes with if the backend closes
-     * first ({@code onClose} null: fail with {@link IllegalStateException}). If the backend is
-     * already closed, completes it now.
+     * Records {@code stage} until it completes, with what completes it if the backend closes first:
+     * {@code normally} completes it with {@code value}, else it fails with {@link
+     * IllegalStateException}. If the backend is already closed, completes it now.
      */
-    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, T onClose) {
+    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, T value) {
         inFlight.put(stage, () -> {
-            if (onClose != null) {
-                stage.complete(onClose);
+            if (normally) {
+                stage.complete(value);
             } else {
-                stage.completeExceptionally(
-                        new IllegalStateException(ZooKeeperBackend.NAME + " client closed"));
+                stage.completeExceptionally(new IllegalStateException(ZooKeeperBackend.NAME + " client closed"));
             }
         });
         stage.whenComplete((x, e) -> inFlight.remove(stage));
