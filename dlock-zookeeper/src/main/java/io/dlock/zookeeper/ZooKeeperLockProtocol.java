@@ -250,18 +250,18 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             CompletableFuture<Optional<QueueEntry>> lookup = new CompletableFuture<>();
             lookup(lockName, id, lookup, null, attempt + 1, maxAttempts());
             lookup.whenComplete((found, err) -> {
-                    if (err != null) {
-                        result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                                "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
-                    } else if (found.isPresent()) {
-                        log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
-                                found.get().key());
-                        remember(found.get().key(), request);
-                        readPosition(found.get(), result, 0);
-                    } else {
-                        createAndRead(request, result, attempt + 1);
-                    }
-                });
+                if (err != null) {
+                    result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
+                            "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
+                } else if (found.isPresent()) {
+                    log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
+                            found.get().key());
+                    remember(found.get().key(), request);
+                    readPosition(found.get(), result, 0);
+                } else {
+                    createAndRead(request, result, attempt + 1);
+                }
+            });
         });
     }
 
