@@ -58,6 +58,7 @@ final class ZooKeeperBackend implements LockBackend {
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final Queue<CompletableFuture<Void>> connectWaiters = new ConcurrentLinkedQueue<>();
     private final Duration maxSuspension;
+    private volatile boolean closed;
 
     private ZooKeeperBackend(ZooKeeperUri uri, CuratorFramework curator, Duration negotiatedSessionTimeout) {
         this.uri = uri;
@@ -151,10 +152,18 @@ final class ZooKeeperBackend implements LockBackend {
         }
     }
 
-    /** Completes once connected, or fails after the connect timeout. Never blocks. */
+    /**
+     * Completes once connected, or fails after the connect timeout, or at once when the backend is
+     * closed. Never blocks.
+     */
     CompletableFuture<Void> whenConnected() {
         CompletableFuture<Void> w = new CompletableFuture<>();
         connectWaiters.add(w);
+        if (closed) { // after the add: either this sees it, or close() drains the waiter
+            connectWaiters.remove(w);
+            w.completeExceptionally(new IllegalStateException(NAME + " client closed"));
+            return w;
+        }
         if (curator.getZookeeperClient().isConnected()) {
             connectWaiters.remove(w);
             w.complete(null);
@@ -194,9 +203,27 @@ final class ZooKeeperBackend implements LockBackend {
         return maxSuspension;
     }
 
+    /** Whether {@link #close()} has begun; nothing is retried after that. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Closes the Curator client (ending the session, so the server removes this client's nodes) and
+     * completes every stage the protocol still has in flight, so that none is left pending.
+     */
     @Override
     public void close() {
-        curator.close();
+        closed = true;
+        CompletableFuture<Void> w;
+        while ((w = connectWaiters.poll()) != null) {
+            w.completeExceptionally(new IllegalStateException(NAME + " client closed"));
+        }
+        try {
+            curator.close();
+        } finally {
+            mutex.closed();
+        }
     }
 
     private static int millis(Duration d) {

@@ -10,10 +10,12 @@ import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
@@ -21,6 +23,7 @@ import org.apache.zookeeper.Op;
 import org.apache.zookeeper.OpResult;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
@@ -34,7 +37,11 @@ import org.slf4j.LoggerFactory;
  * lock; every other child watches only its immediate predecessor (a {@code getData} watch, which
  * unlike {@code exists} leaves nothing behind when the node is already gone) and re-reads the
  * children when it goes, since a middle waiter may have left. The fencing token is the child's
- * creation zxid, which increases across the whole ensemble in queue order.
+ * creation zxid, which increases across the whole ensemble in queue order, and across restarts
+ * that keep the data directory. A restart that lost the data starts the zxids again near zero, so
+ * tokens then fall below earlier ones; there is no guard here, because only state that outlives
+ * the server's data could provide one (the namespace node is lost with it), and a clock floor
+ * would break the order zxids keep across leader changes. The README says so.
  *
  * <p>Failure: the create and the first {@code getChildren} are pipelined (ZooKeeper answers one
  * session's requests in order), so an uncontended acquire waits one round trip. A create whose
@@ -56,6 +63,38 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private final ZooKeeperBackend backend;
     /** The request behind each live semaphore entry of this client, by entry key (its total). */
     private final Map<String, LockRequest> requests = new ConcurrentHashMap<>();
+    /**
+     * Each waiting entry of this client, by key: added when a waiting position is handed out,
+     * replaced by the watch while one is set, removed when the entry is granted, lost or released.
+     * An entry released before its wait started has none, so no watch is set for it.
+     */
+    private final Map<String, Wait> waits = new ConcurrentHashMap<>();
+    /** Every stage handed out and not yet completed, with what completes it if the backend closes. */
+    private final Map<CompletableFuture<?>, Runnable> inFlight = new ConcurrentHashMap<>();
+
+    /**
+     * A waiting entry's watch; all null while no watch is set (between a watch firing and the next
+     * one). Compared by identity.
+     */
+    private static final class Wait {
+        final ZooKeeper zk;
+        final String path;
+        final WatcherType type;
+        final Watcher watcher;
+        final CompletableFuture<Position> result;
+
+        Wait(ZooKeeper zk, String path, WatcherType type, Watcher watcher, CompletableFuture<Position> result) {
+            this.zk = zk;
+            this.path = path;
+            this.type = type;
+            this.watcher = watcher;
+            this.result = result;
+        }
+
+        static Wait idle() {
+            return new Wait(null, null, null, null, null);
+        }
+    }
 
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
         this.backend = backend;
@@ -65,7 +104,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
-        CompletableFuture<Position> result = new CompletableFuture<>();
+        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), false, null);
+        if (result.isDone()) {
+            return result;
+        }
         if (request.mode() == LockMode.SEMAPHORE) {
             agreeOnPermits(request).whenComplete((ok, err) -> {
                 if (err != null) {
@@ -122,7 +164,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     if (Code.get(rc) == Code.OK) {
                         complete(result, entry, children);
                     } else {
-                        readPosition(entry, result);
+                        readPosition(entry, result, 0);
                     }
                 }
                 case NONODE -> ensureParent(parent, lockName, new byte[0]).whenComplete((ok, err) -> {
@@ -186,38 +228,41 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }, null);
     }
 
-    /** The create's outcome is unknown: reconnect, then adopt our node if this session has it. */
+    /**
+     * The create's outcome is unknown: once reconnected, adopt our node if this session has it,
+     * else create one. Bounded by the retry policy's attempts, the lookup's included, so the
+     * caller is answered; after giving up, the node this session may still have is found and
+     * removed by the engine's cleanup ({@link #findOwnEntry}, which does not give up).
+     */
     private void afterConnectionTrouble(
             LockRequest request, CompletableFuture<Position> result, int attempt, Throwable cause) {
         String lockName = request.lockName();
         String id = request.acquisitionId();
+        if (result.isDone() || backend.isClosed()) {
+            return; // answered already (the close completed it)
+        }
         if (attempt >= maxAttempts()) {
             result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
                     "gave up after " + (attempt + 1) + " attempts to enqueue: connection kept failing", cause));
             return;
         }
-        // From the second retry on, back off: a handle whose session has expired fails at once
-        // until Curator has replaced it, which would burn every attempt in a few microseconds.
-        java.util.concurrent.Executor later = attempt == 0 ? Runnable::run
-                : CompletableFuture.delayedExecutor(backoffMillis(attempt), java.util.concurrent.TimeUnit.MILLISECONDS);
-        CompletableFuture.runAsync(() -> { }, later)
-                .thenCompose(x -> backend.whenConnected())
-                .thenCompose(x -> findOwnEntry(lockName, id))
-                .whenComplete((found, err) -> {
-                    if (err != null) {
-                        // findOwnEntry already retried through connection losses; the engine looks
-                        // for the entry once more when it cleans up after this failure.
-                        result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                                "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
-                    } else if (found.isPresent()) {
-                        log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
-                                found.get().key());
-                        remember(found.get().key(), request);
-                        readPosition(found.get(), result);
-                    } else {
-                        createAndRead(request, result, attempt + 1);
-                    }
-                });
+        retry(attempt, () -> {
+            CompletableFuture<Optional<QueueEntry>> lookup = new CompletableFuture<>();
+            lookup(lockName, id, lookup, null, attempt + 1, maxAttempts());
+            lookup.whenComplete((found, err) -> {
+                if (err != null) {
+                    result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
+                            "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
+                } else if (found.isPresent()) {
+                    log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
+                            found.get().key());
+                    remember(found.get().key(), request);
+                    readPosition(found.get(), result, 0);
+                } else {
+                    createAndRead(request, result, attempt + 1);
+                }
+            });
+        });
     }
 
     private CompletableFuture<Void> ensureParent(String parent, String lockName, byte[] data) {
@@ -247,54 +292,116 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Position> awaitTurn(Position waiting) {
-        CompletableFuture<Position> result = new CompletableFuture<>();
+        CompletableFuture<Position> result = tracked(new CompletableFuture<>(), false, null);
+        if (result.isDone()) {
+            return result;
+        }
         if (WATCH_CHILDREN.equals(waiting.predecessor())) {
-            watchChildren(waiting, result);
+            watchChildren(waiting, result, 0);
         } else {
-            watchPredecessor(waiting, result);
+            watchPredecessor(waiting, result, 0);
         }
         return result;
     }
 
-    private void watchPredecessor(Position waiting, CompletableFuture<Position> result) {
+    /**
+     * Sets a {@code getData} watch on the predecessor, tracked in {@link #waits} so that a release
+     * of the entry removes it; if the entry was released already, sets none.
+     */
+    private void watchPredecessor(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        ZooKeeper zk = sessionOf(entry, result);
+        String key = entry.key();
+        ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchPredecessor(waiting, result, attempt + 1));
         if (zk == null) {
             return;
         }
-        Watcher watcher = new Watcher() {
-            @Override
-            public void process(WatchedEvent event) {
-                switch (event.getType()) {
-                    case NodeDeleted -> readPosition(entry, result);
-                    case None -> {
-                        // Disconnected: ZooKeeper re-registers the watch when it reconnects within
-                        // the session. Expired: our node is gone too.
-                        if (event.getState() == Event.KeeperState.Expired
-                                || event.getState() == Event.KeeperState.Closed) {
-                            result.completeExceptionally(new EntryLostException(entry, "session " + event.getState()));
-                        }
+        String predecessor = key.substring(0, key.lastIndexOf('/') + 1) + waiting.predecessor();
+        Wait[] self = new Wait[1];
+        Watcher watcher = event -> {
+            Wait mine = self[0];
+            switch (event.getType()) {
+                case NodeDeleted -> {
+                    if (waits.replace(key, mine, Wait.idle())) { // else released: nothing to do
+                        readPosition(entry, result, 0);
                     }
-                    default -> watchPredecessor(waiting, result); // data changed: watch again
+                }
+                case DataWatchRemoved, ChildWatchRemoved -> { } // removed by release
+                case None -> {
+                    // Disconnected: ZooKeeper re-registers the watch when it reconnects within
+                    // the session. Expired: our node is gone too.
+                    if (event.getState() == Watcher.Event.KeeperState.Expired
+                            || event.getState() == Watcher.Event.KeeperState.Closed) {
+                        lose(entry, result, "session " + event.getState());
+                    }
+                }
+                default -> { // data changed: the one-shot watch is spent; watch again if still waiting
+                    if (waits.get(key) == mine) {
+                        watchPredecessor(waiting, result, 0);
+                    }
                 }
             }
         };
-        String predecessor = entry.key().substring(0, entry.key().lastIndexOf('/') + 1) + waiting.predecessor();
+        Wait mine = new Wait(zk, predecessor, WatcherType.Data, watcher, result);
+        self[0] = mine;
+        if (!startWait(entry, mine, result)) {
+            return;
+        }
         zk.getData(predecessor, watcher, (rc, path, ctx, data, stat) -> {
             Code code = Code.get(rc);
             switch (code) {
-                case OK -> { } // watch set: wait for the predecessor to go
-                case NONODE -> readPosition(entry, result); // already gone: no watch was left behind
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> watchPredecessor(waiting, result));
-                case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
-                default -> result.completeExceptionally(failure(entry.lockName(), "watching " + predecessor, code));
+                case OK -> {
+                    if (waits.get(key) != mine) {
+                        removeWatch(mine); // released while the watch was being set
+                    }
+                }
+                case NONODE -> { // already gone: no watch was left behind
+                    if (waits.replace(key, mine, Wait.idle())) {
+                        readPosition(entry, result, 0);
+                    }
+                }
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
+                    retry(attempt, () -> watchPredecessor(waiting, result, attempt + 1));
+                case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                default -> fail(entry, result, failure(entry.lockName(), "watching " + predecessor, code));
             }
         }, null);
     }
 
+    /**
+     * Replaces the entry's current wait by {@code mine}; false (and {@code result} failed) if the
+     * entry has none: it was released (withdrawn) or lost, and no watch must be set for it.
+     */
+    private boolean startWait(QueueEntry entry, Wait mine, CompletableFuture<Position> result) {
+        String key = entry.key();
+        while (true) {
+            Wait current = waits.get(key);
+            if (current == null) {
+                result.completeExceptionally(new EntryLostException(entry, "withdrawn by this client"));
+                return false;
+            }
+            if (waits.replace(key, current, mine)) {
+                return true;
+            }
+        }
+    }
+
+    /** Removes a wait's watch from the client (local: also when the server cannot be reached). */
+    private static void removeWatch(Wait wait) {
+        if (wait.watcher == null) {
+            return;
+        }
+        try {
+            wait.zk.removeWatches(wait.path, wait.watcher, wait.type, true, (rc, path, ctx) -> {
+                // NOWATCHER: it fired or was removed already. Anything else was removed locally.
+            }, null);
+        } catch (RuntimeException e) {
+            log.debug("removing the watch on {} failed: {}", wait.path, e.toString());
+        }
+    }
+
     /** Re-reads the queue and reports where {@code entry} stands now. */
-    private void readPosition(QueueEntry entry, CompletableFuture<Position> result) {
-        ZooKeeper zk = zkOrFail(result);
+    private void readPosition(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
+        ZooKeeper zk = sessionOf(entry, result, attempt, () -> readPosition(entry, result, attempt + 1));
         if (zk == null) {
             return;
         }
@@ -303,10 +410,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             Code code = Code.get(rc);
             switch (code) {
                 case OK -> complete(result, entry, children);
-                case NONODE -> result.completeExceptionally(new EntryLostException(entry, "its lock node is gone"));
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> readPosition(entry, result));
-                case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
-                default -> result.completeExceptionally(failure(entry.lockName(), "reading " + parent, code));
+                case NONODE -> lose(entry, result, "its lock node is gone");
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
+                    retry(attempt, () -> readPosition(entry, result, attempt + 1));
+                case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                default -> fail(entry, result, failure(entry.lockName(), "reading " + parent, code));
             }
         }, null);
     }
@@ -318,12 +426,57 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * Hands out the entry's position among {@code children}. A waiting entry is registered in
+     * {@link #waits} before the engine sees it, so that a release racing the engine's next
+     * {@code awaitTurn} is noticed there.
+     */
     private void complete(CompletableFuture<Position> result, QueueEntry entry, List<String> children) {
+        Position now;
         try {
-            result.complete(position(entry, children));
+            now = position(entry, children);
         } catch (EntryLostException e) {
-            requests.remove(entry.key());
+            forget(entry.key());
             result.completeExceptionally(e);
+            return;
+        }
+        handOut(result, now);
+    }
+
+    private void handOut(CompletableFuture<Position> result, Position now) {
+        String key = now.entry().key();
+        if (now.isGranted()) {
+            waits.remove(key);
+            result.complete(now);
+            return;
+        }
+        Wait idle = Wait.idle();
+        Wait prior = waits.putIfAbsent(key, idle);
+        if (!result.complete(now) && prior == null) {
+            waits.remove(key, idle); // nobody will wait with it
+        }
+    }
+
+    /** The entry is gone (its session ended, or it left the queue): forget it and tell the engine. */
+    private void lose(QueueEntry entry, CompletableFuture<Position> result, String why) {
+        forget(entry.key());
+        result.completeExceptionally(new EntryLostException(entry, why));
+    }
+
+    /** A wait that cannot go on: its watch goes too. */
+    private void fail(QueueEntry entry, CompletableFuture<Position> result, Throwable error) {
+        Wait w = waits.remove(entry.key());
+        if (w != null) {
+            removeWatch(w);
+        }
+        result.completeExceptionally(error);
+    }
+
+    private void forget(String key) {
+        requests.remove(key);
+        Wait w = waits.remove(key);
+        if (w != null) {
+            removeWatch(w);
         }
     }
 
@@ -362,56 +515,103 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * A semaphore waiter is unblocked by any holder ahead leaving, not only its predecessor, so it
      * watches the children (semaphores trade the no-herd rule for that; locks keep it).
      */
-    private void watchChildren(Position waiting, CompletableFuture<Position> result) {
+    private void watchChildren(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        ZooKeeper zk = sessionOf(entry, result);
+        String key = entry.key();
+        ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchChildren(waiting, result, attempt + 1));
         if (zk == null) {
             return;
         }
+        String parent = parentOf(key);
+        Wait[] self = new Wait[1];
         Watcher watcher = event -> {
-            if (event.getType() == Watcher.Event.EventType.None) {
-                if (event.getState() == Watcher.Event.KeeperState.Expired
-                        || event.getState() == Watcher.Event.KeeperState.Closed) {
-                    result.completeExceptionally(new EntryLostException(entry, "session " + event.getState()));
+            Wait mine = self[0];
+            switch (event.getType()) {
+                case None -> {
+                    if (event.getState() == Watcher.Event.KeeperState.Expired
+                            || event.getState() == Watcher.Event.KeeperState.Closed) {
+                        lose(entry, result, "session " + event.getState());
+                    }
                 }
-            } else if (!result.isDone()) {
-                watchChildren(waiting, result);
+                case DataWatchRemoved, ChildWatchRemoved -> { } // removed by release
+                default -> {
+                    if (!result.isDone() && waits.get(key) == mine) {
+                        watchChildren(waiting, result, 0);
+                    }
+                }
             }
         };
-        String parent = parentOf(entry.key());
+        Wait mine = new Wait(zk, parent, WatcherType.Children, watcher, result);
+        self[0] = mine;
+        if (!startWait(entry, mine, result)) {
+            return;
+        }
         zk.getChildren(parent, watcher, (rc, path, ctx, children) -> {
             Code code = Code.get(rc);
             switch (code) {
                 case OK -> {
-                    try {
-                        Position now = position(entry, children);
-                        if (now.isGranted()) {
-                            result.complete(now);
-                        } // else: the watch fires on the next change
-                    } catch (EntryLostException e) {
-                        requests.remove(entry.key());
-                        result.completeExceptionally(e);
+                    if (waits.get(key) != mine) {
+                        removeWatch(mine); // released while the watch was being set
+                        return;
                     }
+                    Position now;
+                    try {
+                        now = position(entry, children);
+                    } catch (EntryLostException e) {
+                        forget(key);
+                        result.completeExceptionally(e);
+                        return;
+                    }
+                    if (now.isGranted()) {
+                        forgetWait(key, mine);
+                        result.complete(now);
+                    } // else: the watch fires on the next change
                 }
-                case NONODE -> result.completeExceptionally(new EntryLostException(entry, "its parent is gone"));
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(result, () -> watchChildren(waiting, result));
-                case SESSIONEXPIRED -> result.completeExceptionally(new EntryLostException(entry, "session expired"));
-                default -> result.completeExceptionally(failure(entry.lockName(), "watching " + parent, code));
+                case NONODE -> lose(entry, result, "its parent is gone");
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
+                    retry(attempt, () -> watchChildren(waiting, result, attempt + 1));
+                case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                default -> fail(entry, result, failure(entry.lockName(), "watching " + parent, code));
             }
         }, null);
+    }
+
+    /** Granted while its children watch is still set: the watch goes. */
+    private void forgetWait(String key, Wait mine) {
+        if (waits.remove(key, mine)) {
+            removeWatch(mine);
+        }
     }
 
     /**
      * Every client of one semaphore must agree on its total: the first records it in the parent
      * node's data, later ones compare. Disagreement is an IllegalArgumentException, not silent.
+     * Nothing is created yet, so connection trouble is retried only within the retry policy.
      */
     private CompletableFuture<Void> agreeOnPermits(LockRequest request) {
         CompletableFuture<Void> done = new CompletableFuture<>();
+        agreeOnPermits(request, done, 0);
+        return done;
+    }
+
+    private void agreeOnPermits(LockRequest request, CompletableFuture<Void> done, int attempt) {
         String parent = backend.lockPath(request.lockName());
         byte[] mine = ("permits=" + request.maxPermits()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        ZooKeeper zk = zkOrFail(done);
-        if (zk == null) {
-            return done;
+        Runnable again = () -> {
+            if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
+                done.completeExceptionally(new LockBackendException(request.lockName(), ZooKeeperBackend.NAME,
+                        "gave up reading " + parent + " after " + (attempt + 1)
+                                + " attempts: the connection kept failing", null));
+            } else {
+                retry(attempt + 1, () -> agreeOnPermits(request, done, attempt + 1));
+            }
+        };
+        ZooKeeper zk;
+        try {
+            zk = backend.zk();
+        } catch (LockBackendException e) {
+            again.run();
+            return;
         }
         zk.getData(parent, false, (rc, path, ctx, data, stat) -> {
             Code code = Code.get(rc);
@@ -420,14 +620,14 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     if (err != null) {
                         done.completeExceptionally(err);
                     } else {
-                        agreeOnPermits(request).whenComplete((x, e) -> complete(done, e));
+                        agreeOnPermits(request, done, attempt);
                     }
                 });
                 case OK -> {
                     String recorded = data == null ? "" : new String(data, java.nio.charset.StandardCharsets.UTF_8);
                     if (recorded.isEmpty()) {
                         zk.setData(parent, mine, stat.getVersion(), (rc2, p2, c2, s2) ->
-                                agreeOnPermits(request).whenComplete((x, e) -> complete(done, e)), null);
+                                agreeOnPermits(request, done, attempt), null);
                     } else if (recorded.equals(new String(mine, java.nio.charset.StandardCharsets.UTF_8))) {
                         done.complete(null);
                     } else {
@@ -436,38 +636,52 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                                 + " permits; this client opened it with " + request.maxPermits()));
                     }
                 }
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryWhenConnected(done,
-                        () -> agreeOnPermits(request).whenComplete((x, e) -> complete(done, e)));
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> again.run();
                 default -> done.completeExceptionally(failure(request.lockName(), "reading " + parent, code));
             }
         }, null);
-        return done;
-    }
-
-    private static void complete(CompletableFuture<Void> done, Throwable error) {
-        if (error != null) {
-            done.completeExceptionally(error);
-        } else {
-            done.complete(null);
-        }
     }
 
     // ---- release
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>A waiting entry's watch is removed from the client at once (a withdrawn waiter leaves
+     * nothing behind), and its pending {@link #awaitTurn} stage fails with {@link
+     * EntryLostException}.
+     */
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         requests.remove(entry.key());
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        delete(entry, done);
+        Wait w = waits.remove(entry.key());
+        if (w != null) {
+            removeWatch(w);
+            if (w.result != null) {
+                w.result.completeExceptionally(new EntryLostException(entry, "withdrawn by this client"));
+            }
+        }
+        CompletableFuture<Void> done = tracked(new CompletableFuture<>(), true, null);
+        if (!done.isDone()) {
+            delete(entry, done, 0);
+        }
         return done;
     }
 
-    private void delete(QueueEntry entry, CompletableFuture<Void> done) {
+    /**
+     * Deletes the node, through connection drops (with the retry policy's back-off, no bound on
+     * attempts), until it is gone or its session has ended; a client closed meanwhile ends it too.
+     */
+    private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
+        if (done.isDone() || backend.isClosed()) {
+            done.complete(null); // client closed: the session ends with it
+            return;
+        }
         ZooKeeper zk;
         try {
             zk = backend.zk();
         } catch (LockBackendException e) {
-            retryDeleteWhenConnected(entry, done);
+            retry(attempt, () -> delete(entry, done, attempt + 1));
             return;
         }
         if (zk.getSessionId() != entry.session()) {
@@ -478,45 +692,74 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             Code code = Code.get(rc);
             switch (code) {
                 case OK, NONODE, SESSIONEXPIRED -> done.complete(null);
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retryDeleteWhenConnected(entry, done);
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
+                    retry(attempt, () -> delete(entry, done, attempt + 1));
                 default -> done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), code));
             }
         }, null);
     }
 
-    private void retryDeleteWhenConnected(QueueEntry entry, CompletableFuture<Void> done) {
-        if (backend.curator.getState() != org.apache.curator.framework.imps.CuratorFrameworkState.STARTED) {
-            done.complete(null); // client closed: the session ends with it
-            return;
-        }
-        // Not connected within the connect timeout: keep trying; the loop ends when the node is
-        // gone or Curator has replaced the session (checked at the top of delete).
-        backend.whenConnected().whenComplete((x, err) -> delete(entry, done));
-    }
-
     // ---- recovery
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Answers only "found" or "not found", never fails on connection trouble: it keeps looking
+     * (with the retry policy's back-off, no bound on attempts) until a read succeeds, or until the
+     * session current when it started is over, whose ephemeral nodes the server removes. Curator
+     * ends a session that has been out of reach for a session timeout, which bounds the wait. After
+     * the client is closed it answers "not found" (the session ends with the client). It fails only
+     * on an error that no retry can mend (for example no permission to read the lock's node).
+     */
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
-        CompletableFuture<Optional<QueueEntry>> result = new CompletableFuture<>();
-        findOwnEntry(lockName, acquisitionId, result, 0);
+        CompletableFuture<Optional<QueueEntry>> result = tracked(new CompletableFuture<>(), true, Optional.empty());
+        if (!result.isDone()) {
+            lookup(lockName, acquisitionId, result, null, 0, Integer.MAX_VALUE);
+        }
         return result;
     }
 
     /**
      * Looks for the acquisition's node among the lock's children. A connection loss while looking
-     * is retried once reconnected (bounded by the retry policy), never read as "not found": that
-     * would make the caller create a second node behind its own orphan, which then waits for
-     * itself until the session ends.
+     * is retried once reconnected, never read as "not found": that would make the caller create a
+     * second node behind its own orphan, or leave the orphan for good. "Not found" comes only from a
+     * successful read, or when the handle {@code origin} (the one current at the first try) has been
+     * replaced: the session that could own the node is over.
+     *
+     * @param origin the handle of the first try, or null before it
+     * @param maxAttempt past this attempt, fail with "gave up" (only the enqueue bounds it)
      */
-    private void findOwnEntry(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
-            int attempt) {
-        ZooKeeper zk = zkOrFail(result);
-        if (zk == null) {
+    private void lookup(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
+            ZooKeeper origin, int attempt, int maxAttempt) {
+        if (result.isDone()) {
             return;
         }
+        if (backend.isClosed()) {
+            result.complete(Optional.empty()); // the session ends with the client
+            return;
+        }
+        if (attempt > maxAttempt) {
+            result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
+                    "gave up looking for its own queue node after " + attempt
+                            + " attempts: the connection kept failing", null));
+            return;
+        }
+        ZooKeeper zk;
+        try {
+            zk = backend.zk();
+        } catch (LockBackendException e) {
+            retry(attempt, () -> lookup(lockName, acquisitionId, result, origin, attempt + 1, maxAttempt));
+            return;
+        }
+        if (origin != null && zk != origin) {
+            // Curator replaced the handle: the session that could own the node is over, and the
+            // server removes its ephemeral nodes.
+            result.complete(Optional.empty());
+            return;
+        }
+        Runnable retry = () -> retry(attempt, () -> lookup(lockName, acquisitionId, result, zk, attempt + 1, maxAttempt));
         String parent = backend.lockPath(lockName);
-        Runnable retry = () -> retryFind(lockName, acquisitionId, result, attempt);
         zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
             Code code = Code.get(rc);
             switch (code) {
@@ -529,21 +772,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 }
                 // No parent, or the session is gone with its ephemeral nodes: nothing of ours is left.
                 case NONODE, SESSIONEXPIRED -> result.complete(Optional.empty());
-                case CONNECTIONLOSS, OPERATIONTIMEOUT -> retry.run();
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run();
                 default -> result.completeExceptionally(failure(lockName, "reading " + parent, code));
             }
         }, null);
-    }
-
-    private void retryFind(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
-            int attempt) {
-        if (attempt >= maxAttempts()) {
-            result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                    "gave up looking for its own queue node after " + (attempt + 1)
-                            + " attempts: the connection kept failing", null));
-            return;
-        }
-        retryWhenConnected(result, () -> findOwnEntry(lockName, acquisitionId, result, attempt + 1));
     }
 
     /** Adopts the first candidate whose ephemeral owner is the current session. */
@@ -556,54 +788,100 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         String path = parent + "/" + candidates.get(i);
         zk.exists(path, false, (rc, p, ctx, stat) -> {
             Code code = Code.get(rc);
-            if (code == Code.CONNECTIONLOSS || code == Code.OPERATIONTIMEOUT) {
-                retry.run(); // unknown, not absent: look again once reconnected
-            } else if (code == Code.OK && stat != null && stat.getEphemeralOwner() == session) {
-                result.complete(Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
-            } else {
-                if (stat != null) {
+            switch (code) {
+                case OK -> {
+                    if (stat.getEphemeralOwner() == session) {
+                        result.complete(Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
+                        return;
+                    }
                     log.debug("[lock={} state=QUEUED] not adopting {}: owned by session 0x{}, not 0x{}", lockName, path,
                             Long.toHexString(stat.getEphemeralOwner()), Long.toHexString(session));
+                    checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
                 }
-                checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
+                case NONODE -> checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
+                case SESSIONEXPIRED -> result.complete(Optional.empty());
+                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run(); // unknown, not absent
+                default -> result.completeExceptionally(failure(lockName, "reading " + path, code));
             }
         }, null);
     }
 
-    // ---- helpers
+    // ---- close
 
-    /** The current handle, or null after failing {@code result} when there is none. */
-    private ZooKeeper zkOrFail(CompletableFuture<?> result) {
-        try {
-            return backend.zk();
-        } catch (LockBackendException e) {
-            result.completeExceptionally(e);
-            return null;
+    /**
+     * Completes every stage still in flight; called by the backend once it is closed. Nothing is
+     * retried afterwards (every retry checks {@link ZooKeeperBackend#isClosed()}).
+     */
+    void closed() {
+        for (Runnable onClose : List.copyOf(inFlight.values())) {
+            onClose.run();
         }
+        waits.clear();
     }
 
     /**
-     * The handle of the session that owns {@code entry}, or null after failing {@code result}: a
-     * waiter whose session has been replaced has lost its entry.
+     * Records {@code stage} until it completes, with what completes it if the backend closes first:
+     * {@code normally} completes it with {@code value}, else it fails with {@link
+     * IllegalStateException}. If the backend is already closed, completes it now.
      */
-    private ZooKeeper sessionOf(QueueEntry entry, CompletableFuture<Position> result) {
-        ZooKeeper zk = zkOrFail(result);
-        if (zk != null && zk.getSessionId() != entry.session()) {
-            result.completeExceptionally(new EntryLostException(entry, "its session ended"));
+    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, T value) {
+        inFlight.put(stage, () -> {
+            if (normally) {
+                stage.complete(value);
+            } else {
+                stage.completeExceptionally(new IllegalStateException(ZooKeeperBackend.NAME + " client closed"));
+            }
+        });
+        stage.whenComplete((x, e) -> inFlight.remove(stage));
+        if (backend.isClosed()) { // after the put: either this sees it, or the close's sweep does
+            inFlight.getOrDefault(stage, () -> { }).run();
+        }
+        return stage;
+    }
+
+    // ---- helpers
+
+    /**
+     * The handle of the session that owns {@code entry}, or null: after failing {@code result} with
+     * {@link EntryLostException} when that session has ended, or after arranging {@code again}
+     * when there is no handle just now.
+     */
+    private ZooKeeper sessionOf(QueueEntry entry, CompletableFuture<Position> result, int attempt, Runnable again) {
+        if (result.isDone() || backend.isClosed()) {
+            return null;
+        }
+        ZooKeeper zk;
+        try {
+            zk = backend.zk();
+        } catch (LockBackendException e) {
+            retry(attempt, again);
+            return null;
+        }
+        if (zk.getSessionId() != entry.session()) {
+            lose(entry, result, "its session ended");
             return null;
         }
         return zk;
     }
 
-    /** Runs {@code retry} once reconnected within the session, or fails {@code result}. */
-    private void retryWhenConnected(CompletableFuture<?> result, Runnable retry) {
-        backend.whenConnected().whenComplete((x, err) -> {
-            if (err != null) {
-                result.completeExceptionally(err);
-            } else {
-                retry.run();
+    /**
+     * Runs {@code again} after connection trouble: at once the first time, later after the retry
+     * policy's back-off (a handle whose session has expired fails at once until Curator has replaced
+     * it, which would otherwise spin), each time once connected or after the connect timeout,
+     * whichever comes first (still disconnected, the operation fails again and comes back here).
+     * Does nothing once the client is closed: the close completed what was waiting.
+     */
+    private void retry(int attempt, Runnable again) {
+        if (backend.isClosed()) {
+            return;
+        }
+        Executor later = attempt == 0 ? Runnable::run
+                : CompletableFuture.delayedExecutor(backoffMillis(attempt), TimeUnit.MILLISECONDS);
+        later.execute(() -> backend.whenConnected().whenComplete((x, err) -> {
+            if (!backend.isClosed()) {
+                again.run();
             }
-        });
+        }));
     }
 
     private static String rootMessage(Throwable e) {
