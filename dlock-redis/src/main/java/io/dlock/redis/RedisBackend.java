@@ -163,8 +163,7 @@ final class RedisBackend implements LockBackend {
                 .nettyCustomizer(channels)
                 .ioThreadPoolSize(2)
                 .computationThreadPoolSize(1)
-                .reconnectDelay(Delay.exponential(positive(retry.baseSleep()), positive(retry.maxSleep()), 2,
-                        TimeUnit.MILLISECONDS))
+                .reconnectDelay(reconnectDelay(retry))
                 .build();
         ScheduledThreadPoolExecutor timer = newTimer();
         AbstractRedisClient client = null;
@@ -700,6 +699,19 @@ final class RedisBackend implements LockBackend {
                 timer.shutdownNow();
             }
         }
+    }
+
+    /**
+     * Lettuce's exponential back-off between the retry policy's sleeps; Lettuce refuses equal bounds
+     * (retryMaxSleep = retryBaseSleep, which the options allow), so those become a 1 ms range.
+     */
+    static Delay reconnectDelay(RetryPolicy retry) {
+        Duration lower = positive(retry.baseSleep());
+        Duration upper = positive(retry.maxSleep());
+        if (upper.compareTo(lower) <= 0) {
+            upper = lower.plusMillis(1);
+        }
+        return Delay.exponential(lower, upper, 2, TimeUnit.MILLISECONDS);
     }
 
     private static Duration positive(Duration d) {

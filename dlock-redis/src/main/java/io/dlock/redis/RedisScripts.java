@@ -27,34 +27,37 @@ import java.util.HexFormat;
  * </ul>
  *
  * <p>Epoch marker, per key prefix ({@code P:epoch}; on a Cluster one per hash slot, {@code
- * P:{tag}:epoch} with a tag of the lock's slot, since a script may touch only its own slot): the
- * string {@code 1} while the node's data is continuous, written once and never expiring. A server
- * that lost its data (a restart without persistence or before its AOF was fsynced, a flush, an
- * eviction) has lost the marker with the grants, and the grants' holders may still consider their
- * leases valid for up to {@code leaseTime}. So the acquire script grants nothing while the marker
- * is missing or fenced: the first acquire that finds it missing writes {@code "until start"} (server
- * ms), a fence of its client's lease time, and waits; a client with a longer lease extends the
- * fence to the start plus its lease; the first acquire after {@code until} writes {@code 1}. A
- * missing marker is never taken for a fresh server: a first deployment waits one lease time once.
- * The uncontended fast path pays one {@code GET} of the marker for this.
+ * P:{tag}:epoch} with a tag of the lock's slot, since a script may touch only its own slot): {@code
+ * "=" + the highest fencing token granted under it} while the node's data is continuous, never
+ * expiring. A server that lost its data (a restart without persistence or before its AOF was
+ * fsynced, a flush, an eviction) has lost the marker with the grants, and the grants' holders may
+ * still consider their leases valid for up to {@code leaseTime}. So the acquire script grants
+ * nothing while the marker is missing or fenced: the first acquire that finds it missing writes
+ * {@code "until start"} (server ms), a fence of its client's lease time, and waits; a client with a
+ * longer lease extends the fence to the start plus its lease; the first acquire after {@code until}
+ * writes {@code "=0"}. A missing marker is never taken for a fresh server: a first deployment waits
+ * one lease time once.
  *
  * <p>Expiry is lazy: each script first removes entries whose deadline has passed ({@code purge}).
  * The three keys always carry a PEXPIRE at least as late as the latest deadline, and are deleted
  * when the queue empties, so a crashed client leaves nothing behind for longer than its lease.
  *
- * <p>Fencing token: {@code max(#fence + 1, server time in microseconds)}. The counter makes tokens
- * strictly increase while the keys live; the clock makes them keep increasing after the keys were
- * deleted (an idle lock) or lost (a restart without persistence), because a script cannot run more
- * than once per microsecond, so no token ever gets ahead of the server clock.
+ * <p>Fencing token: {@code max(#fence + 1, server time in microseconds, high-water + 1)}, and the
+ * marker's high-water becomes it. The counter makes tokens strictly increase while a queue's keys
+ * live; the high-water, shared by every lock under the prefix (or in the slot), keeps them
+ * increasing after the keys were deleted (an idle lock) even if the server clock steps back or a
+ * failover lands on a host whose clock lags (the replica has the high-water but for the grants it
+ * also lacks); the clock, as a floor, keeps them increasing after the marker itself was lost, where
+ * the fence puts a lease time between the old grants and the new ones.
  *
  * <p>Fast paths: an acquire that finds no keys at all (nobody holds or waits) and the epoch marker
- * set grants at once and
- * records the lone holder in {@code base:s} alone, a single {@code SET … PX lease}; releasing it is a
- * compare-and-delete and renewing it a compare-and-{@code PEXPIRE}, each before the script defines
- * anything it would not use. An uncontended cycle thus runs 6 commands inside Redis (EXISTS, GET, TIME,
- * SET; GET, DEL), close to the bare {@code SET NX} + compare-and-delete recipe, instead of 25 on
- * three keys. Every other script first turns a lone holder into an ordinary queue entry
- * ({@code unsolo}), so the rest of the recipe sees one data model.
+ * set grants at once and records the lone holder in {@code base:s} alone, a single {@code SET … PX
+ * lease}, besides the marker's new high-water; releasing it is a compare-and-delete and renewing it
+ * a compare-and-{@code PEXPIRE}, each before the script defines anything it would not use. An
+ * uncontended cycle thus runs 7 commands inside Redis (EXISTS, GET, TIME, SET, SET; GET, DEL),
+ * close to the bare {@code SET NX} + compare-and-delete recipe, instead of 25 on three keys. Every
+ * other script first turns a lone holder into an ordinary queue entry ({@code unsolo}), so the
+ * rest of the recipe sees one data model.
  *
  * <p>Wake-ups (no herd): after anything leaves a queue, {@code wake} walks it in order and
  * publishes the entry key of each waiter that may now be granted, and only those, on its owner
@@ -189,29 +192,35 @@ final class RedisScripts {
     static final String ACQUIRE = """
             -- Fast path: no keys at all (nobody holds or waits, and no counter survives), so this new
             -- entry is granted at once with the clock as its token, kept in s alone.
-            -- The epoch marker must say that this node's data is continuous (see fence below).
-            if ARGV[9] == '1' and ARGV[2] ~= 'S' and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0
-                and redis.call('GET', KEYS[5]) == '1' then
-              local t = redis.call('TIME')
-              local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
-              if #us < 6 then us = string.sub('00000' .. us, -6) end
-              local ts = t[1] .. us
-              redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
-                'PX', ARGV[6])
-              return tonumber(ts)
+            -- The epoch marker must say that this node's data is continuous ('=' and the high-water
+            -- token; see fence below); the token must exceed it, and becomes it.
+            if ARGV[9] == '1' and ARGV[2] ~= 'S' and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
+              local mk = redis.call('GET', KEYS[5])
+              if mk and string.byte(mk) == 61 then
+                local t = redis.call('TIME')
+                local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
+                if #us < 6 then us = string.sub('00000' .. us, -6) end
+                local ts = t[1] .. us
+                local hw = tonumber(string.sub(mk, 2))
+                if tonumber(ts) <= hw then ts = string.format('%.0f', hw + 1) end -- the clock went back
+                redis.call('SET', KEYS[5], '=' .. ts)
+                redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
+                  'PX', ARGV[6])
+                return tonumber(ts)
+              end
             end
             local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]
             """ + PRELUDE + """
             local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
             local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
             -- How many ms grants must still wait because this node may have lost grants that are still
-            -- valid; 0 once the marker says its data is continuous. A missing or unreadable marker
-            -- means lost data (a restart without persistence, a flush, an eviction): the fence starts
-            -- now and lasts this client's lease; a client with a longer lease extends it, counted from
-            -- the fence's start, while it lasts.
+            -- valid, and the high-water token; 0 once the marker says its data is continuous. A missing
+            -- or unreadable marker means lost data (a restart without persistence, a flush, an
+            -- eviction): the fence starts now and lasts this client's lease; a client with a longer
+            -- lease extends it, counted from the fence's start, while it lasts.
             local function fence()
               local v = redis.call('GET', KEYS[5])
-              if v == '1' then return 0 end
+              if v and string.byte(v) == 61 then return 0, tonumber(string.sub(v, 2)) or 0 end
               local untilMs, startMs
               if v then
                 local u, st = string.match(v, '^(%d+) (%d+)$')
@@ -223,11 +232,11 @@ final class RedisScripts {
                 untilMs = math.max(untilMs, startMs + lease)
               end
               if untilMs <= nowMs then
-                redis.call('SET', KEYS[5], '1')
-                return 0
+                redis.call('SET', KEYS[5], '=0')
+                return 0, 0
               end
               redis.call('SET', KEYS[5], string.format('%.0f %.0f', untilMs, startMs))
-              return untilMs - nowMs
+              return untilMs - nowMs, 0
             end
             clock()
             unsolo()
@@ -286,11 +295,12 @@ final class RedisScripts {
             end
             local free
             if m == 'S' then free = used + p <= maxp else free = #blocking == 0 end
-            local fenced = 0
-            if free then fenced = fence() end
+            local fenced, hw = 0, 0
+            if free then fenced, hw = fence() end
             if free and fenced == 0 then
-              local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs)
+              local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs, hw + 1)
               local ts = string.format('%.0f', token)
+              redis.call('SET', KEYS[5], '=' .. ts)
               redis.call('HSET', h, '#fence', ts)
               redis.call('HSET', h, id, m .. ' ' .. p .. ' ' .. o .. ' ' .. ts)
               redis.call('ZADD', d, nowMs + lease, id)

@@ -52,7 +52,7 @@ class RedisClusterIT {
     private static void markContinuous(String... names) {
         for (String name : names) {
             int slot = SlotHash.getSlot("c:{" + name + "}:x");
-            nodes.get(owner(slot)).command("SET", RedisLockProtocol.epochKey("c", slot), "1");
+            nodes.get(owner(slot)).command("SET", RedisLockProtocol.epochKey("c", slot), "=0");
         }
     }
 
@@ -163,11 +163,14 @@ class RedisClusterIT {
             }
             // The fence began at the first acquire and lasts the lease time (2 s), on the server's clock.
             assertThat(String.valueOf(owner.command("GET", RedisLockProtocol.epochKey("c", slot)))).matches("\\d+ \\d+");
+            long token;
             try (Lease late = a.lock(fresh).tryAcquire(RedisTestSupport.scaled(10)).orElseThrow()) {
                 assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(1900));
                 assertThat(late.isValid()).isTrue();
+                token = late.fencingToken();
             }
-            assertThat(owner.command("GET", RedisLockProtocol.epochKey("c", slot))).isEqualTo("1");
+            // Continuous again, with the grant's server token as the slot's high-water mark.
+            assertThat(owner.command("GET", RedisLockProtocol.epochKey("c", slot))).isEqualTo("=" + (token >> 10));
         }
         for (RedisServer n : nodes) {
             assertThat(RedisTestSupport.lockKeys(n, "c:*")).isEmpty();

@@ -35,7 +35,9 @@ class RedisDataLossIT {
      */
     @Test
     void restartWithoutPersistence_otherClientRetrying_noGrantWhileOldLeaseIsValid() throws Exception {
-        String query = "?keyPrefix=loss&leaseTime=6s&connectTimeout=2s";
+        // leaseTime / 3 = 3 s: the holder, cut off, keeps its lease that long after the drop, while the
+        // other client reconnects within a few of its 100-200 ms back-off steps.
+        String query = "?keyPrefix=loss&leaseTime=9s&connectTimeout=2s&retryMaxSleep=200ms";
         try (RedisServer server = RedisServer.builder().persistence(false).start();
                 FaultProxy proxy = FaultProxy.start(server.port());
                 LockClient holder = LockClient.connect("redis://" + proxy.connectString() + query);
@@ -101,14 +103,14 @@ class RedisDataLossIT {
                 Granted next = retrying.get(RedisTestSupport.scaled(60).toSeconds(), TimeUnit.SECONDS);
                 long overlapMs = TimeUnit.NANOSECONDS.toMillis(lastValid.get() - next.callStart());
                 assertThat(lastValid.get() - next.callStart())
-                        .as("the old lease was still valid %d ms after the granted attempt began", overlapMs)
+                        .as("the old lease was still valid (at least) %d ms after the granted attempt began", overlapMs)
                         .isNegative();
                 assertThat(next.oldValid()).isFalse();
                 assertThat(old.isValid()).isFalse();
                 assertThat(next.valid()).isTrue();
                 assertThat(next.token()).isGreaterThan(old.fencingToken());
                 // Granted only after the fence: a lease time after the restart, not at once.
-                assertThat(Duration.ofNanos(next.callStart() - restartedAt)).isGreaterThan(Duration.ofSeconds(5));
+                assertThat(Duration.ofNanos(next.callStart() - restartedAt)).isGreaterThan(Duration.ofSeconds(8));
                 assertThat(samples.get()).isGreaterThan(1000);
             } finally {
                 stop.set(true);

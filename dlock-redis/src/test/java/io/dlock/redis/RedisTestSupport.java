@@ -53,7 +53,7 @@ abstract class RedisTestSupport extends LockFixtureSupport {
 
     /** As {@link #markContinuous(RedisServer, String)}, in database {@code db}. */
     static void markContinuous(RedisServer on, String prefix, int db) {
-        on.command("EVAL", "redis.call('SELECT', ARGV[1]) return redis.call('SET', KEYS[1], '1')", "1",
+        on.command("EVAL", "redis.call('SELECT', ARGV[1]) return redis.call('SET', KEYS[1], '=0')", "1",
                 RedisLockProtocol.serverEpochKey(prefix), Integer.toString(db));
     }
 
