@@ -59,9 +59,11 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: Lettuce reports connection changes on its I/O threads; they are handed to one
  * timer thread, so that dlock's listeners see them in order and never on an I/O thread. A drop
  * is SUSPENDED at once; the reconnect is reported only after this client's grants have been
- * checked on the server: RECONNECTED if all are intact, LOST if any is gone (a restart without
- * persistence, a failover to a replica that had not received them). An epoch counter drops a
- * verdict that a newer drop has overtaken.
+ * checked on the server, each on its own: a grant that is gone is lost by itself (its next renewal
+ * finds it gone) and the others stay valid, so the state is RECONNECTED; only when every grant
+ * checked is gone (a restart without persistence, a failover to a replica that had not received
+ * them) is it LOST, which invalidates every lease at once. An epoch counter drops a verdict that a
+ * newer drop has overtaken.
  *
  * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout and
  * closes whatever it opened. After that, Lettuce reconnects on its own with the retry policy's
@@ -161,8 +163,7 @@ final class RedisBackend implements LockBackend {
                 .nettyCustomizer(channels)
                 .ioThreadPoolSize(2)
                 .computationThreadPoolSize(1)
-                .reconnectDelay(Delay.exponential(positive(retry.baseSleep()), positive(retry.maxSleep()), 2,
-                        TimeUnit.MILLISECONDS))
+                .reconnectDelay(reconnectDelay(retry))
                 .build();
         ScheduledThreadPoolExecutor timer = newTimer();
         AbstractRedisClient client = null;
@@ -503,12 +504,17 @@ final class RedisBackend implements LockBackend {
             return;
         }
         long e = epoch.get();
-        protocol.verifyGrants().whenComplete((intact, err) -> {
-            boolean ok = err == null && intact;
+        protocol.verifyGrants().whenComplete((verdict, err) -> {
+            // The verdict is per grant: a grant that vanished is lost by itself, at its next renewal,
+            // which finds it gone. Only when nothing checked survived (a server that lost its data)
+            // is the whole client LOST at once, so that no lease outlives the restart it missed.
+            boolean ok = err == null && !verdict.allGone();
             if (err != null) {
                 log.warn("[client={}] could not check grants after reconnecting: {}", NAME, err.toString());
-            } else if (!intact) {
-                log.warn("[client={}] grants vanished while disconnected (server restart or failover?)", NAME);
+            } else if (!verdict.gone().isEmpty()) {
+                log.warn("[client={}] {} of {} grant(s) vanished while disconnected (server restart or failover?): {}",
+                        NAME, verdict.gone().size(), verdict.checked(),
+                        verdict.gone().stream().map(g -> g.entry().key()).toList());
             }
             if (epoch.get() == e && suspended.compareAndSet(true, false)) {
                 epoch.incrementAndGet();
@@ -693,6 +699,19 @@ final class RedisBackend implements LockBackend {
                 timer.shutdownNow();
             }
         }
+    }
+
+    /**
+     * Lettuce's exponential back-off between the retry policy's sleeps; Lettuce refuses equal bounds
+     * (retryMaxSleep = retryBaseSleep, which the options allow), so those become a 1 ms range.
+     */
+    static Delay reconnectDelay(RetryPolicy retry) {
+        Duration lower = positive(retry.baseSleep());
+        Duration upper = positive(retry.maxSleep());
+        if (upper.compareTo(lower) <= 0) {
+            upper = lower.plusMillis(1);
+        }
+        return Delay.exponential(lower, upper, 2, TimeUnit.MILLISECONDS);
     }
 
     private static Duration positive(Duration d) {

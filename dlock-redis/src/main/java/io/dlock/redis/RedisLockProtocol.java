@@ -13,6 +13,7 @@ import io.dlock.spi.QueueEntry;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.SlotHash;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,6 +67,7 @@ final class RedisLockProtocol implements LockProtocol {
     private final long waitTimeoutMs;
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
     private final Map<String, Grant> held = new ConcurrentHashMap<>();
+    private final String standaloneEpochKey;
 
     RedisLockProtocol(RedisBackend backend) {
         this.backend = backend;
@@ -77,6 +80,7 @@ final class RedisLockProtocol implements LockProtocol {
         this.fair = backend.options.fair() ? "1" : "0";
         this.waitReplicas = backend.uri.waitReplicas();
         this.waitTimeoutMs = backend.uri.waitTimeout().toMillis();
+        this.standaloneEpochKey = serverEpochKey(backend.uri.keyPrefix());
     }
 
     // ---- keys
@@ -93,6 +97,54 @@ final class RedisLockProtocol implements LockProtocol {
 
     static String[] keys(String base) {
         return new String[] {base + ":q", base + ":d", base + ":h", base + ":s"};
+    }
+
+    /** The acquire script's keys: the queue's four and the epoch marker of its node (or slot). */
+    String[] acquireKeys(String base) {
+        return new String[] {base + ":q", base + ":d", base + ":h", base + ":s", epochKey(base)};
+    }
+
+    /**
+     * The epoch marker that guards the queue at {@code base} (see {@link RedisScripts}): one per key
+     * prefix, or on a Cluster one per hash slot, named with a tag of the queue's slot so that the
+     * acquire script may touch it.
+     */
+    String epochKey(String base) {
+        if (backend.uri.mode() != RedisUri.Mode.CLUSTER) {
+            return standaloneEpochKey;
+        }
+        return epochKey(backend.uri.keyPrefix(), SlotHash.getSlot(base));
+    }
+
+    /** The epoch marker of Cluster slot {@code slot} under {@code keyPrefix}. */
+    static String epochKey(String keyPrefix, int slot) {
+        return keyPrefix + ":{" + slotTag(slot) + "}:epoch";
+    }
+
+    /** The epoch marker of a standalone or Sentinel server under {@code keyPrefix}. */
+    static String serverEpochKey(String keyPrefix) {
+        return keyPrefix + ":epoch";
+    }
+
+    private static final AtomicReferenceArray<String> SLOT_TAGS = new AtomicReferenceArray<>(SlotHash.SLOT_COUNT);
+
+    /**
+     * The smallest decimal number whose hash slot is {@code slot}: the same for every client, so all
+     * agree on each slot's marker. Found by counting up, about 16,000 hashes, once per slot used.
+     */
+    static String slotTag(int slot) {
+        String tag = SLOT_TAGS.get(slot);
+        if (tag != null) {
+            return tag;
+        }
+        for (int i = 0; ; i++) {
+            String candidate = Integer.toString(i);
+            int s = SlotHash.getSlot(candidate);
+            SLOT_TAGS.compareAndSet(s, null, candidate);
+            if (s == slot) {
+                return SLOT_TAGS.get(slot);
+            }
+        }
     }
 
     static String baseOf(String entryKey) {
@@ -174,7 +226,7 @@ final class RedisLockProtocol implements LockProtocol {
 
     private CompletableFuture<List<Object>> acquireScript(LockRequest request, QueueEntry entry, boolean create) {
         String despite = request.grantedDespite() == null ? "" : idOf(request.grantedDespite());
-        return backend.eval(RedisBackend.ACQUIRE, ScriptOutputType.MULTI, keys(baseOf(entry.key())),
+        return backend.eval(RedisBackend.ACQUIRE, ScriptOutputType.MULTI, acquireKeys(baseOf(entry.key())),
                 entry.acquisitionId(), letter(request.mode()), Integer.toString(request.permits()),
                 Integer.toString(request.maxPermits()), backend.clientId, Long.toString(leaseMs),
                 Long.toString(waiterMs), fair, create ? "1" : "0", despite, backend.channelPrefix,
@@ -517,17 +569,52 @@ final class RedisLockProtocol implements LockProtocol {
         });
     }
 
-    /** Whether every grant this client holds is still on the server with its token; after a reconnect. */
-    CompletableFuture<Boolean> verifyGrants() {
+    /**
+     * Checks, after a reconnect, each grant this client still considers valid: whether it is on the
+     * server with its token. Completes with the grants that are gone, which are forgotten here; a
+     * grant whose validity already ran out is not checked (the engine has declared its lease lost,
+     * or does so within a renewal tick), nor is one whose renewal reported it gone (forgotten then).
+     * The engine learns of each gone grant from its next renewal, which fails with {@link
+     * EntryLostException}; the backend turns them all lost at once when nothing checked survived.
+     */
+    CompletableFuture<Verdict> verifyGrants() {
+        long now = ticker.read();
+        List<Grant> checked = new ArrayList<>();
         List<CompletableFuture<Long>> checks = new ArrayList<>();
         for (Grant g : held.values()) {
+            if (g.validUntilNanos() - now <= 0) {
+                continue;
+            }
             String base = baseOf(g.entry().key());
+            checked.add(g);
             checks.add(backend.<Long>eval(RedisBackend.HOLDS, ScriptOutputType.INTEGER,
                     new String[] {base + ":d", base + ":h", base + ":s"}, g.entry().acquisitionId(),
                     Long.toString(g.fencingToken())));
         }
-        return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0]))
-                .thenApply(x -> checks.stream().allMatch(c -> c.join() == 1L));
+        return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0])).thenApply(x -> {
+            List<Grant> gone = new ArrayList<>();
+            for (int i = 0; i < checked.size(); i++) {
+                if (checks.get(i).join() != 1L) {
+                    Grant g = checked.get(i);
+                    gone.add(g);
+                    held.remove(g.entry().key(), g);
+                }
+            }
+            return new Verdict(checked.size(), List.copyOf(gone));
+        });
+    }
+
+    /**
+     * What a check after a reconnect found.
+     *
+     * @param checked how many grants were checked
+     * @param gone those of them that are no longer on the server
+     */
+    record Verdict(int checked, List<Grant> gone) {
+        /** Whether grants were checked and none survived (a server that lost its data). */
+        boolean allGone() {
+            return checked > 0 && gone.size() == checked;
+        }
     }
 
     /** Stops every waiter's timer; the server removes abandoned entries after their TTL. */

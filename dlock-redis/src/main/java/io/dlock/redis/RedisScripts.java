@@ -26,22 +26,38 @@ import java.util.HexFormat;
  *       (a semaphore's total, which every client must agree on).
  * </ul>
  *
+ * <p>Epoch marker, per key prefix ({@code P:epoch}; on a Cluster one per hash slot, {@code
+ * P:{tag}:epoch} with a tag of the lock's slot, since a script may touch only its own slot): {@code
+ * "=" + the highest fencing token granted under it} while the node's data is continuous, never
+ * expiring. A server that lost its data (a restart without persistence or before its AOF was
+ * fsynced, a flush, an eviction) has lost the marker with the grants, and the grants' holders may
+ * still consider their leases valid for up to {@code leaseTime}. So the acquire script grants
+ * nothing while the marker is missing or fenced: the first acquire that finds it missing writes
+ * {@code "until start"} (server ms), a fence of its client's lease time, and waits; a client with a
+ * longer lease extends the fence to the start plus its lease; the first acquire after {@code until}
+ * writes {@code "=0"}. A missing marker is never taken for a fresh server: a first deployment waits
+ * one lease time once.
+ *
  * <p>Expiry is lazy: each script first removes entries whose deadline has passed ({@code purge}).
  * The three keys always carry a PEXPIRE at least as late as the latest deadline, and are deleted
  * when the queue empties, so a crashed client leaves nothing behind for longer than its lease.
  *
- * <p>Fencing token: {@code max(#fence + 1, server time in microseconds)}. The counter makes tokens
- * strictly increase while the keys live; the clock makes them keep increasing after the keys were
- * deleted (an idle lock) or lost (a restart without persistence), because a script cannot run more
- * than once per microsecond, so no token ever gets ahead of the server clock.
+ * <p>Fencing token: {@code max(#fence + 1, server time in microseconds, high-water + 1)}, and the
+ * marker's high-water becomes it. The counter makes tokens strictly increase while a queue's keys
+ * live; the high-water, shared by every lock under the prefix (or in the slot), keeps them
+ * increasing after the keys were deleted (an idle lock) even if the server clock steps back or a
+ * failover lands on a host whose clock lags (the replica has the high-water but for the grants it
+ * also lacks); the clock, as a floor, keeps them increasing after the marker itself was lost, where
+ * the fence puts a lease time between the old grants and the new ones.
  *
- * <p>Fast paths: an acquire that finds no keys at all (nobody holds or waits) grants at once and
- * records the lone holder in {@code base:s} alone, a single {@code SET … PX lease}; releasing it is a
- * compare-and-delete and renewing it a compare-and-{@code PEXPIRE}, each before the script defines
- * anything it would not use. An uncontended cycle thus runs 5 commands inside Redis (EXISTS, TIME,
- * SET; GET, DEL), close to the bare {@code SET NX} + compare-and-delete recipe, instead of 25 on
- * three keys. Every other script first turns a lone holder into an ordinary queue entry
- * ({@code unsolo}), so the rest of the recipe sees one data model.
+ * <p>Fast paths: an acquire that finds no keys at all (nobody holds or waits) and the epoch marker
+ * set grants at once and records the lone holder in {@code base:s} alone, a single {@code SET … PX
+ * lease}, besides the marker's new high-water; releasing it is a compare-and-delete and renewing it
+ * a compare-and-{@code PEXPIRE}, each before the script defines anything it would not use. An
+ * uncontended cycle thus runs 7 commands inside Redis (EXISTS, GET, TIME, SET, SET; GET, DEL),
+ * close to the bare {@code SET NX} + compare-and-delete recipe, instead of 25 on three keys. Every
+ * other script first turns a lone holder into an ordinary queue entry ({@code unsolo}), so the
+ * rest of the recipe sees one data model.
  *
  * <p>Wake-ups (no herd): after anything leaves a queue, {@code wake} walks it in order and
  * publishes the entry key of each waiter that may now be granted, and only those, on its owner
@@ -159,6 +175,8 @@ final class RedisScripts {
      * Enqueues (or finds again) an entry and grants it if it may proceed; also the waiter's check
      * and heartbeat. Atomic, so two clients can never both see the lock free.
      *
+     * <p>KEYS: q, d, h, s, the epoch marker.
+     *
      * <p>ARGV: 1 id, 2 mode (X/R/W/S), 3 permits, 4 max permits, 5 owner client id, 6 lease ms, 7
      * waiter ttl ms, 8 fair, 9 create ('1' to create a missing entry, '0' to report it missing), 10
      * the id of this thread's own write entry that does not block a read (or ''), 11 channel
@@ -167,25 +185,59 @@ final class RedisScripts {
      * <p>Returns the token alone when the fast path granted a lone holder; otherwise {status, token,
      * wait ms, predecessor id}: {1, token, 0, ''} granted (a retried
      * request for an entry already granted returns its token and extends it); {0, 0, ms, pred}
-     * waiting, where ms is how long until the first blocker's deadline; {-1, 0, 0, ''} the entry
+     * waiting, where ms is how long until the first blocker's deadline or the end of the epoch
+     * fence (then without a predecessor); {-1, 0, 0, ''} the entry
      * is gone; {-2, recorded total, 0, ''} the semaphore is in use with another total.
      */
     static final String ACQUIRE = """
             -- Fast path: no keys at all (nobody holds or waits, and no counter survives), so this new
             -- entry is granted at once with the clock as its token, kept in s alone.
+            -- The epoch marker must say that this node's data is continuous ('=' and the high-water
+            -- token; see fence below); the token must exceed it, and becomes it.
             if ARGV[9] == '1' and ARGV[2] ~= 'S' and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
-              local t = redis.call('TIME')
-              local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
-              if #us < 6 then us = string.sub('00000' .. us, -6) end
-              local ts = t[1] .. us
-              redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
-                'PX', ARGV[6])
-              return tonumber(ts)
+              local mk = redis.call('GET', KEYS[5])
+              if mk and string.byte(mk) == 61 then
+                local t = redis.call('TIME')
+                local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
+                if #us < 6 then us = string.sub('00000' .. us, -6) end
+                local ts = t[1] .. us
+                local hw = tonumber(string.sub(mk, 2))
+                if tonumber(ts) <= hw then ts = string.format('%.0f', hw + 1) end -- the clock went back
+                redis.call('SET', KEYS[5], '=' .. ts)
+                redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
+                  'PX', ARGV[6])
+                return tonumber(ts)
+              end
             end
             local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]
             """ + PRELUDE + """
             local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
             local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
+            -- How many ms grants must still wait because this node may have lost grants that are still
+            -- valid, and the high-water token; 0 once the marker says its data is continuous. A missing
+            -- or unreadable marker means lost data (a restart without persistence, a flush, an
+            -- eviction): the fence starts now and lasts this client's lease; a client with a longer
+            -- lease extends it, counted from the fence's start, while it lasts.
+            local function fence()
+              local v = redis.call('GET', KEYS[5])
+              if v and string.byte(v) == 61 then return 0, tonumber(string.sub(v, 2)) or 0 end
+              local untilMs, startMs
+              if v then
+                local u, st = string.match(v, '^(%d+) (%d+)$')
+                untilMs, startMs = tonumber(u), tonumber(st)
+              end
+              if not untilMs or not startMs then
+                untilMs, startMs = nowMs + lease, nowMs
+              else
+                untilMs = math.max(untilMs, startMs + lease)
+              end
+              if untilMs <= nowMs then
+                redis.call('SET', KEYS[5], '=0')
+                return 0, 0
+              end
+              redis.call('SET', KEYS[5], string.format('%.0f %.0f', untilMs, startMs))
+              return untilMs - nowMs, 0
+            end
             clock()
             unsolo()
             local removed = purge()
@@ -243,9 +295,12 @@ final class RedisScripts {
             end
             local free
             if m == 'S' then free = used + p <= maxp else free = #blocking == 0 end
-            if free then
-              local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs)
+            local fenced, hw = 0, 0
+            if free then fenced, hw = fence() end
+            if free and fenced == 0 then
+              local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs, hw + 1)
               local ts = string.format('%.0f', token)
+              redis.call('SET', KEYS[5], '=' .. ts)
               redis.call('HSET', h, '#fence', ts)
               redis.call('HSET', h, id, m .. ' ' .. p .. ' ' .. o .. ' ' .. ts)
               redis.call('ZADD', d, nowMs + lease, id)
@@ -253,6 +308,7 @@ final class RedisScripts {
             end
             redis.call('ZADD', d, nowMs + waiter, id)
             local waitMs = waiter
+            if fenced > 0 then waitMs = math.min(waitMs, fenced) end
             for _, b in ipairs(blocking) do
               local dl = redis.call('ZSCORE', d, b)
               if dl then waitMs = math.min(waitMs, tonumber(dl) - nowMs) end

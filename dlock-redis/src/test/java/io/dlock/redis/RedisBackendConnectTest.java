@@ -50,4 +50,11 @@ class RedisBackendConnectTest {
         })).hasMessageContaining("authentication refused");
         assertThat(calls).hasValue(1);
     }
+
+    @Test
+    void reconnectDelay_maxSleepEqualToBaseSleep_isAcceptedAsAOneMillisecondRange() {
+        var delay = RedisBackend.reconnectDelay(io.dlock.RetryPolicy.exponentialBackoff(
+                java.time.Duration.ofMillis(100), java.time.Duration.ofMillis(100), 3));
+        assertThat(delay.createDelay(10).toMillis()).isBetween(100L, 101L);
+    }
 }

@@ -8,6 +8,7 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.testkit.MutualExclusionChecker;
 import io.dlock.testkit.RedisServer;
+import io.lettuce.core.cluster.SlotHash;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,6 +45,17 @@ class RedisClusterIT {
                 .allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
     }
 
+    /**
+     * Writes the epoch marker of each name's slot on the master that serves it, as a first grant
+     * would once its fence had passed: this cluster is known never to have granted anything before.
+     */
+    private static void markContinuous(String... names) {
+        for (String name : names) {
+            int slot = SlotHash.getSlot("c:{" + name + "}:x");
+            nodes.get(owner(slot)).command("SET", RedisLockProtocol.epochKey("c", slot), "=0");
+        }
+    }
+
     @AfterAll
     static void stopCluster() {
         nodes.forEach(RedisServer::close);
@@ -59,6 +71,7 @@ class RedisClusterIT {
     void acquire_locksSpreadOverAllMasters_mutuallyExclusive() throws Exception {
         try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
             List<String> names = List.of("alpha", "bravo", "charlie", "delta", "echo", "foxtrot");
+            markContinuous(names.toArray(String[]::new));
             List<MutualExclusionChecker> checkers = new ArrayList<>();
             ExecutorService pool = Executors.newFixedThreadPool(4);
             try {
@@ -95,7 +108,7 @@ class RedisClusterIT {
             long mastersUsed = names.stream().map(n -> slotOwner("c:{" + n + "}:x:q")).distinct().count();
             assertThat(mastersUsed).isGreaterThan(1);
             for (RedisServer n : nodes) {
-                assertThat((List<?>) n.command("KEYS", "c:*")).isEmpty();
+                assertThat(RedisTestSupport.lockKeys(n, "c:*")).isEmpty();
             }
         }
     }
@@ -103,6 +116,7 @@ class RedisClusterIT {
     @Test
     void waiter_onAnotherClient_isWokenAcrossTheCluster() throws Exception {
         try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
+            markContinuous("w1", "w2", "w3");
             for (String name : List.of("w1", "w2", "w3")) {
                 Lease held = a.lock(name).acquire();
                 var waiting = b.lock(name).acquireAsync(Duration.ofMinutes(1));
@@ -119,6 +133,47 @@ class RedisClusterIT {
 
     private static int slotOwner(String key) {
         long slot = (Long) nodes.get(0).command("CLUSTER", "KEYSLOT", key);
+        assertThat(slot).isEqualTo(SlotHash.getSlot(key));
+        return owner((int) slot);
+    }
+
+    private static int owner(int slot) {
         return slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2;
+    }
+
+    /**
+     * Each master keeps its own data, so each hash slot has its own epoch marker: a slot whose
+     * marker is missing (as after its master restarted without persistence) grants nothing for a
+     * lease time, while a slot whose marker is there grants at once.
+     */
+    @Test
+    void acquire_slotWithoutEpochMarker_waitsALeaseTimeWhileOtherSlotsGrant() throws Exception {
+        String fresh = "fenced-slot";
+        String marked = "marked-slot";
+        assertThat(SlotHash.getSlot("c:{" + fresh + "}:x")).isNotEqualTo(SlotHash.getSlot("c:{" + marked + "}:x"));
+        markContinuous(marked);
+        int slot = SlotHash.getSlot("c:{" + fresh + "}:x");
+        RedisServer owner = nodes.get(owner(slot));
+        owner.command("DEL", RedisLockProtocol.epochKey("c", slot));
+        try (LockClient a = LockClient.connect(uri("leaseTime=2s"))) {
+            long start = System.nanoTime();
+            assertThat(a.lock(fresh).tryAcquire(Duration.ZERO)).isEmpty();
+            try (Lease other = a.lock(marked).tryAcquire(Duration.ZERO).orElseThrow()) {
+                assertThat(other.isValid()).isTrue();
+            }
+            // The fence began at the first acquire and lasts the lease time (2 s), on the server's clock.
+            assertThat(String.valueOf(owner.command("GET", RedisLockProtocol.epochKey("c", slot)))).matches("\\d+ \\d+");
+            long token;
+            try (Lease late = a.lock(fresh).tryAcquire(RedisTestSupport.scaled(10)).orElseThrow()) {
+                assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(1900));
+                assertThat(late.isValid()).isTrue();
+                token = late.fencingToken();
+            }
+            // Continuous again, with the grant's server token as the slot's high-water mark.
+            assertThat(owner.command("GET", RedisLockProtocol.epochKey("c", slot))).isEqualTo("=" + (token >> 10));
+        }
+        for (RedisServer n : nodes) {
+            assertThat(RedisTestSupport.lockKeys(n, "c:*")).isEmpty();
+        }
     }
 }

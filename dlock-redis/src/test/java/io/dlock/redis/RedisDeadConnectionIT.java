@@ -24,6 +24,7 @@ class RedisDeadConnectionIT {
                 FaultProxy proxy = FaultProxy.start(server.port());
                 LockClient client = LockClient.connect("redis://" + proxy.connectString()
                         + "?keyPrefix=dead&connectTimeout=1s&leaseTime=5s")) {
+            RedisTestSupport.markContinuous(server, "dead");
             try (Lease first = client.lock("stuck").acquire()) {
                 assertThat(first.isValid()).isTrue();
             }
@@ -43,8 +44,8 @@ class RedisDeadConnectionIT {
                         return true;
                     }).orElse(false));
             assertThat(proxy.acceptedConnections()).as("connections made after the fault").isGreaterThan(accepted);
-            await().atMost(RedisTestSupport.scaled(10)).until(() -> ((java.util.List<?>) server.command("KEYS",
-                    "dead:*")).isEmpty());
+            await().atMost(RedisTestSupport.scaled(10)).until(() -> RedisTestSupport.lockKeys(server, "dead:*")
+                    .isEmpty());
         }
     }
 

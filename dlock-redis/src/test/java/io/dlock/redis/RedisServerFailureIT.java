@@ -20,6 +20,7 @@ class RedisServerFailureIT {
         try (RedisServer server = RedisServer.start();
                 LockClient holder = LockClient.connect(server.uri("f") + "&leaseTime=20s");
                 LockClient other = LockClient.connect(server.uri("f") + "&leaseTime=20s")) {
+            RedisTestSupport.markContinuous(server, "f");
             Lease lease = holder.lock("kept").acquire();
             AtomicInteger lost = new AtomicInteger();
             lease.onLost(e -> lost.incrementAndGet());
@@ -38,8 +39,9 @@ class RedisServerFailureIT {
     @Test
     void serverRestart_losingItsData_invalidatesLeaseAndFiresOnLostOnce() throws Exception {
         try (RedisServer server = RedisServer.builder().persistence(false).start();
-                LockClient holder = LockClient.connect(server.uri("f") + "&leaseTime=20s");
-                LockClient other = LockClient.connect(server.uri("f") + "&leaseTime=20s")) {
+                LockClient holder = LockClient.connect(server.uri("f") + "&leaseTime=6s");
+                LockClient other = LockClient.connect(server.uri("f") + "&leaseTime=6s")) {
+            RedisTestSupport.markContinuous(server, "f");
             Lease lease = holder.lock("forgotten").acquire();
             AtomicInteger lostCalls = new AtomicInteger();
             lease.onLost(e -> lostCalls.incrementAndGet());
@@ -48,8 +50,9 @@ class RedisServerFailureIT {
             await().atMost(RedisTestSupport.scaled(5)).until(() -> lostCalls.get() == 1);
             assertThatThrownBy(lease::checkValid).isInstanceOf(LockLostException.class)
                     .hasMessageContaining("forgotten");
-            // The lock is free on the new server, and its tokens still exceed the old one's.
-            try (Lease next = other.lock("forgotten").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+            // The lock is free on the new server once its epoch fence (a lease time) has passed, and its
+            // tokens still exceed the old one's.
+            try (Lease next = other.lock("forgotten").tryAcquire(RedisTestSupport.scaled(20)).orElseThrow()) {
                 assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
             }
             lease.close(); // closing a lost lease is harmless
@@ -65,6 +68,7 @@ class RedisServerFailureIT {
     void serverDown_acquireFailsWithBackendExceptionAndLeavesNothing() throws Exception {
         try (RedisServer server = RedisServer.start();
                 LockClient client = LockClient.connect(server.uri("f") + "&connectTimeout=1s&retryMaxRetries=1")) {
+            RedisTestSupport.markContinuous(server, "f");
             server.kill();
             // A short wait simply times out (empty); a long one outlasts the enqueue's retries,
             // which then report the backend failure instead of waiting on.
@@ -81,7 +85,7 @@ class RedisServerFailureIT {
                         l.close();
                         return true;
                     }).orElse(false));
-            assertThat((java.util.List<?>) server.command("KEYS", "f:*")).isEmpty();
+            assertThat(RedisTestSupport.lockKeys(server, "f:*")).isEmpty();
         }
     }
 }

@@ -39,6 +39,28 @@ abstract class RedisTestSupport extends LockFixtureSupport {
     @BeforeEach
     void newPrefix(TestInfo info) {
         prefix = "t-" + info.getTestMethod().orElseThrow().getName();
+        markContinuous(server, prefix);
+    }
+
+    /**
+     * Writes the epoch marker of {@code prefix} on a standalone server, as a first grant would once
+     * its fence had passed: a test server is known never to have granted anything under a fresh
+     * prefix, so its first acquire need not wait a lease time (see RedisScripts).
+     */
+    static void markContinuous(RedisServer on, String prefix) {
+        markContinuous(on, prefix, 0);
+    }
+
+    /** As {@link #markContinuous(RedisServer, String)}, in database {@code db}. */
+    static void markContinuous(RedisServer on, String prefix, int db) {
+        on.command("EVAL", "redis.call('SELECT', ARGV[1]) return redis.call('SET', KEYS[1], '=0')", "1",
+                RedisLockProtocol.serverEpochKey(prefix), Integer.toString(db));
+    }
+
+    /** The keys on {@code on} that match {@code pattern}, except epoch markers, which stay by design. */
+    @SuppressWarnings("unchecked")
+    static List<String> lockKeys(RedisServer on, String pattern) {
+        return ((List<String>) on.command("KEYS", pattern)).stream().filter(k -> !k.endsWith(":epoch")).toList();
     }
 
     @AfterEach
@@ -70,10 +92,9 @@ abstract class RedisTestSupport extends LockFixtureSupport {
         return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query);
     }
 
-    /** Every key under this test's prefix. */
-    @SuppressWarnings("unchecked")
+    /** Every key under this test's prefix but its epoch marker. */
     List<String> keys() {
-        return (List<String>) server.command("KEYS", prefix + ":*");
+        return lockKeys(server, prefix + ":*");
     }
 
     /** The entries (holders and waiters) in the queue of an exclusive lock. */

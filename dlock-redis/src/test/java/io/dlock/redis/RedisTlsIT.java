@@ -44,6 +44,7 @@ class RedisTlsIT {
     }
 
     private static String uri(String prefix, String query) {
+        RedisTestSupport.markContinuous(server, prefix);
         return server.uri(prefix) + (query.isEmpty() ? "" : "&" + query); // rediss://127.0.0.1:port?keyPrefix=…
     }
 
@@ -69,7 +70,7 @@ class RedisTlsIT {
             assertThat(r.checker().violations()).isZero();
             assertThat(r.store().rejectedWrites()).isZero();
         }
-        assertThat((List<?>) server.command("KEYS", "tls-mx:*")).isEmpty();
+        assertThat(RedisTestSupport.lockKeys(server, "tls-mx:*")).isEmpty();
     }
 
     @ParameterizedTest
@@ -124,7 +125,7 @@ class RedisTlsIT {
         assertThat(Files.readString(counter).trim()).isEqualTo("3");
         List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream().map(Long::parseLong).toList();
         assertThat(tokens).hasSize(3).allSatisfy(t -> assertThat(t).isPositive()).isSorted();
-        assertThat((List<?>) server.command("KEYS", "tls-trusted-" + verify + ":*")).isEmpty();
+        assertThat(RedisTestSupport.lockKeys(server, "tls-trusted-" + verify + ":*")).isEmpty();
     }
 
     /** Threads that a dlock Redis client starts (Lettuce's event loops, dlock's timer). */

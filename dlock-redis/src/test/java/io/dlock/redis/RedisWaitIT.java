@@ -30,6 +30,7 @@ class RedisWaitIT {
     void startServers() {
         master = RedisServer.start();
         replica = RedisServer.builder().replicaOf(master).start();
+        RedisTestSupport.markContinuous(master, PREFIX);
     }
 
     @AfterEach
@@ -109,8 +110,7 @@ class RedisWaitIT {
         }
     }
 
-    @SuppressWarnings("unchecked")
     private static List<String> keys(RedisServer server) {
-        return (List<String>) server.command("KEYS", PREFIX + ":*");
+        return RedisTestSupport.lockKeys(server, PREFIX + ":*");
     }
 }
