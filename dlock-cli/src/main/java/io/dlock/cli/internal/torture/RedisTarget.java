@@ -33,7 +33,7 @@ final class RedisTarget implements BackendTarget {
 
     @Override
     public String description() {
-        return "Redis (embedded redis-server on 127.0.0.1:" + server.port() + ", no persistence)";
+        return "Redis (embedded redis-server on 127.0.0.1:" + server.port() + ", AOF persistence)";
     }
 
     @Override
@@ -56,12 +56,19 @@ final class RedisTarget implements BackendTarget {
         BackendTarget.bounce(server::kill, server::restart, downtime);
     }
 
+    /**
+     * Every key under the run's prefix but the epoch marker, which dlock-redis keeps for good (it
+     * records that the server's data is continuous, and the highest token granted).
+     */
     @Override
     public List<String> leftovers(String namespace) {
         List<String> found = new ArrayList<>();
         if (server.command("KEYS", namespace + ":*") instanceof List<?> keys) {
             for (Object k : keys) {
-                found.add(String.valueOf(k));
+                String key = String.valueOf(k);
+                if (!key.endsWith(":epoch")) {
+                    found.add(key);
+                }
             }
         }
         return found;
