@@ -41,8 +41,14 @@ final class RedisTarget implements BackendTarget {
         return new InetSocketAddress("127.0.0.1", server.port());
     }
 
+    /**
+     * Also marks the run's fresh prefix as continuous (its epoch marker, written only if missing):
+     * nothing was ever granted under it, so the first grants need not wait out dlock-redis's
+     * data-loss fence. A server restart that loses the data still fences as it should.
+     */
     @Override
     public String clientUri(String proxy, String namespace, Duration expiry) {
+        server.command("SET", namespace + ":epoch", "=0", "NX");
         return "redis://" + proxy + "?keyPrefix=" + namespace + "&leaseTime=" + DurationConverter.toParameter(expiry);
     }
 
