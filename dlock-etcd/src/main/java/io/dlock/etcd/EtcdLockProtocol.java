@@ -524,15 +524,25 @@ final class EtcdLockProtocol implements LockProtocol {
 
     /**
      * The client keeps its one lease alive; a grant is as valid as the last confirmed keep-alive of
-     * the lease it is attached to. A grant on a lease that is no longer current is gone.
+     * the lease it is attached to, read before the check is sent. A grant on a lease that is no
+     * longer current, or whose key is gone or replaced (deleted behind dlock's back), is lost.
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
         EtcdBackend.EtcdLease lease = backend.currentLease();
-        if (lease == null || lease.id != grant.entry().session()) {
-            return CompletableFuture.failedFuture(new EntryLostException(grant.entry(), "its etcd lease is lost"));
+        QueueEntry entry = grant.entry();
+        if (lease == null || lease.id != entry.session()) {
+            return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
         }
-        return CompletableFuture.completedFuture(new Grant(grant.entry(), grant.fencingToken(), lease.confirmedUntil));
+        long validUntil = lease.confirmedUntil;
+        return backend.client.getKVClient().get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
+                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .thenApply(r -> {
+                    if (r.getKvs().isEmpty() || r.getKvs().get(0).getCreateRevision() != entry.token()) {
+                        throw new EntryLostException(entry, "its key is gone from etcd");
+                    }
+                    return new Grant(entry, grant.fencingToken(), validUntil);
+                });
     }
 
     // ---- release
