@@ -72,6 +72,11 @@ final class EtcdBackend implements LockBackend {
 
     /** The current lease, or null when the next acquisition must grant one. Guarded by this. */
     private EtcdLease current;
+    /**
+     * Leases not known lost, by id: the current one and, with renewal off, older ones whose grants
+     * run out on their own.
+     */
+    private final java.util.Map<Long, EtcdLease> live = new java.util.concurrent.ConcurrentHashMap<>();
     /** A grant of a new lease in flight, or null. Guarded by this. */
     private CompletableFuture<EtcdLease> granting;
     private volatile ScheduledFuture<?> keepAliveTask;
@@ -105,7 +110,8 @@ final class EtcdBackend implements LockBackend {
         this.ownsClient = ownsClient;
         this.requestTimeout = options.connectTimeout();
         this.ttlSeconds = uri.ttlSeconds();
-        this.keepAliveNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(200), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
+        // At most a second apart, so that a lease revoked behind dlock's back is noticed within one.
+        this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
         // The lock-delay lease outlives the main one by the delay, plus a keep-alive period in case
         // its last keep-alive was one tick older than the main lease's.
         long delayMs = uri.lockDelay().toMillis();
@@ -181,6 +187,9 @@ final class EtcdBackend implements LockBackend {
             throw new LockBackendException(null, NAME, "cannot connect to " + backend.uri.hostList() + ": "
                     + describe(e, backend.uri), e);
         }
+        if (!backend.options.renewal()) {
+            return backend; // grants run out at the lease time; nothing keeps the lease alive
+        }
         backend.keepAliveTask = backend.timer.scheduleWithFixedDelay(backend::keepAlive, backend.keepAliveNanos,
                 backend.keepAliveNanos, TimeUnit.NANOSECONDS);
         log.debug("[client={}] connected to {}", NAME, backend.uri);
@@ -250,13 +259,16 @@ final class EtcdBackend implements LockBackend {
         if (closed.get()) {
             return CompletableFuture.failedFuture(new LockBackendException(null, NAME, "client is closed", null));
         }
-        if (current != null && current.alive) {
+        long now = now();
+        // With renewal off nobody keeps a lease alive: each serves new grants for half its TTL.
+        if (current != null && current.alive && (options.renewal() || current.confirmedUntil - now > current.ttlNanos / 2)) {
             return CompletableFuture.completedFuture(current);
         }
+        live.values().removeIf(l -> now - l.confirmedUntil > 0);
         if (granting != null) {
             return granting;
         }
-        long sentAt = now();
+        long sentAt = now;
         CompletableFuture<Long> delay = delayTtlSeconds == 0 ? CompletableFuture.completedFuture(0L)
                 : client.getLeaseClient().grant(delayTtlSeconds).thenApply(r -> r.getID());
         CompletableFuture<EtcdLease> g = client.getLeaseClient().grant(ttlSeconds)
@@ -272,6 +284,7 @@ final class EtcdBackend implements LockBackend {
                         revoke(l);
                     } else {
                         current = l;
+                        live.put(l.id, l);
                         log.debug("[client={}] granted {} (ttl {} s)", NAME, l, TimeUnit.NANOSECONDS.toSeconds(l.ttlNanos));
                     }
                 }
@@ -283,6 +296,12 @@ final class EtcdBackend implements LockBackend {
     /** The lease, if it is the current one and alive; else null. */
     synchronized EtcdLease currentLease() {
         return current != null && current.alive ? current : null;
+    }
+
+    /** The lease with this id if it is not known lost; else null. */
+    EtcdLease lease(long id) {
+        EtcdLease l = live.get(id);
+        return l != null && l.alive ? l : null;
     }
 
     /** Keeps the current lease (and its lock-delay lease) alive; one tick of the timer. */
@@ -338,6 +357,7 @@ final class EtcdBackend implements LockBackend {
                 return;
             }
             l.alive = false;
+            live.remove(l.id);
             if (current == l) {
                 current = null;
             }
@@ -412,23 +432,27 @@ final class EtcdBackend implements LockBackend {
             task.cancel(false);
         }
         protocol.close();
-        EtcdLease l;
+        List<EtcdLease> leases;
         synchronized (this) {
-            l = current;
             current = null;
+            leases = List.copyOf(live.values());
+            live.clear();
         }
         try {
-            if (l != null) {
-                // Revoking deletes every key still attached; the engine released its grants before.
-                CompletableFuture<?> main = client.getLeaseClient().revoke(l.id);
-                CompletableFuture<?> delay = l.delayId == 0 ? CompletableFuture.completedFuture(null)
-                        : client.getLeaseClient().revoke(l.delayId);
-                CompletableFuture.allOf(main, delay).get(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            // Revoking deletes every key still attached; the engine released its grants before.
+            List<CompletableFuture<?>> revokes = new java.util.ArrayList<>();
+            for (EtcdLease l : leases) {
+                revokes.add(client.getLeaseClient().revoke(l.id));
+                if (l.delayId != 0) {
+                    revokes.add(client.getLeaseClient().revoke(l.delayId));
+                }
             }
+            CompletableFuture.allOf(revokes.toArray(new CompletableFuture<?>[0]))
+                    .get(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
-            log.debug("[client={}] revoking {} at close: {}", NAME, l, e.toString());
+            log.debug("[client={}] revoking {} at close: {}", NAME, leases, e.toString());
         } finally {
             timer.shutdownNow();
             if (ownsClient) {

@@ -398,8 +398,7 @@ final class EtcdLockProtocol implements LockProtocol {
     public CompletionStage<Position> awaitTurn(Position waiting) {
         CompletableFuture<Position> result = new CompletableFuture<>();
         QueueEntry entry = waiting.entry();
-        EtcdBackend.EtcdLease lease = backend.currentLease();
-        if (lease == null || lease.id != entry.session()) {
+        if (backend.lease(entry.session()) == null) {
             result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
             return result;
         }
@@ -456,8 +455,8 @@ final class EtcdLockProtocol implements LockProtocol {
         if (result.isDone()) {
             return;
         }
-        EtcdBackend.EtcdLease lease = backend.currentLease();
-        if (lease == null || lease.id != entry.session()) {
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
             result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
             return;
         }
@@ -529,9 +528,9 @@ final class EtcdLockProtocol implements LockProtocol {
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
-        EtcdBackend.EtcdLease lease = backend.currentLease();
         QueueEntry entry = grant.entry();
-        if (lease == null || lease.id != entry.session()) {
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
             return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
         }
         long validUntil = lease.confirmedUntil;
@@ -555,8 +554,7 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
-        EtcdBackend.EtcdLease lease = backend.currentLease();
-        if (lease == null || lease.id != entry.session() || backend.isClosed()) {
+        if (backend.lease(entry.session()) == null || backend.isClosed()) {
             // Its lease is lost (revoked with its keys) or the client closes (revoking it).
             done.complete(null);
             return;
