@@ -51,9 +51,9 @@ import org.slf4j.LoggerFactory;
  * <p>The put and the read of the queue are one transaction guarded by "the key does not exist yet",
  * so an enqueue retried after a lost reply never creates a second entry, and the exclusive lock
  * learns its predecessor in the same round trip (the two newest keys of the family: itself, and the
- * one before it). A waiter watches only that predecessor's key, for deletes, from the revision right
- * after the read, so a delete between the read and the watch is still seen; then it reads again (a
- * middle waiter may have left). Semaphore waiters watch the family's prefix (any holder leaving may
+ * one before it). A waiter watches only that predecessor's key, for deletes, and reads its position
+ * again once the watch exists, so a delete between the first read and the watch is still seen;
+ * after a delete it reads again (a middle waiter may have left). Semaphore waiters watch the family's prefix (any holder leaving may
  * make room), as on ZooKeeper.
  *
  * <p>Lock-delay (exclusive lock): a grant is reported only after the holder's tombstone key exists
@@ -403,13 +403,15 @@ final class EtcdLockProtocol implements LockProtocol {
             return result;
         }
         String p = waiting.predecessor();
-        int at = p.lastIndexOf('@');
-        String target = p.substring(0, at);
-        long revision = Long.parseLong(p.substring(at + 1));
+        String target = p.substring(0, p.lastIndexOf('@'));
         Wait wait = new Wait(entry, result);
         waits.add(wait);
         result.whenComplete((x, e) -> wait.finish());
-        WatchOption.Builder option = WatchOption.builder().withRevision(revision + 1).withNoPut(true);
+        // From the current revision, not the read's: etcd serves a watch that starts in the past
+        // from a catch-up loop that runs every 100 ms, which slowed every contended hand-off. The
+        // read again once the watch exists closes the gap: a delete before it is seen by the read,
+        // a delete after it by the watch.
+        WatchOption.Builder option = WatchOption.builder().withNoPut(true).withCreateNotify(true);
         String key = target;
         if (target.equals(WATCH_FAMILY)) {
             key = familyOf(entry.key()) + "/";
@@ -418,6 +420,10 @@ final class EtcdLockProtocol implements LockProtocol {
         try {
             wait.watcher = backend.client.getWatchClient().watch(bytes(key), option.build(), Watch.listener(
                     response -> {
+                        if (response.isCreatedNotify()) {
+                            recheck(entry, target, result);
+                            return;
+                        }
                         for (WatchEvent event : response.getEvents()) {
                             if (event.getEventType() == WatchEvent.EventType.DELETE && !result.isDone()) {
                                 readPosition(entry, result);
@@ -444,6 +450,23 @@ final class EtcdLockProtocol implements LockProtocol {
             wait.finish();
         }
         return result;
+    }
+
+    /**
+     * Reads the position once the watch exists: completes {@code result} if the entry is granted,
+     * lost, or now waits for something else; otherwise the watch made before this read sees the
+     * target go.
+     */
+    private void recheck(QueueEntry entry, String target, CompletableFuture<Position> result) {
+        CompletableFuture<Position> probe = new CompletableFuture<>();
+        readPosition(entry, probe);
+        probe.whenComplete((now, err) -> {
+            if (err != null) {
+                result.completeExceptionally(unwrap(err));
+            } else if (now.isGranted() || !now.predecessor().startsWith(target + "@")) {
+                result.complete(now);
+            }
+        });
     }
 
     /** Reads the queue again and reports where {@code entry} stands now. */

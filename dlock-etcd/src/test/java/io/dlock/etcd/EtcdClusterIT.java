@@ -63,7 +63,7 @@ class EtcdClusterIT {
     @Test
     void leaderKilled_whileHeldAndContended_counterExactTokensRiseLeasesSurvive() throws Exception {
         String ns = "t-leader";
-        String opts = "?leaseTime=10s&connectTimeout=5s";
+        String opts = "?leaseTime=10s&connectTimeout=5s&localQueueing=false"; // every hand-off through etcd
         List<LockClient> clients = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
