@@ -248,8 +248,9 @@ final class EtcdBackend implements LockBackend {
         return b.toString(StandardCharsets.UTF_8);
     }
 
+    /** The options' ticker: grants' validity is compared with it by the engine. */
     long now() {
-        return System.nanoTime();
+        return options.ticker().read();
     }
 
     // ---- the lease
