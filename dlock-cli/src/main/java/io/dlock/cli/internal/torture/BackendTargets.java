@@ -63,6 +63,7 @@ public final class BackendTargets {
         return switch (backend) {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
             case "redis" -> RedisTarget.embedded();
+            case "etcd" -> EtcdTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -78,8 +79,12 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":redis")) {
             return "redis";
         }
+        if (u.equals(EMBEDDED + ":etcd")) {
+            return "etcd";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
                 + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts)"
+                + ", 'embedded:etcd' (an etcd the torture starts)"
                 + " or 'zookeeper://host:port[/path]'");
     }
 }

@@ -1,0 +1,469 @@
+package io.dlock.etcd;
+
+import io.dlock.Capability;
+import io.dlock.LockBackendException;
+import io.dlock.LockOptions;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+import io.etcd.jetcd.common.exception.ErrorCode;
+import io.etcd.jetcd.common.exception.EtcdException;
+import io.etcd.jetcd.options.GetOption;
+import io.netty.handler.ssl.SslContextBuilder;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A jetcd connection to an etcd cluster, with this client's one etcd lease.
+ *
+ * <p>Concurrency: jetcd completes its futures on its own executor; the keep-alive runs on one
+ * timer thread of ours. Lease changes happen under {@code this}; connection-state events are
+ * delivered to the engine while that monitor is held, so that a LOST for one lease always reaches
+ * the engine before any grant on the next lease exists.
+ *
+ * <p>Failure: a keep-alive that etcd answers with "lease not found" (revoked, or expired while this
+ * client could not reach the cluster) makes the lease LOST at once. A keep-alive that cannot reach
+ * the cluster is retried on every tick; each grant's validity is the last confirmed keep-alive's
+ * send time plus the TTL etcd reported, so the engine declares grants lost before etcd can expire
+ * them. Once a lease is lost, the next acquisition grants a new one.
+ *
+ * <p>Invariants: every entry this client creates is attached to its current lease; a lease once
+ * lost is never used again.
+ */
+final class EtcdBackend implements LockBackend {
+    private static final Logger log = LoggerFactory.getLogger(EtcdBackend.class);
+    static final String NAME = "etcd";
+
+    final EtcdUri uri;
+    final LockOptions options;
+    final Client client;
+    /** Whether {@link #client} is ours to close. */
+    private final boolean ownsClient;
+    final ScheduledThreadPoolExecutor timer;
+    final Duration requestTimeout;
+    private final EtcdLockProtocol protocol;
+    private final Set<Capability> capabilities;
+    private final Duration maxSuspension;
+    private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final long ttlSeconds;
+    private final long delayTtlSeconds;
+    private final long keepAliveNanos;
+
+    /** The current lease, or null when the next acquisition must grant one. Guarded by this. */
+    private EtcdLease current;
+    /**
+     * Leases not known lost, by id: the current one and, with renewal off, older ones whose grants
+     * run out on their own.
+     */
+    private final java.util.Map<Long, EtcdLease> live = new java.util.concurrent.ConcurrentHashMap<>();
+    /** A grant of a new lease in flight, or null. Guarded by this. */
+    private CompletableFuture<EtcdLease> granting;
+    private volatile ScheduledFuture<?> keepAliveTask;
+
+    /** One etcd lease of this client, with the lock-delay lease that goes with it (0 without). */
+    static final class EtcdLease {
+        final long id;
+        final long delayId;
+        final long ttlNanos;
+        /** Ticker reading until which etcd is known to keep the lease: last confirmed send + TTL. */
+        volatile long confirmedUntil;
+        volatile boolean alive = true;
+
+        EtcdLease(long id, long delayId, long ttlNanos, long confirmedUntil) {
+            this.id = id;
+            this.delayId = delayId;
+            this.ttlNanos = ttlNanos;
+            this.confirmedUntil = confirmedUntil;
+        }
+
+        @Override
+        public String toString() {
+            return "lease " + Long.toHexString(id);
+        }
+    }
+
+    private EtcdBackend(EtcdUri uri, Client client, boolean ownsClient) {
+        this.uri = uri;
+        this.options = uri.options();
+        this.client = client;
+        this.ownsClient = ownsClient;
+        this.requestTimeout = options.connectTimeout();
+        this.ttlSeconds = uri.ttlSeconds();
+        // At most a second apart, so that a lease revoked behind dlock's back is noticed within one.
+        this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
+        // The lock-delay lease outlives the main one by the delay, plus a keep-alive period in case
+        // its last keep-alive was one tick older than the main lease's.
+        long delayMs = uri.lockDelay().toMillis();
+        this.delayTtlSeconds = delayMs == 0 ? 0
+                : ttlSeconds + (delayMs + 999) / 1000 + (TimeUnit.NANOSECONDS.toMillis(keepAliveNanos) + 999) / 1000;
+        this.maxSuspension = Duration.ofSeconds(ttlSeconds).dividedBy(2);
+        this.timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "dlock-etcd-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        timer.setRemoveOnCancelPolicy(true);
+        this.capabilities = Set.copyOf(EnumSet.of(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS,
+                Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
+                Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL));
+        this.protocol = new EtcdLockProtocol(this);
+    }
+
+    /**
+     * Connects to the cluster of {@code uri}, checks that it answers (and accepts the credentials),
+     * and grants this client's first lease.
+     *
+     * <p>Blocking: up to about twice the connect timeout. On failure: throws {@link
+     * LockBackendException} naming the members and the reason, with nothing left open.
+     */
+    static EtcdBackend connect(EtcdUri uri) {
+        Client client;
+        try {
+            ClientBuilder b = Client.builder()
+                    .endpoints(uri.endpoints().toArray(new java.net.URI[0]))
+                    .connectTimeout(uri.options().connectTimeout())
+                    .retryMaxDuration(uri.options().connectTimeout())
+                    .keepaliveTime(Duration.ofSeconds(10))
+                    .keepaliveTimeout(Duration.ofSeconds(5));
+            if (uri.user() != null) {
+                b.user(bytes(uri.user())).password(bytes(uri.password()));
+            }
+            if (uri.tls()) {
+                File ca = uri.ca() == null ? null : uri.ca().toFile();
+                b.sslContext((SslContextBuilder ssl) -> {
+                    if (ca != null) {
+                        ssl.trustManager(ca);
+                    }
+                });
+                if (uri.authority() != null) {
+                    b.authority(uri.authority());
+                }
+            }
+            client = b.build();
+        } catch (RuntimeException | javax.net.ssl.SSLException e) {
+            throw new LockBackendException(null, NAME, "cannot set up a client for " + uri + ": " + e.getMessage(), e);
+        }
+        return start(new EtcdBackend(uri, client, true));
+    }
+
+    /**
+     * Connects through an application's jetcd client, which dlock never closes.
+     *
+     * <p>Blocking: up to about twice the connect timeout. On failure: {@link LockBackendException};
+     * the client is left as it was.
+     */
+    static EtcdBackend connect(Client external, EtcdUri uri) {
+        return start(new EtcdBackend(uri, external, false));
+    }
+
+    private static EtcdBackend start(EtcdBackend backend) {
+        try {
+            backend.await(backend.client.getKVClient().get(bytes(backend.uri.namespace() + "/"),
+                    GetOption.builder().withCountOnly(true).build()));
+            backend.await(backend.lease());
+        } catch (RuntimeException e) {
+            backend.close();
+            throw new LockBackendException(null, NAME, "cannot connect to " + backend.uri.hostList() + ": "
+                    + describe(e, backend.uri), e);
+        }
+        if (!backend.options.renewal()) {
+            return backend; // grants run out at the lease time; nothing keeps the lease alive
+        }
+        backend.keepAliveTask = backend.timer.scheduleWithFixedDelay(backend::keepAlive, backend.keepAliveNanos,
+                backend.keepAliveNanos, TimeUnit.NANOSECONDS);
+        log.debug("[client={}] connected to {}", NAME, backend.uri);
+        return backend;
+    }
+
+    private <T> T await(CompletableFuture<T> future) {
+        try {
+            return future.get(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while connecting", e);
+        } catch (ExecutionException e) {
+            throw new CompletionException(e.getCause());
+        } catch (TimeoutException e) {
+            throw new CompletionException(new TimeoutException("no answer within " + requestTimeout
+                    + " (is etcd running there?)"));
+        }
+    }
+
+    /** The reason a connect failed, from the cause chain, without the password. */
+    static String describe(Throwable e, EtcdUri uri) {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            String m = String.valueOf(t.getMessage());
+            if (m.contains("authentication failed") || m.contains("invalid user ID or password")) {
+                return "authentication refused" + (uri.user() == null ? "" : " for user '" + uri.user() + "'") + " ("
+                        + m + ")";
+            }
+            if (m.contains("user name is empty") || m.contains("user name not found")) {
+                return "authentication required: etcd has auth enabled; give user:password@ in the URI (" + m + ")";
+            }
+            if (m.contains("permission denied")) {
+                return "permission denied (" + m + "): dlock's user needs read-write on the prefix '" + uri.namespace()
+                        + "/' and lease permission";
+            }
+            if (t instanceof javax.net.ssl.SSLException) {
+                return "TLS handshake failed (" + m + "); etcds:// needs the servers' CA (?ca=/path/to/ca.pem)";
+            }
+            if (t instanceof CompletionException || t instanceof ExecutionException) {
+                continue;
+            }
+            if (sb.length() > 0) {
+                sb.append(": ");
+            }
+            sb.append(t.getClass().getSimpleName()).append(' ').append(m);
+        }
+        return sb.toString();
+    }
+
+    static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+
+    static String string(ByteSequence b) {
+        return b.toString(StandardCharsets.UTF_8);
+    }
+
+    /** The options' ticker: grants' validity is compared with it by the engine. */
+    long now() {
+        return options.ticker().read();
+    }
+
+    // ---- the lease
+
+    /** The current lease, granting one if there is none. Never blocks. */
+    synchronized CompletableFuture<EtcdLease> lease() {
+        if (closed.get()) {
+            return CompletableFuture.failedFuture(new LockBackendException(null, NAME, "client is closed", null));
+        }
+        long now = now();
+        // With renewal off nobody keeps a lease alive: each serves new grants for half its TTL.
+        if (current != null && current.alive && (options.renewal() || current.confirmedUntil - now > current.ttlNanos / 2)) {
+            return CompletableFuture.completedFuture(current);
+        }
+        live.values().removeIf(l -> now - l.confirmedUntil > 0);
+        if (granting != null) {
+            return granting;
+        }
+        long sentAt = now;
+        CompletableFuture<Long> delay = delayTtlSeconds == 0 ? CompletableFuture.completedFuture(0L)
+                : client.getLeaseClient().grant(delayTtlSeconds).thenApply(r -> r.getID());
+        CompletableFuture<EtcdLease> g = client.getLeaseClient().grant(ttlSeconds)
+                .thenCombine(delay, (r, d) -> new EtcdLease(r.getID(), d, TimeUnit.SECONDS.toNanos(r.getTTL()),
+                        sentAt + TimeUnit.SECONDS.toNanos(r.getTTL())))
+                .orTimeout(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        granting = g;
+        g.whenComplete((l, err) -> {
+            synchronized (this) {
+                granting = null;
+                if (err == null) {
+                    if (closed.get()) {
+                        revoke(l);
+                    } else {
+                        current = l;
+                        live.put(l.id, l);
+                        log.debug("[client={}] granted {} (ttl {} s)", NAME, l, TimeUnit.NANOSECONDS.toSeconds(l.ttlNanos));
+                    }
+                }
+            }
+        });
+        return g;
+    }
+
+    /** The lease, if it is the current one and alive; else null. */
+    synchronized EtcdLease currentLease() {
+        return current != null && current.alive ? current : null;
+    }
+
+    /** The lease with this id if it is not known lost; else null. */
+    EtcdLease lease(long id) {
+        EtcdLease l = live.get(id);
+        return l != null && l.alive ? l : null;
+    }
+
+    /** Keeps the current lease (and its lock-delay lease) alive; one tick of the timer. */
+    private void keepAlive() {
+        EtcdLease l = currentLease();
+        if (l == null || closed.get()) {
+            return;
+        }
+        long sentAt = now();
+        if (sentAt - l.confirmedUntil > 0) {
+            lost(l, "etcd lease " + Long.toHexString(l.id) + " ran out: no keep-alive was confirmed for "
+                    + TimeUnit.NANOSECONDS.toMillis(l.ttlNanos) + " ms", null);
+            return;
+        }
+        CompletableFuture<Void> delay = l.delayId == 0 ? CompletableFuture.completedFuture(null)
+                : client.getLeaseClient().keepAliveOnce(l.delayId).thenApply(r -> null);
+        client.getLeaseClient().keepAliveOnce(l.id)
+                .thenCombine(delay, (r, x) -> r)
+                .orTimeout(Math.max(1, TimeUnit.NANOSECONDS.toMillis(keepAliveNanos)), TimeUnit.MILLISECONDS)
+                .whenComplete((r, err) -> {
+                    if (err == null) {
+                        long until = sentAt + TimeUnit.SECONDS.toNanos(r.getTTL());
+                        if (until - l.confirmedUntil > 0) {
+                            l.confirmedUntil = until;
+                        }
+                    } else if (isLeaseGone(err)) {
+                        lost(l, "etcd lease " + Long.toHexString(l.id) + " is gone on the server (revoked or expired)",
+                                err);
+                    } else {
+                        log.debug("[client={}] keep-alive of {} failed: {}", NAME, l, err.toString());
+                    }
+                });
+    }
+
+    static boolean isLeaseGone(Throwable err) {
+        for (Throwable t = err; t != null; t = t.getCause()) {
+            if (t instanceof EtcdException ee && ee.getErrorCode() == ErrorCode.NOT_FOUND
+                    || String.valueOf(t.getMessage()).contains("requested lease not found")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Marks {@code l} lost: the engine hears LOST (and loses every grant) before the next lease can
+     * be granted, waiters on it are told their entries vanished, and the lease is revoked so that
+     * its keys do not block others until etcd expires it. Idempotent.
+     */
+    void lost(EtcdLease l, String reason, Throwable cause) {
+        synchronized (this) {
+            if (!l.alive) {
+                return;
+            }
+            l.alive = false;
+            live.remove(l.id);
+            if (current == l) {
+                current = null;
+            }
+            log.warn("[client={}] {}; every lock held through it is lost", NAME, reason);
+            for (Consumer<ConnectionState> listener : listeners) {
+                try {
+                    listener.accept(ConnectionState.LOST);
+                } catch (RuntimeException e) {
+                    log.warn("[client={}] connection listener failed", NAME, e);
+                }
+            }
+        }
+        protocol.leaseLost(l, reason);
+        // Only the main lease: the lock-delay lease must run out on its own, keeping the delay.
+        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> { });
+    }
+
+    private void revoke(EtcdLease l) {
+        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> { });
+        if (l.delayId != 0) {
+            client.getLeaseClient().revoke(l.delayId).whenComplete((r, e) -> { });
+        }
+    }
+
+    /** Schedules {@code task} on the timer thread; returns null if closing. */
+    ScheduledFuture<?> schedule(Runnable task, long delayMs) {
+        try {
+            return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            return null;
+        }
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    // ---- LockBackend
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public LockProtocol protocol() {
+        return protocol;
+    }
+
+    @Override
+    public void onConnectionState(Consumer<ConnectionState> listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public Duration maxSuspension() {
+        return maxSuspension;
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        ScheduledFuture<?> task = keepAliveTask;
+        if (task != null) {
+            task.cancel(false);
+        }
+        protocol.close();
+        List<EtcdLease> leases;
+        synchronized (this) {
+            current = null;
+            leases = List.copyOf(live.values());
+            live.clear();
+        }
+        try {
+            // Revoking deletes every key still attached; the engine released its grants before.
+            List<CompletableFuture<?>> revokes = new java.util.ArrayList<>();
+            for (EtcdLease l : leases) {
+                revokes.add(client.getLeaseClient().revoke(l.id));
+                if (l.delayId != 0) {
+                    revokes.add(client.getLeaseClient().revoke(l.delayId));
+                }
+            }
+            CompletableFuture.allOf(revokes.toArray(new CompletableFuture<?>[0]))
+                    .get(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            log.debug("[client={}] revoking {} at close: {}", NAME, leases, e.toString());
+        } finally {
+            timer.shutdownNow();
+            if (ownsClient) {
+                client.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "EtcdBackend[" + uri + "]";
+    }
+}

@@ -1,0 +1,673 @@
+package io.dlock.etcd;
+
+import static io.dlock.etcd.EtcdBackend.bytes;
+import static io.dlock.etcd.EtcdBackend.string;
+
+import io.dlock.LockBackendException;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.op.Cmp;
+import io.etcd.jetcd.op.CmpTarget;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.PutOption;
+import io.etcd.jetcd.options.WatchOption;
+import io.etcd.jetcd.watch.WatchEvent;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * dlock's lock recipes on etcd.
+ *
+ * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>/n/<family>/<acquisition id>}, attached
+ * to the client's lease, where the family is {@code x} (exclusive lock), {@code rw} (read-write
+ * lock) or {@code s} (semaphore); the value names the mode ({@code x}, {@code r}, {@code rd} for a
+ * downgrade's read, {@code w}, {@code s <permits> <total>}). Entries are ordered by create revision,
+ * which etcd assigns cluster-wide and in commit order: FIFO, and the fencing token. With lock-delay,
+ * a holder also puts {@code <ns>/n/d/<acquisition id>} on the lock-delay lease.
+ *
+ * <p>The put and the read of the queue are one transaction guarded by "the key does not exist yet",
+ * so an enqueue retried after a lost reply never creates a second entry, and the exclusive lock
+ * learns its predecessor in the same round trip (the two newest keys of the family: itself, and the
+ * one before it). A waiter watches only that predecessor's key, for deletes, and reads its position
+ * again once the watch exists, so a delete between the first read and the watch is still seen;
+ * after a delete it reads again (a middle waiter may have left). Semaphore waiters watch the family's prefix (any holder leaving may
+ * make room), as on ZooKeeper.
+ *
+ * <p>Lock-delay (exclusive lock): a grant is reported only after the holder's tombstone key exists
+ * (put in a transaction that checks the holder's key still exists); a clean release deletes the
+ * entry and the tombstone together. A holder that is lost leaves its tombstone until the lock-delay
+ * lease runs out, at least the delay after the main lease, and nobody is granted while a tombstone
+ * of another acquisition exists.
+ *
+ * <p>Concurrency: every callback runs on jetcd's executor and only completes futures; nothing here
+ * blocks. Every transaction is idempotent, so jetcd's own retries are safe.
+ */
+final class EtcdLockProtocol implements LockProtocol {
+    private static final Logger log = LoggerFactory.getLogger(EtcdLockProtocol.class);
+
+    /** What a semaphore waiter waits for: any delete in its family. */
+    static final String WATCH_FAMILY = "*";
+
+    private final EtcdBackend backend;
+    private final String ns;
+    private final boolean lockDelay;
+    /** Pending waits, failed when their lease is lost (their key vanished with it). */
+    private final Set<Wait> waits = ConcurrentHashMap.newKeySet();
+
+    EtcdLockProtocol(EtcdBackend backend) {
+        this.backend = backend;
+        this.ns = backend.uri.namespace();
+        this.lockDelay = !backend.uri.lockDelay().isZero();
+    }
+
+    // ---- keys
+
+    static String family(LockMode mode) {
+        return switch (mode) {
+            case EXCLUSIVE -> "x";
+            case READ, WRITE -> "rw";
+            case SEMAPHORE -> "s";
+        };
+    }
+
+    String familyPrefix(String lockName, LockMode mode) {
+        return ns + "/" + lockName + "/" + family(mode) + "/";
+    }
+
+    String tombstonePrefix(String lockName) {
+        return ns + "/" + lockName + "/d/";
+    }
+
+    static String familyOf(String key) {
+        return key.substring(0, key.lastIndexOf('/'));
+    }
+
+    static String value(LockRequest r, boolean downgrade) {
+        return switch (r.mode()) {
+            case EXCLUSIVE -> "x";
+            case READ -> downgrade ? "rd" : "r";
+            case WRITE -> "w";
+            case SEMAPHORE -> "s " + r.permits() + " " + r.maxPermits();
+        };
+    }
+
+    static LockMode familyMode(String key) {
+        String withoutId = key.substring(0, key.lastIndexOf('/'));
+        String fam = withoutId.substring(withoutId.lastIndexOf('/') + 1);
+        return switch (fam) {
+            case "x" -> LockMode.EXCLUSIVE;
+            case "rw" -> LockMode.WRITE;
+            case "s" -> LockMode.SEMAPHORE;
+            default -> null;
+        };
+    }
+
+    private static GetOption prefix() {
+        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.ASCEND).build();
+    }
+
+    /** The two newest keys of a prefix: an entry just put, and the one right before it. */
+    private static GetOption newestTwo() {
+        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.DESCEND).withLimit(2).withKeysOnly(true).build();
+    }
+
+    /** The newest key created before {@code ownRevision}: the predecessor. */
+    private static GetOption before(long ownRevision) {
+        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.DESCEND).withLimit(1).withKeysOnly(true)
+                .withMaxCreateRevision(ownRevision - 1).build();
+    }
+
+    private static GetOption anyTwo() {
+        return GetOption.builder().isPrefix(true).withLimit(2).withKeysOnly(true).build();
+    }
+
+    // ---- enqueue
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        enqueue(request, result, 0);
+        return result;
+    }
+
+    private void enqueue(LockRequest request, CompletableFuture<Position> result, int attempt) {
+        backend.lease().whenComplete((lease, err) -> {
+            if (err != null) {
+                retryOrFail(request, result, attempt, err);
+            } else {
+                put(request, lease, result, attempt);
+            }
+        });
+    }
+
+    private void put(LockRequest request, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result,
+            int attempt) {
+        String name = request.lockName();
+        String key = familyPrefix(name, request.mode()) + request.acquisitionId();
+        boolean downgrade = request.mode() == LockMode.READ && request.grantedDespite() != null;
+        ByteSequence k = bytes(key);
+        List<Cmp> ifs = new ArrayList<>(List.of(new Cmp(k, Cmp.Op.EQUAL, CmpTarget.createRevision(0))));
+        if (downgrade) {
+            // A downgrade's read exists only while its own write entry does (see position()).
+            ifs.add(new Cmp(bytes(request.grantedDespite()), Cmp.Op.GREATER, CmpTarget.createRevision(0)));
+        }
+        String family = familyPrefix(name, request.mode());
+        List<Op> then = new ArrayList<>();
+        then.add(Op.put(k, bytes(value(request, downgrade)), PutOption.builder().withLeaseId(lease.id).build()));
+        if (request.mode() == LockMode.EXCLUSIVE) {
+            then.add(Op.get(bytes(family), newestTwo()));
+            if (lockDelay) {
+                then.add(Op.get(bytes(tombstonePrefix(name)), anyTwo()));
+            }
+        } else {
+            then.add(Op.get(bytes(family), prefix()));
+        }
+        List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
+        if (downgrade) {
+            otherwise.add(Op.get(bytes(request.grantedDespite()), GetOption.builder().withCountOnly(true).build()));
+        }
+        txn(ifs, then, otherwise).whenComplete((r, err) -> {
+            if (err != null) {
+                if (EtcdBackend.isLeaseGone(err)) {
+                    backend.lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
+                }
+                retryOrFail(request, result, attempt, err);
+                return;
+            }
+            try {
+                if (r.isSucceeded()) {
+                    long revision = r.getHeader().getRevision();
+                    QueueEntry entry = new QueueEntry(name, request.acquisitionId(), key, lease.id, revision);
+                    if (request.mode() == LockMode.EXCLUSIVE) {
+                        List<KeyValue> two = r.getGetResponses().get(0).getKvs();
+                        String predecessor = two.size() > 1 ? string(two.get(1).getKey()) : null;
+                        String tomb = lockDelay ? foreignTombstone(r.getGetResponses().get(1).getKvs(), request) : null;
+                        settleExclusive(entry, predecessor, tomb, revision, lease, result);
+                    } else {
+                        complete(result, entry, r.getGetResponses().get(0).getKvs(), revision, lease);
+                    }
+                    return;
+                }
+                List<KeyValue> own = r.getGetResponses().get(0).getKvs();
+                if (own.isEmpty()) {
+                    // Only a downgrade gets here without its key: the write entry is gone; an ordinary read.
+                    put(new LockRequest(name, request.acquisitionId(), LockMode.READ, 1, 1, null), lease, result,
+                            attempt);
+                    return;
+                }
+                KeyValue kv = own.get(0);
+                QueueEntry entry = new QueueEntry(name, request.acquisitionId(), key, kv.getLease(),
+                        kv.getCreateRevision());
+                if (kv.getLease() == lease.id) {
+                    log.debug("[lock={} state=QUEUED] adopted own key {} after a lost reply", name, key);
+                    readPosition(entry, result);
+                } else {
+                    // Ours, but on a lease that is lost: delete it (if still that one) and put again.
+                    deleteIf(kv).whenComplete((x, e) -> retryOrFail(request, result, attempt, e));
+                }
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
+            }
+        });
+    }
+
+    private String foreignTombstone(List<KeyValue> tombstones, LockRequest request) {
+        for (KeyValue kv : tombstones) {
+            String k = string(kv.getKey());
+            if (!k.endsWith("/" + request.acquisitionId())) {
+                return k;
+            }
+        }
+        return null;
+    }
+
+    /** After a failure whose outcome is unknown: adopt our key if this lease has it, else put again. */
+    private void retryOrFail(LockRequest request, CompletableFuture<Position> result, int attempt, Throwable err) {
+        Throwable cause = unwrap(err);
+        if (cause instanceof IllegalArgumentException || result.isDone()) {
+            result.completeExceptionally(cause);
+            return;
+        }
+        if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
+            result.completeExceptionally(failure(request.lockName(), "enqueue failed after " + (attempt + 1)
+                    + " attempt(s)", cause));
+            return;
+        }
+        backend.schedule(() -> findOwnEntry(request.lockName(), request.acquisitionId()).whenComplete((found, e) -> {
+            if (e == null && found.isPresent()) {
+                readPosition(found.get(), result);
+            } else if (e == null) {
+                enqueue(request, result, attempt + 1);
+            } else {
+                retryOrFail(request, result, attempt + 1, e);
+            }
+        }), backoffMillis(attempt + 1));
+    }
+
+    /** Where an exclusive entry stands, given its predecessor and, with lock-delay, a foreign tombstone. */
+    private void settleExclusive(QueueEntry entry, String predecessor, String tombstone, long revision,
+            EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
+        if (predecessor != null) {
+            result.complete(Position.waiting(entry, predecessor + "@" + revision));
+        } else if (tombstone != null) {
+            result.complete(Position.waiting(entry, tombstone + "@" + revision));
+        } else if (lockDelay) {
+            writeTombstone(entry, lease, result);
+        } else {
+            result.complete(Position.granted(grant(entry, lease)));
+        }
+    }
+
+    /** Puts the holder's tombstone while its entry exists; only then is the grant reported. */
+    private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
+        ByteSequence tomb = bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId());
+        txn(List.of(new Cmp(bytes(entry.key()), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                List.of(Op.put(tomb, bytes("d"), PutOption.builder().withLeaseId(lease.delayId).build())),
+                List.of()).whenComplete((r, err) -> {
+                    if (err != null) {
+                        result.completeExceptionally(failure(entry.lockName(), "writing the lock-delay key", err));
+                    } else if (!r.isSucceeded()) {
+                        result.completeExceptionally(new EntryLostException(entry, "its key is gone"));
+                    } else {
+                        result.complete(Position.granted(grant(entry, lease)));
+                    }
+                });
+    }
+
+    private Grant grant(QueueEntry entry, EtcdBackend.EtcdLease lease) {
+        if (!lease.alive) {
+            throw new EntryLostException(entry, "its lease is lost");
+        }
+        return new Grant(entry, entry.token(), lease.confirmedUntil);
+    }
+
+    private void complete(CompletableFuture<Position> result, QueueEntry entry, List<KeyValue> family,
+            long revision, EtcdBackend.EtcdLease lease) {
+        try {
+            result.complete(position(entry, family, revision, lease));
+        } catch (EntryLostException | IllegalArgumentException e) {
+            if (e instanceof IllegalArgumentException) {
+                // A semaphore total that disagrees: take the entry back, change nothing.
+                release(entry).whenComplete((x, err) -> result.completeExceptionally(e));
+            } else {
+                result.completeExceptionally(e);
+            }
+        }
+    }
+
+    /** Where a read-write or semaphore entry stands among its family (sorted by create revision). */
+    private Position position(QueueEntry entry, List<KeyValue> family, long revision, EtcdBackend.EtcdLease lease) {
+        int at = -1;
+        for (int i = 0; i < family.size(); i++) {
+            if (string(family.get(i).getKey()).equals(entry.key())) {
+                at = i;
+                break;
+            }
+        }
+        if (at < 0) {
+            throw new EntryLostException(entry, "its key is no longer in etcd");
+        }
+        String own = string(family.get(at).getValue());
+        String waitFor = null;
+        if (own.equals("w")) {
+            waitFor = at > 0 ? string(family.get(at - 1).getKey()) : null;
+            if (waitFor == null) {
+                // A writer also waits for a downgrade's read behind it: that reader is inside.
+                for (KeyValue kv : family) {
+                    if (string(kv.getValue()).equals("rd")) {
+                        waitFor = string(kv.getKey());
+                        break;
+                    }
+                }
+            }
+        } else if (own.equals("r")) {
+            for (int i = at - 1; i >= 0; i--) {
+                if (string(family.get(i).getValue()).equals("w")) {
+                    waitFor = string(family.get(i).getKey());
+                    break;
+                }
+            }
+        } else if (own.startsWith("s ")) {
+            String[] mine = own.split(" ");
+            int max = Integer.parseInt(mine[2]);
+            int taken = 0;
+            for (int i = 0; i < family.size(); i++) {
+                String[] v = string(family.get(i).getValue()).split(" ");
+                if (v.length == 3 && Integer.parseInt(v[2]) != max) {
+                    throw new IllegalArgumentException("semaphore '" + entry.lockName() + "' on etcd is in use with "
+                            + v[2] + " permits; this client opened it with " + max);
+                }
+                if (i < at) {
+                    taken += Integer.parseInt(v[1]);
+                }
+            }
+            waitFor = taken + Integer.parseInt(mine[1]) <= max ? null : WATCH_FAMILY;
+        } // "rd": a downgrade's read is granted
+        return waitFor == null ? Position.granted(grant(entry, lease)) : Position.waiting(entry, waitFor + "@" + revision);
+    }
+
+    // ---- waiting
+
+    /** One pending wait: its future and the watch to close when it completes. */
+    private final class Wait {
+        final QueueEntry entry;
+        final CompletableFuture<Position> result;
+        volatile Watch.Watcher watcher;
+
+        Wait(QueueEntry entry, CompletableFuture<Position> result) {
+            this.entry = entry;
+            this.result = result;
+        }
+
+        void finish() {
+            waits.remove(this);
+            Watch.Watcher w = watcher;
+            if (w != null) {
+                w.close();
+            }
+        }
+    }
+
+    @Override
+    public CompletionStage<Position> awaitTurn(Position waiting) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        QueueEntry entry = waiting.entry();
+        if (backend.lease(entry.session()) == null) {
+            result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
+            return result;
+        }
+        String p = waiting.predecessor();
+        String target = p.substring(0, p.lastIndexOf('@'));
+        Wait wait = new Wait(entry, result);
+        waits.add(wait);
+        result.whenComplete((x, e) -> wait.finish());
+        // From the current revision, not the read's: etcd serves a watch that starts in the past
+        // from a catch-up loop that runs every 100 ms, which slowed every contended hand-off. The
+        // read again once the watch exists closes the gap: a delete before it is seen by the read,
+        // a delete after it by the watch.
+        WatchOption.Builder option = WatchOption.builder().withNoPut(true).withCreateNotify(true);
+        String key = target;
+        if (target.equals(WATCH_FAMILY)) {
+            key = familyOf(entry.key()) + "/";
+            option.isPrefix(true);
+        }
+        try {
+            wait.watcher = backend.client.getWatchClient().watch(bytes(key), option.build(), Watch.listener(
+                    response -> {
+                        if (response.isCreatedNotify()) {
+                            recheck(entry, target, result);
+                            return;
+                        }
+                        for (WatchEvent event : response.getEvents()) {
+                            if (event.getEventType() == WatchEvent.EventType.DELETE && !result.isDone()) {
+                                readPosition(entry, result);
+                                return;
+                            }
+                        }
+                    },
+                    error -> {
+                        // jetcd resumes the watch from its last revision after transient errors; a
+                        // compaction or a halt ends it: then read where we stand instead.
+                        if (String.valueOf(error.getMessage()).contains("compact")) {
+                            readPosition(entry, result);
+                        }
+                    },
+                    () -> {
+                        if (!result.isDone()) {
+                            readPosition(entry, result);
+                        }
+                    }));
+        } catch (RuntimeException e) {
+            result.completeExceptionally(failure(entry.lockName(), "watching " + key, e));
+        }
+        if (result.isDone()) {
+            wait.finish();
+        }
+        return result;
+    }
+
+    /**
+     * Reads the position once the watch exists: completes {@code result} if the entry is granted,
+     * lost, or now waits for something else; otherwise the watch made before this read sees the
+     * target go.
+     */
+    private void recheck(QueueEntry entry, String target, CompletableFuture<Position> result) {
+        CompletableFuture<Position> probe = new CompletableFuture<>();
+        readPosition(entry, probe);
+        probe.whenComplete((now, err) -> {
+            if (err != null) {
+                result.completeExceptionally(unwrap(err));
+            } else if (now.isGranted() || !now.predecessor().startsWith(target + "@")) {
+                result.complete(now);
+            }
+        });
+    }
+
+    /** Reads the queue again and reports where {@code entry} stands now. */
+    private void readPosition(QueueEntry entry, CompletableFuture<Position> result) {
+        readPosition(entry, result, 0);
+    }
+
+    private void readPosition(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
+        if (result.isDone()) {
+            return;
+        }
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
+            result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
+            return;
+        }
+        LockMode fam = familyMode(entry.key());
+        String family = familyOf(entry.key()) + "/";
+        List<Op> reads = new ArrayList<>();
+        reads.add(Op.get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build()));
+        if (fam == LockMode.EXCLUSIVE) {
+            reads.add(Op.get(bytes(family), before(entry.token())));
+            if (lockDelay) {
+                reads.add(Op.get(bytes(tombstonePrefix(entry.lockName())), anyTwo()));
+            }
+        } else {
+            reads.add(Op.get(bytes(family), prefix()));
+        }
+        txn(List.of(), reads, List.of()).whenComplete((r, err) -> {
+            if (err != null) {
+                if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
+                    result.completeExceptionally(failure(entry.lockName(), "reading the queue", err));
+                } else {
+                    backend.schedule(() -> readPosition(entry, result, attempt + 1), backoffMillis(attempt + 1));
+                }
+                return;
+            }
+            try {
+                List<GetResponse> gets = r.getGetResponses();
+                if (gets.get(0).getKvs().isEmpty()) {
+                    result.completeExceptionally(new EntryLostException(entry, "its key is no longer in etcd"));
+                    return;
+                }
+                long revision = r.getHeader().getRevision();
+                if (fam == LockMode.EXCLUSIVE) {
+                    List<KeyValue> before = gets.get(1).getKvs();
+                    String predecessor = before.isEmpty() ? null : string(before.get(0).getKey());
+                    String tomb = lockDelay ? foreignTombstone(gets.get(2).getKvs(),
+                            LockRequest.exclusive(entry.lockName(), entry.acquisitionId())) : null;
+                    settleExclusive(entry, predecessor, tomb, revision, lease, result);
+                } else {
+                    complete(result, entry, gets.get(1).getKvs(), revision, lease);
+                }
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
+            }
+        });
+    }
+
+    /** Fails every wait on {@code lease}: its keys are gone, and the engine enqueues again. */
+    void leaseLost(EtcdBackend.EtcdLease lease, String reason) {
+        for (Wait w : waits) {
+            if (w.entry.session() == lease.id) {
+                w.result.completeExceptionally(new EntryLostException(w.entry, reason));
+            }
+        }
+    }
+
+    void close() {
+        for (Wait w : waits) {
+            w.result.completeExceptionally(new LockBackendException(w.entry.lockName(), EtcdBackend.NAME,
+                    "client closed", null));
+        }
+    }
+
+    // ---- renew
+
+    /**
+     * The client keeps its one lease alive; a grant is as valid as the last confirmed keep-alive of
+     * the lease it is attached to, read before the check is sent. A grant on a lease that is no
+     * longer current, or whose key is gone or replaced (deleted behind dlock's back), is lost.
+     */
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        QueueEntry entry = grant.entry();
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
+            return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
+        }
+        long validUntil = lease.confirmedUntil;
+        return backend.client.getKVClient().get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
+                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .thenApply(r -> {
+                    if (r.getKvs().isEmpty() || r.getKvs().get(0).getCreateRevision() != entry.token()) {
+                        throw new EntryLostException(entry, "its key is gone from etcd");
+                    }
+                    return new Grant(entry, grant.fencingToken(), validUntil);
+                });
+    }
+
+    // ---- release
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        delete(entry, done, 0);
+        return done;
+    }
+
+    private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
+        if (backend.lease(entry.session()) == null || backend.isClosed()) {
+            // Its lease is lost (revoked with its keys) or the client closes (revoking it).
+            done.complete(null);
+            return;
+        }
+        List<Op> ops = new ArrayList<>(List.of(Op.delete(bytes(entry.key()), DeleteOption.DEFAULT)));
+        if (lockDelay && familyMode(entry.key()) == LockMode.EXCLUSIVE) {
+            ops.add(Op.delete(bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId()), DeleteOption.DEFAULT));
+        }
+        txn(List.of(), ops, List.of()).whenComplete((r, err) -> {
+            if (err == null) {
+                done.complete(null);
+            } else if (attempt + 1 >= maxAttempts() * 4) {
+                log.warn("[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease", entry.lockName(),
+                        entry.key(), err.toString());
+                done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), err));
+            } else {
+                backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1));
+            }
+        });
+    }
+
+    /** Deletes {@code kv} if it has not changed since it was read. */
+    private CompletableFuture<TxnResponse> deleteIf(KeyValue kv) {
+        return txn(List.of(new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision()))),
+                List.of(Op.delete(kv.getKey(), DeleteOption.DEFAULT)), List.of());
+    }
+
+    // ---- recovery
+
+    @Override
+    public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
+        EtcdBackend.EtcdLease lease = backend.currentLease();
+        return backend.client.getKVClient().get(bytes(ns + "/" + lockName + "/"), GetOption.builder().isPrefix(true)
+                        .withKeysOnly(true).build())
+                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                .thenApply(r -> {
+                    for (KeyValue kv : r.getKvs()) {
+                        String key = string(kv.getKey());
+                        if (key.endsWith("/" + acquisitionId) && familyMode(key) != null) {
+                            if (lease != null && kv.getLease() == lease.id) {
+                                return Optional.of(new QueueEntry(lockName, acquisitionId, key, lease.id,
+                                        kv.getCreateRevision()));
+                            }
+                            log.debug("[lock={} state=QUEUED] not adopting {}: on lease {}, not the current one",
+                                    lockName, key, Long.toHexString(kv.getLease()));
+                        }
+                    }
+                    return Optional.<QueueEntry>empty();
+                });
+    }
+
+    // ---- helpers
+
+    private CompletableFuture<TxnResponse> txn(List<Cmp> ifs, List<Op> then, List<Op> otherwise) {
+        try {
+            return backend.client.getKVClient().txn()
+                    .If(ifs.toArray(new Cmp[0]))
+                    .Then(then.toArray(new Op[0]))
+                    .Else(otherwise.toArray(new Op[0]))
+                    .commit()
+                    .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private long backoffMillis(int attempt) {
+        long base = Math.max(1, backend.options.retryPolicy().baseSleep().toMillis());
+        long max = Math.max(base, backend.options.retryPolicy().maxSleep().toMillis());
+        return Math.min(max, base << Math.min(20, attempt - 1));
+    }
+
+    private int maxAttempts() {
+        return Math.max(1, backend.options.retryPolicy().maxRetries());
+    }
+
+    static Throwable unwrap(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && (t instanceof CompletionException || t instanceof ExecutionException)) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    static LockBackendException failure(String lockName, String what, Throwable error) {
+        Throwable cause = unwrap(error);
+        if (cause instanceof LockBackendException lbe) {
+            return lbe;
+        }
+        String m = cause instanceof TimeoutException ? "no answer in time" : String.valueOf(cause.getMessage());
+        return new LockBackendException(lockName, EtcdBackend.NAME, what + ": " + m, cause);
+    }
+}

@@ -1,0 +1,147 @@
+package io.dlock.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.LockLostException;
+import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.LockWorker;
+import io.etcd.jetcd.KeyValue;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The client's etcd lease: kept alive while locks are held, lost (with {@code onLost}) when etcd
+ * revokes it or cannot be reached, never used again once lost, and a holder paused past its lease
+ * overtaken by a later, higher token.
+ */
+class EtcdLeaseIT extends EtcdTestSupport {
+
+    @Test
+    void keepAlive_keepsTheLockForThreeLeaseTimes() throws Exception {
+        LockClient holder = client("leaseTime=2s");
+        LockClient other = client("leaseTime=2s");
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        try (Lease lease = holder.lock("kept").acquire()) {
+            lease.onLost(lost::add);
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(6500);
+            int attempts = 0;
+            while (System.nanoTime() < until) { // bounded: about 6.5 s
+                assertThat(other.lock("kept").tryAcquire(Duration.ofMillis(300))).isEmpty();
+                attempts++;
+            }
+            assertThat(attempts).isGreaterThanOrEqualTo(10);
+            assertThat(lease.isValid()).isTrue();
+            assertThat(lost).isEmpty();
+        }
+        try (Lease next = other.lock("kept").tryAcquire(scaled(5)).orElseThrow()) {
+            assertThat(next.isValid()).isTrue();
+        }
+    }
+
+    @Test
+    void leaseRevokedBehindTheClientsBack_onLostAtOnce_thenANewLeaseServes() throws Exception {
+        LockClient holder = client(""); // 30 s lease: expiry cannot be what the test sees
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        Lease lease = holder.lock("revoked").acquire();
+        lease.onLost(lost::add);
+        KeyValue key = kvs(prefix + "/revoked/x/").get(0);
+        long revokedAt = System.nanoTime();
+        inspector.getLeaseClient().revoke(key.getLease()).get(10, TimeUnit.SECONDS);
+        await().atMost(scaled(5)).until(() -> lost.size() == 1);
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - revokedAt);
+        assertThat(tookMs).as("noticed within about a keep-alive period").isLessThan(scaled(3).toMillis());
+        assertThat(lease.isValid()).isFalse();
+        lease.close();
+        try (Lease again = holder.lock("revoked").tryAcquire(scaled(10)).orElseThrow()) {
+            assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
+            assertThat(kvs(prefix + "/revoked/x/").get(0).getLease()).isNotEqualTo(key.getLease());
+        }
+        assertThat(lost).hasSize(1);
+    }
+
+    @Test
+    void holderKeyDeletedBehindItsBack_leaseInvalidAndNextClientAcquires() throws Exception {
+        LockClient holder = client("leaseTime=3s");
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        Lease lease = holder.lock("deleted").acquire();
+        lease.onLost(lost::add);
+        inspector.getKVClient().delete(bytes(entries("deleted").get(0))).get(10, TimeUnit.SECONDS);
+        await().atMost(scaled(10)).until(() -> lost.size() == 1);
+        assertThat(lease.isValid()).isFalse();
+        try (Lease next = client("").lock("deleted").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+        }
+        lease.close();
+    }
+
+    @Test
+    void renewalOff_theGrantRunsOutAtTheLeaseTimeAndOnLostFires() throws Exception {
+        LockClient holder = client("leaseTime=2s&renewal=false");
+        LockClient other = client("leaseTime=2s");
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        long before = System.nanoTime();
+        Lease lease = holder.lock("expiring").acquire();
+        lease.onLost(lost::add);
+        CompletableFuture<Lease> next = other.lock("expiring").acquireAsync(scaled(15));
+        Lease taken = next.get(20, TimeUnit.SECONDS);
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before);
+        assertThat(tookMs).as("not before the lease ran out").isGreaterThanOrEqualTo(1900);
+        await().atMost(scaled(5)).until(() -> lost.size() == 1);
+        assertThat(lease.isValid()).isFalse();
+        assertThat(taken.fencingToken()).isGreaterThan(lease.fencingToken());
+        taken.close();
+        lease.close(); // harmless: the entry is gone
+    }
+
+    @Test
+    void etcdUnreachable_leaseTurnsInvalidAndOnLostFiresOnce_thenTheLockWorksAgain() throws Exception {
+        LockClient holder = client("leaseTime=2s&connectTimeout=1s");
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        Lease lease = holder.lock("frozen").acquire();
+        lease.onLost(lost::add);
+        long pausedAt = System.nanoTime();
+        server.pause(); // SIGSTOP: no reply, no disconnect
+        try {
+            await().atMost(scaled(6)).until(() -> lost.size() == 1);
+            // Lost before etcd could have expired the lease (2 s after the last keep-alive).
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt)).isLessThan(2000);
+            assertThat(lease.isValid()).isFalse();
+        } finally {
+            server.resume();
+        }
+        lease.close();
+        try (Lease again = holder.lock("frozen").tryAcquire(scaled(10)).orElseThrow()) {
+            assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
+        }
+        assertThat(lost).hasSize(1);
+    }
+
+    @Test
+    void holderPausedPastItsLease_anotherAcquires_andThePausedLeaseIsInvalidWithALowerToken() throws Exception {
+        LockClient other = client("leaseTime=2s");
+        try (ChildJvm holder = track(ChildJvm.start(LockWorker.class,
+                List.of("hold-check", uri("leaseTime=2s"), "paused")))) {
+            long pausedToken = Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
+            holder.pause();
+            Optional<Lease> taken;
+            try {
+                taken = other.lock("paused").tryAcquire(scaled(10));
+                assertThat(taken).isPresent();
+                assertThat(taken.get().fencingToken()).isGreaterThan(pausedToken);
+            } finally {
+                holder.resume();
+            }
+            holder.send("check");
+            assertThat(holder.awaitLine("VALID", scaled(10))).isEqualTo("VALID false");
+            taken.get().close();
+        }
+    }
+}

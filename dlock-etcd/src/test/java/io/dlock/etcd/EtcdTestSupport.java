@@ -1,0 +1,108 @@
+package io.dlock.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.testkit.EtcdServer;
+import io.dlock.testkit.LockFixtureSupport;
+import io.dlock.testkit.Timing;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.options.GetOption;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.TestInfo;
+
+/**
+ * One etcd per test class; a fresh namespace and fresh clients per test. After each test every
+ * client is closed and etcd must hold no key under the test's namespace: whatever dlock creates, it
+ * removes.
+ */
+abstract class EtcdTestSupport extends LockFixtureSupport {
+    static EtcdServer server;
+    /** A plain jetcd client for inspecting and tampering with what dlock keeps. */
+    static Client inspector;
+
+    String prefix;
+
+    @BeforeAll
+    static void startServer() {
+        server = EtcdServer.start();
+        inspector = Client.builder().endpoints("http://" + server.connectString()).build();
+    }
+
+    @AfterAll
+    static void stopServer() {
+        inspector.close();
+        server.close();
+    }
+
+    @BeforeEach
+    void newPrefix(TestInfo info) {
+        prefix = "t-" + info.getTestMethod().orElseThrow().getName();
+    }
+
+    @AfterEach
+    void closeClientsAndCheckClean() throws Exception {
+        closeTracked();
+        if (server.isAlive()) {
+            assertThat(keys(prefix + "/")).as("keys left under %s/", prefix).isEmpty();
+        }
+    }
+
+    @Override
+    public String backendName() {
+        return "etcd";
+    }
+
+    @Override
+    public String shortLease() {
+        return "leaseTime=2s";
+    }
+
+    @Override
+    public Duration crashReleaseBound() {
+        // The dead holder's lease (2 s) runs out on etcd's leader, which checks every 500 ms.
+        return Duration.ofSeconds(5);
+    }
+
+    @Override
+    public String uri(String query) {
+        return server.uri(prefix) + (query.isEmpty() ? "" : "?" + query);
+    }
+
+    @Override
+    public List<String> entries(String lock) {
+        return keys(prefix + "/" + lock + "/x/");
+    }
+
+    /** Every key under {@code keyPrefix}, by create revision, with the prefix's namespace stripped of nothing. */
+    static List<String> keys(String keyPrefix) {
+        return kvs(keyPrefix).stream().map(kv -> kv.getKey().toString(StandardCharsets.UTF_8)).toList();
+    }
+
+    static List<KeyValue> kvs(String keyPrefix) {
+        try {
+            return inspector.getKVClient().get(bytes(keyPrefix), GetOption.builder().isPrefix(true)
+                            .withSortField(GetOption.SortTarget.CREATE).withSortOrder(GetOption.SortOrder.ASCEND)
+                            .build())
+                    .get(10, TimeUnit.SECONDS).getKvs();
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot read " + keyPrefix + " from " + server, e);
+        }
+    }
+
+    static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+
+    static Duration scaled(long seconds) {
+        return Timing.scale(Duration.ofSeconds(seconds));
+    }
+}
