@@ -181,9 +181,21 @@ final class JdbcBackend implements LockBackend {
                             null);
                 }
             }
-            for (String ddl : uri.dialect().ddlStatements(uri.table())) {
+            try {
+                for (String ddl : uri.dialect().ddlStatements(uri.table())) {
+                    try (Statement s = c.createStatement()) {
+                        s.execute(ddl);
+                    }
+                }
+            } catch (SQLException e) {
+                // Two clients creating at once: PostgreSQL's IF NOT EXISTS is not race-free. If the
+                // tables are there now, the other client made them.
                 try (Statement s = c.createStatement()) {
-                    s.execute(ddl);
+                    s.executeQuery(sql.probe).close();
+                    return;
+                } catch (SQLException again) {
+                    e.addSuppressed(again);
+                    throw e;
                 }
             }
             log.info("[client={}] created lock tables {} and {}", NAME, uri.table(), sql.waiters);
@@ -253,9 +265,14 @@ final class JdbcBackend implements LockBackend {
                 || e instanceof java.sql.SQLRecoverableException || e instanceof SQLTransientConnectionException;
     }
 
-    /** Whether a failure may heal by itself (a dropped connection, a restart, a pool timeout). */
+    /** Whether a failure may heal by itself (a dropped connection, a restart), not a pool's timeout. */
     static boolean transientFailure(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof SQLTransientConnectionException) {
+                // A pool's timeout (HikariCP): the application holds every connection. Retrying would
+                // only multiply the pool's timeout; the caller hears of it at once.
+                return false;
+            }
             if (c instanceof SQLException e) {
                 String state = String.valueOf(e.getSQLState());
                 if (state.startsWith("08") || state.startsWith("57") || state.startsWith("40")

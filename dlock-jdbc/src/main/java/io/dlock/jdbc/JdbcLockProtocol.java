@@ -243,8 +243,29 @@ final class JdbcLockProtocol implements LockProtocol {
         // Registered before the statements go out: a NOTIFY that arrives before awaitTurn is kept.
         Waiter w = new Waiter(entry);
         waiters.put(acq, w);
-        long t0 = ticker.read();
-        return backend.submit(c -> {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        enqueue(entry, w, result, 0, ticker.read());
+        return result;
+    }
+
+    /**
+     * One try of an enqueue; a transient failure (a dropped connection, a restarted database) is
+     * tried again with the same acquisition id, and the retry first looks for what the failed try
+     * may have written.
+     */
+    private void enqueue(QueueEntry entry, Waiter w, CompletableFuture<Position> result, int attempt,
+            long firstSentAt) {
+        String name = entry.lockName();
+        String acq = entry.acquisitionId();
+        // A grant found by a retry may have been made by the first try: validity counts from there.
+        long t0 = firstSentAt;
+        backend.submit(c -> {
+            if (attempt > 0) {
+                Outcome earlier = findOwn(c, name, acq);
+                if (earlier != null) {
+                    return earlier;
+                }
+            }
             Long token = grant(c, name, acq, Long.MAX_VALUE);
             if (token != null) {
                 return new Outcome(token, 0);
@@ -255,20 +276,49 @@ final class JdbcLockProtocol implements LockProtocol {
                 deleteGrantedWaiter(c, name, acq);
             }
             return new Outcome(token, seq);
-        }).handle((outcome, error) -> {
+        }).whenComplete((outcome, error) -> {
             if (error != null) {
+                if (JdbcBackend.transientFailure(error) && attempt < backend.options.retryPolicy().maxRetries()
+                        && !backend.isClosed() && !w.isCancelled()
+                        && backend.schedule(() -> enqueue(entry, w, result, attempt + 1, firstSentAt), backoffMs(attempt)) != null) {
+                    return;
+                }
                 waiters.remove(acq, w);
                 w.cancel();
-                throw new CompletionException(failure(name, "acquire", error));
+                result.completeExceptionally(failure(name, "acquire", error));
+                return;
             }
             if (outcome.token() != null) {
                 waiters.remove(acq, w);
                 w.cancel();
-                return Position.granted(granted(entry, outcome.token(), t0));
+                result.complete(Position.granted(granted(entry, outcome.token(), t0)));
+                return;
             }
             w.seq(outcome.seq());
-            return Position.waiting(entry, ANY);
+            result.complete(Position.waiting(entry, ANY));
         });
+    }
+
+    /** What an earlier try of this acquisition left: a grant, a waiter row, or nothing (null). */
+    private Outcome findOwn(Connection c, String name, String acq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
+            ps.setString(1, name);
+            ps.setString(2, acq);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return new Outcome(rs.getLong(1), 0);
+                }
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+            ps.setString(1, acq);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return new Outcome(null, rs.getLong(1));
+                }
+            }
+        }
+        return null;
     }
 
     private Grant granted(QueueEntry entry, long token, long sentAtNanos) {
@@ -403,6 +453,10 @@ final class JdbcLockProtocol implements LockProtocol {
 
         synchronized void cancel() {
             gone = true;
+        }
+
+        synchronized boolean isCancelled() {
+            return gone;
         }
     }
 

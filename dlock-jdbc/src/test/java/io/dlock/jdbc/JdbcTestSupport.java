@@ -3,6 +3,7 @@ package io.dlock.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dlock.testkit.LockFixtureSupport;
+import io.dlock.testkit.MariaDbServer;
 import io.dlock.testkit.PostgresServer;
 import io.dlock.testkit.Timing;
 import java.sql.Connection;
@@ -31,6 +32,7 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     /** The database under test. */
     enum Db {
         POSTGRESQL,
+        MARIADB,
         H2
     }
 
@@ -52,7 +54,11 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     }
 
     boolean alive() {
-        return db() != Db.POSTGRESQL || Databases.postgres().isAlive();
+        return switch (db()) {
+            case POSTGRESQL -> Databases.postgres().isAlive();
+            case MARIADB -> Databases.mariadb().isAlive();
+            case H2 -> true;
+        };
     }
 
     @Override
@@ -76,6 +82,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
         return switch (db()) {
             case POSTGRESQL -> Databases.postgres().jdbcUrl() + "?user=" + PostgresServer.USER + "&password="
                     + PostgresServer.PASSWORD;
+            case MARIADB -> Databases.mariadb().jdbcUrl() + "?user=" + MariaDbServer.USER + "&password="
+                    + MariaDbServer.PASSWORD;
             case H2 -> Databases.h2Url();
         };
     }
@@ -160,6 +168,7 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     /** One server per JVM and dialect, stopped when the JVM exits. */
     static final class Databases {
         private static PostgresServer postgres;
+        private static MariaDbServer mariadb;
         private static Server h2;
 
         private Databases() {}
@@ -171,6 +180,15 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                 Runtime.getRuntime().addShutdownHook(new Thread(s::close, "postgres-stop"));
             }
             return postgres;
+        }
+
+        static synchronized MariaDbServer mariadb() {
+            if (mariadb == null) {
+                mariadb = MariaDbServer.start();
+                MariaDbServer s = mariadb;
+                Runtime.getRuntime().addShutdownHook(new Thread(s::close, "mariadb-stop"));
+            }
+            return mariadb;
         }
 
         static synchronized String h2Url() {
