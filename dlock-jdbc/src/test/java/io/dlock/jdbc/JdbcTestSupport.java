@@ -161,6 +161,52 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
         }
     }
 
+    /**
+     * The fenced-write helper on this database: a higher token is recorded, the same token may be
+     * recorded again, an older one is refused and its transaction's write rolled back.
+     */
+    void checkFencedWrites() throws Exception {
+        FencedWrites fence = FencedWrites.of(table + "_fence");
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            fence.createTable(c);
+            s.execute("CREATE TABLE " + table + "_stock (id INT PRIMARY KEY, qty INT NOT NULL)");
+            s.execute("INSERT INTO " + table + "_stock VALUES (42, 5)");
+        }
+        assertThat(sell(fence, 2048)).isTrue();  // first write: the guard row is created
+        assertThat(sell(fence, 2048)).isTrue();  // the same holder again
+        assertThat(sell(fence, 5120)).isTrue();  // a later holder
+        assertThat(sell(fence, 2048)).isFalse(); // the former holder, late: refused
+        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42")).isEqualTo(2);
+        assertThat(queryLong("SELECT token FROM " + table + "_fence WHERE resource = 'stock-42'")).isEqualTo(5120);
+        try (Connection c = connect()) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> fence.check(c, "stock-42", 9999))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("autocommit");
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> FencedWrites.of("f; DROP TABLE x"))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    /** The oversell example: sells one item if the fence admits {@code token}; false if refused. */
+    boolean sell(FencedWrites fence, long token) throws Exception {
+        try (Connection c = connect()) {
+            c.setAutoCommit(false);
+            try {
+                fence.check(c, "stock-42", token);
+                try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + "_stock SET qty = qty - 1"
+                        + " WHERE id = 42")) {
+                    ps.executeUpdate();
+                }
+                c.commit();
+                return true;
+            } catch (StaleTokenException e) {
+                c.rollback();
+                assertThat(e.token()).isEqualTo(token);
+                assertThat(e.resource()).isEqualTo("stock-42");
+                return false;
+            }
+        }
+    }
+
     static Duration scaled(long seconds) {
         return Timing.scale(Duration.ofSeconds(seconds));
     }

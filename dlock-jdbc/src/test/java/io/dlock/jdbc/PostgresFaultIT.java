@@ -181,24 +181,9 @@ class PostgresFaultIT extends JdbcTestSupport {
         assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42")).isZero(); // sold once, not twice
     }
 
-    /** The oversell example: sells the last item if the fence admits the token; false if refused. */
-    private boolean sell(FencedWrites fence, long token) throws Exception {
-        try (Connection c = connect()) {
-            c.setAutoCommit(false);
-            try {
-                fence.check(c, "stock-42", token);
-                try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + "_stock SET qty = qty - 1"
-                        + " WHERE id = 42")) {
-                    ps.executeUpdate();
-                }
-                c.commit();
-                return true;
-            } catch (StaleTokenException e) {
-                c.rollback();
-                assertThat(e.token()).isEqualTo(token);
-                return false;
-            }
-        }
+    @Test
+    void fencedWrite_olderTokenRefused_sameTokenAccepted() throws Exception {
+        checkFencedWrites();
     }
 
     @Test

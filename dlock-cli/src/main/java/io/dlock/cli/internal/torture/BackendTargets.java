@@ -63,6 +63,7 @@ public final class BackendTargets {
         return switch (backend) {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
             case "redis" -> RedisTarget.embedded();
+            case "postgres" -> PostgresTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -78,8 +79,12 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":redis")) {
             return "redis";
         }
+        if (u.equals(EMBEDDED + ":postgres")) {
+            return "postgres";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
-                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts)"
+                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts),"
+                + " 'embedded:postgres' (a PostgreSQL the torture starts)"
                 + " or 'zookeeper://host:port[/path]'");
     }
 }
