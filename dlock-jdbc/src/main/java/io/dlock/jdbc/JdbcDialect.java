@@ -16,8 +16,12 @@ import java.util.Locale;
 enum JdbcDialect {
     /** PostgreSQL: an upsert with RETURNING, LISTEN/NOTIFY for wake-ups. */
     POSTGRESQL("postgresql", "(EXTRACT(EPOCH FROM now()) * 1000)::bigint"),
-    /** MariaDB and MySQL: a conditional UPDATE whose token comes back through LAST_INSERT_ID. */
-    MARIADB("mariadb", "CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000 AS SIGNED)"),
+    /**
+     * MariaDB and MySQL: a conditional UPDATE whose token comes back through LAST_INSERT_ID. The
+     * clock is UTC arithmetic, not {@code UNIX_TIMESTAMP(NOW())}, which reads the session's time
+     * zone and repeats an hour when daylight saving time ends.
+     */
+    MARIADB("mariadb", "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"),
     /** H2: a conditional UPDATE read back through FINAL TABLE. */
     H2("h2", "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)");
 

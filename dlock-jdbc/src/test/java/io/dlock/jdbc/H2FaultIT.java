@@ -32,6 +32,11 @@ class H2FaultIT extends JdbcTestSupport {
     }
 
     @Test
+    void databaseClock_isEpochMillisWithoutTimeZoneOffset() throws Exception {
+        checkDatabaseClockIsEpochMillis(JdbcDialect.H2);
+    }
+
+    @Test
     void fencedWrite_olderTokenRefused_sameTokenAccepted() throws Exception {
         checkFencedWrites();
     }

@@ -162,6 +162,15 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     }
 
     /**
+     * The dialect's clock expression gives epoch milliseconds (no time-zone offset): within a few
+     * seconds of this JVM's wall clock, on the same machine.
+     */
+    void checkDatabaseClockIsEpochMillis(JdbcDialect dialect) throws Exception {
+        long db = queryLong("SELECT " + dialect.now);
+        assertThat(Math.abs(db - System.currentTimeMillis())).as("database clock %d", db).isLessThan(5_000);
+    }
+
+    /**
      * The fenced-write helper on this database: a higher token is recorded, the same token may be
      * recorded again, an older one is refused and its transaction's write rolled back.
      */

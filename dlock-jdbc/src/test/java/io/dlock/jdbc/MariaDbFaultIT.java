@@ -39,6 +39,11 @@ class MariaDbFaultIT extends JdbcTestSupport {
     }
 
     @Test
+    void databaseClock_isEpochMillisWithoutTimeZoneOffset() throws Exception {
+        checkDatabaseClockIsEpochMillis(JdbcDialect.MARIADB);
+    }
+
+    @Test
     void fencedWrite_olderTokenRefused_sameTokenAccepted() throws Exception {
         checkFencedWrites();
     }

@@ -182,6 +182,11 @@ class PostgresFaultIT extends JdbcTestSupport {
     }
 
     @Test
+    void databaseClock_isEpochMillisWithoutTimeZoneOffset() throws Exception {
+        checkDatabaseClockIsEpochMillis(JdbcDialect.POSTGRESQL);
+    }
+
+    @Test
     void fencedWrite_olderTokenRefused_sameTokenAccepted() throws Exception {
         checkFencedWrites();
     }
