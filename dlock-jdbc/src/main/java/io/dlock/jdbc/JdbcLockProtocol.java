@@ -195,6 +195,20 @@ final class JdbcLockProtocol implements LockProtocol {
                 }
                 return rs.getLong(1);
             }
+        } catch (SQLException e) {
+            if (!String.valueOf(e.getSQLState()).startsWith("23")) {
+                throw e;
+            }
+            // The row is there already (an enqueue again after a wrongly presumed loss): keep its place.
+            try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+                ps.setString(1, acquisition);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        return rs.getLong(1);
+                    }
+                }
+            }
+            throw e;
         }
     }
 
@@ -533,6 +547,13 @@ final class JdbcLockProtocol implements LockProtocol {
             polling = true;
             pollAgain = false;
         }
+        // Only waiters whose rows were written before the query can be judged missing by it.
+        java.util.Set<Waiter> judged = new java.util.HashSet<>();
+        for (Waiter w : waiters.values()) {
+            if (w.awaiting()) {
+                judged.add(w);
+            }
+        }
         long now = ticker.read();
         boolean beat = now - lastBeatNanos >= TimeUnit.MILLISECONDS.toNanos(waiterMs / 3);
         backend.submit(c -> {
@@ -570,7 +591,7 @@ final class JdbcLockProtocol implements LockProtocol {
                 if (beat) {
                     lastBeatNanos = now;
                 }
-                for (Waiter w : waiters.values()) {
+                for (Waiter w : judged) {
                     if (!w.awaiting()) {
                         continue;
                     }

@@ -241,6 +241,23 @@ class PostgresFaultIT extends JdbcTestSupport {
     }
 
     @Test
+    void acquire_fourClientsEveryWaiterInTheTable_counterExact() throws Exception {
+        // Every waiter stands in the waiters table and is polled and notified: a poll answered from
+        // before a waiter's row existed once declared that waiter lost, and its enqueue again hit
+        // the row's unique key.
+        LockClient[] clients = new LockClient[4];
+        for (int i = 0; i < clients.length; i++) {
+            clients[i] = client("localQueueing=false");
+        }
+        io.dlock.testkit.Contention.Result r = io.dlock.testkit.Contention.run(clients, "queue", 8, 40,
+                Duration.ofMinutes(2));
+        assertThat(r.checker().counter()).isEqualTo(320);
+        assertThat(r.checker().violations()).isZero();
+        assertThat(r.store().rejectedWrites()).isZero();
+        assertThat(entries("queue")).isEmpty();
+    }
+
+    @Test
     void close_removesThisClientsWaiterRows() throws Exception {
         LockClient holder = client();
         LockClient waiter = LockClient.connect(uri("localQueueing=false"));
