@@ -24,7 +24,7 @@ import picocli.CommandLine;
 class TortureIT {
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"embedded", "embedded:redis", "embedded:etcd"})
+    @ValueSource(strings = {"embedded", "embedded:redis", "embedded:etcd", "embedded:postgres"})
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_allFaultsFenced_passes(String uri) {
         StringWriter out = new StringWriter();

@@ -64,6 +64,7 @@ public final class BackendTargets {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
             case "redis" -> RedisTarget.embedded();
             case "etcd" -> EtcdTarget.embedded();
+            case "postgres" -> PostgresTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -82,9 +83,13 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":etcd")) {
             return "etcd";
         }
+        if (u.equals(EMBEDDED + ":postgres")) {
+            return "postgres";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
-                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts)"
-                + ", 'embedded:etcd' (an etcd the torture starts)"
+                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts),"
+                + " 'embedded:etcd' (an etcd the torture starts), 'embedded:postgres' (a PostgreSQL the torture"
+                + " starts)"
                 + " or 'zookeeper://host:port[/path]'");
     }
 }

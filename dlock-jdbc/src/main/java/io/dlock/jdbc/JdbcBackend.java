@@ -1,0 +1,514 @@
+package io.dlock.jdbc;
+
+import io.dlock.Capability;
+import io.dlock.LockBackendException;
+import io.dlock.LockOptions;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import java.net.InetAddress;
+import java.sql.Connection;
+import java.sql.Driver;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * dlock's connections to one database: at most {@code maxConnections} connections for statements,
+ * each used by one of as many worker threads, plus on PostgreSQL one connection that LISTENs for
+ * this client's wake-ups.
+ *
+ * <p>Concurrency: statements run on the worker threads (JDBC blocks; the SPI must not), one at a
+ * time per connection, in autocommit; no transaction is ever left open. Timers (the waiters'
+ * poller, back-off) run on one timer thread that never touches a connection.
+ *
+ * <p>Failure: a statement that fails completes its future with the {@link SQLException}; a
+ * connection that failed is closed and replaced on next use, so a database restart heals by
+ * itself. Messages never contain the password.
+ */
+final class JdbcBackend implements LockBackend {
+    private static final Logger log = LoggerFactory.getLogger(JdbcBackend.class);
+    static final String NAME = "jdbc";
+
+    /** One unit of work on a connection. */
+    @FunctionalInterface
+    interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    final JdbcUri uri;
+    final LockOptions options;
+    final JdbcStatements sql;
+    /** This client's id (32 lower-case hex digits): owner of its waiter rows, name of its channel. */
+    final String clientId = UUID.randomUUID().toString().replace("-", "");
+    /** What the holder column says: pid@host. */
+    final String holder;
+
+    private final Connections connections;
+    private final ThreadPoolExecutor workers;
+    final ScheduledThreadPoolExecutor timer;
+    private final JdbcLockProtocol protocol;
+    private final Set<Capability> capabilities;
+    private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile PgListener listener;
+
+    private JdbcBackend(JdbcUri uri, Connections connections) {
+        this.uri = uri;
+        this.options = uri.options();
+        this.sql = new JdbcStatements(uri.dialect(), uri.table());
+        this.connections = connections;
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            host = "unknown";
+        }
+        String h = ProcessHandle.current().pid() + "@" + host;
+        this.holder = h.length() > 255 ? h.substring(0, 255) : h;
+        AtomicInteger n = new AtomicInteger();
+        this.workers = new ThreadPoolExecutor(uri.maxConnections(), uri.maxConnections(), 30, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "dlock-jdbc-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        this.workers.allowCoreThreadTimeOut(true);
+        this.timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "dlock-jdbc-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        this.timer.setRemoveOnCancelPolicy(true);
+        EnumSet<Capability> caps = EnumSet.of(Capability.EXCLUSIVE, Capability.FENCING_TOKENS, Capability.MULTI_LOCK,
+                Capability.LOST_DETECTION, Capability.CRASH_RELEASE, Capability.RENEWAL, Capability.NO_HERD);
+        if (options.fair()) {
+            caps.add(Capability.FAIR);
+        }
+        this.capabilities = Set.copyOf(caps);
+        this.protocol = new JdbcLockProtocol(this);
+    }
+
+    /**
+     * Opens a backend on a JDBC URL: dlock's own connections through the driver.
+     *
+     * <p>Blocking: until the tables are checked (or created). On failure: {@link
+     * LockBackendException} (unreachable, credentials refused, table missing), nothing left open.
+     */
+    static JdbcBackend open(JdbcUri uri) {
+        Driver driver;
+        try {
+            driver = DriverManager.getDriver(uri.jdbcUrl());
+        } catch (SQLException e) {
+            throw new LockBackendException(null, NAME, "no JDBC driver on the classpath accepts '"
+                    + JdbcUri.redact(uri.jdbcUrl(), uri.password()) + "': add " + driverArtifact(uri.dialect()), null);
+        }
+        return start(new JdbcBackend(uri, new OwnConnections(driver, uri)));
+    }
+
+    /** Opens a backend on the application's {@link DataSource}. */
+    static JdbcBackend open(DataSource dataSource, JdbcUri uri) {
+        return start(new JdbcBackend(uri, new BorrowedConnections(dataSource)));
+    }
+
+    private static String driverArtifact(JdbcDialect d) {
+        return switch (d) {
+            case POSTGRESQL -> "org.postgresql:postgresql";
+            case MARIADB -> "org.mariadb.jdbc:mariadb-java-client (or com.mysql:mysql-connector-j)";
+            case H2 -> "com.h2database:h2";
+        };
+    }
+
+    private static JdbcBackend start(JdbcBackend b) {
+        try {
+            b.checkTables();
+            if (b.uri.dialect() == JdbcDialect.POSTGRESQL) {
+                b.listener = new PgListener(b, b.protocol);
+                b.listener.start();
+            }
+            return b;
+        } catch (RuntimeException e) {
+            b.close();
+            throw e;
+        }
+    }
+
+    /** Probes both tables; creates them with {@code createTable}, else fails printing the DDL. */
+    private void checkTables() {
+        Connection c = null;
+        boolean broken = false;
+        try {
+            c = connections.borrow();
+            JdbcDialect actual = JdbcDialect.ofProduct(c.getMetaData().getDatabaseProductName());
+            if (actual != null && actual != uri.dialect()) {
+                throw new LockBackendException(null, NAME, "the DataSource is a " + actual.id
+                        + " database, but dlock was configured for " + uri.dialect().id, null);
+            }
+            try (Statement s = c.createStatement()) {
+                s.executeQuery(sql.probe).close();
+                return;
+            } catch (SQLException e) {
+                if (!missingTable(e)) {
+                    throw e;
+                }
+                if (!uri.createTable()) {
+                    throw new LockBackendException(null, NAME, "lock table " + uri.table() + " or "
+                            + sql.waiters + " does not exist (" + e.getMessage() + "). Create it with the DDL below,"
+                            + " or set createTable=true to let dlock create it:\n" + uri.dialect().ddl(uri.table()),
+                            null);
+                }
+            }
+            try {
+                for (String ddl : uri.dialect().ddlStatements(uri.table())) {
+                    try (Statement s = c.createStatement()) {
+                        s.execute(ddl);
+                    }
+                }
+            } catch (SQLException e) {
+                // Two clients creating at once: PostgreSQL's IF NOT EXISTS is not race-free. If the
+                // tables are there now, the other client made them.
+                try (Statement s = c.createStatement()) {
+                    s.executeQuery(sql.probe).close();
+                    return;
+                } catch (SQLException again) {
+                    e.addSuppressed(again);
+                    throw e;
+                }
+            }
+            log.info("[client={}] created lock tables {} and {}", NAME, uri.table(), sql.waiters);
+        } catch (SQLException e) {
+            broken = true;
+            throw new LockBackendException(null, NAME, "cannot use " + describe() + ": " + message(e), null);
+        } finally {
+            if (c != null) {
+                connections.giveBack(c, broken);
+            }
+        }
+    }
+
+    static boolean missingTable(SQLException e) {
+        String state = String.valueOf(e.getSQLState());
+        // PostgreSQL 42P01, MariaDB/MySQL 42S02 (error 1146), H2 42S02 and errors 42102..42104
+        int code = e.getErrorCode();
+        return state.equals("42P01") || state.startsWith("42S0") || code == 1146 || code >= 42102 && code <= 42104;
+    }
+
+    /** The database as messages name it, without credentials. */
+    String describe() {
+        String url = uri.jdbcUrl();
+        int q = url.indexOf('?');
+        return q < 0 ? url : url.substring(0, q);
+    }
+
+    /** An exception's message with the password removed. */
+    String message(Throwable e) {
+        return e.getClass().getSimpleName() + ": " + JdbcUri.redact(String.valueOf(e.getMessage()), uri.password());
+    }
+
+    // ---- running statements
+
+    /** Runs {@code work} on a worker's connection; never blocks the caller. */
+    <T> CompletableFuture<T> submit(Work<T> work) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        try {
+            workers.execute(() -> {
+                Connection c = null;
+                boolean broken = false;
+                try {
+                    c = connections.borrow();
+                    f.complete(work.run(c));
+                } catch (SQLException e) {
+                    broken = c == null || brokenConnection(e);
+                    f.completeExceptionally(e);
+                } catch (RuntimeException e) {
+                    broken = true;
+                    f.completeExceptionally(e);
+                } finally {
+                    if (c != null) {
+                        connections.giveBack(c, broken);
+                    }
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            f.completeExceptionally(new LockBackendException(null, NAME, "client is closed", null));
+        }
+        return f;
+    }
+
+    /** Whether the connection should be dropped: a connection-class error or one from which it may not recover. */
+    static boolean brokenConnection(SQLException e) {
+        String state = e.getSQLState();
+        return state == null || state.startsWith("08") || state.startsWith("57") || state.startsWith("53")
+                || e instanceof java.sql.SQLRecoverableException || e instanceof SQLTransientConnectionException;
+    }
+
+    /** Whether a failure may heal by itself (a dropped connection, a restart), not a pool's timeout. */
+    static boolean transientFailure(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof SQLTransientConnectionException) {
+                // A pool's timeout (HikariCP): the application holds every connection. Retrying would
+                // only multiply the pool's timeout; the caller hears of it at once.
+                return false;
+            }
+            if (c instanceof SQLException e) {
+                String state = String.valueOf(e.getSQLState());
+                if (state.startsWith("08") || state.startsWith("57") || state.startsWith("40")
+                        || e instanceof java.sql.SQLRecoverableException || e instanceof java.sql.SQLTransientException) {
+                    return true;
+                }
+            }
+            if (c instanceof java.io.IOException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    ScheduledFuture<?> schedule(Runnable task, long delayMs) {
+        try {
+            return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            return null;
+        }
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    /** Whether wake-ups arrive by NOTIFY right now (PostgreSQL with a live LISTEN connection). */
+    boolean notified() {
+        PgListener l = listener;
+        return l != null && l.healthy();
+    }
+
+    Connection dedicatedConnection() throws SQLException {
+        return connections.dedicated();
+    }
+
+    void closeDedicated(Connection c) {
+        connections.closeDedicated(c);
+    }
+
+    // ---- LockBackend
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public LockProtocol protocol() {
+        return protocol;
+    }
+
+    @Override
+    public void onConnectionState(Consumer<ConnectionState> listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public Duration maxSuspension() {
+        // Never reported: each grant's validity is its own lease, renewed by the engine.
+        return options.leaseTime().dividedBy(3);
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        PgListener l = listener;
+        if (l != null) {
+            l.close();
+        }
+        try {
+            // The client's waiter rows (the engine released its leases before closing us).
+            protocol.close().get(options.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            log.debug("[client={}] removing waiter rows on close: {}", NAME, e.toString());
+        }
+        workers.shutdown();
+        try {
+            workers.awaitTermination(options.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        workers.shutdownNow();
+        timer.shutdownNow();
+        connections.close();
+    }
+
+    @Override
+    public String toString() {
+        return "JdbcBackend[" + describe() + ", table " + uri.table() + ", client " + clientId + "]";
+    }
+
+    // ---- connections
+
+    /** Where connections come from: dlock's own (a JDBC URL) or the application's DataSource. */
+    private interface Connections {
+        Connection borrow() throws SQLException;
+
+        void giveBack(Connection c, boolean broken);
+
+        Connection dedicated() throws SQLException;
+
+        void closeDedicated(Connection c);
+
+        void close();
+    }
+
+    /**
+     * dlock's own connections, opened through the driver: at most {@code maxConnections} idle ones
+     * are kept (one per worker thread), and the listener's one.
+     */
+    private static final class OwnConnections implements Connections {
+        private final Driver driver;
+        private final JdbcUri uri;
+        private final BlockingQueue<Connection> idle;
+        private final Set<Connection> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+        OwnConnections(Driver driver, JdbcUri uri) {
+            this.driver = driver;
+            this.uri = uri;
+            this.idle = new ArrayBlockingQueue<>(uri.maxConnections() + 1);
+        }
+
+        private Connection connect() throws SQLException {
+            Properties props = new Properties();
+            long seconds = Math.max(1, uri.options().connectTimeout().toSeconds());
+            switch (uri.dialect()) {
+                case POSTGRESQL -> {
+                    props.setProperty("connectTimeout", Long.toString(seconds));
+                    props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30)));
+                    props.setProperty("tcpKeepAlive", "true");
+                    props.setProperty("ApplicationName", "dlock");
+                }
+                case MARIADB -> {
+                    props.setProperty("connectTimeout", Long.toString(seconds * 1000));
+                    props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30) * 1000));
+                }
+                default -> { }
+            }
+            Connection c = driver.connect(uri.jdbcUrl(), props);
+            if (c == null) {
+                throw new SQLException("the driver refused the URL", "08001");
+            }
+            c.setAutoCommit(true);
+            if (uri.dialect() == JdbcDialect.MARIADB) {
+                c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+            }
+            open.add(c);
+            return c;
+        }
+
+        @Override
+        public Connection borrow() throws SQLException {
+            Connection c = idle.poll();
+            return c != null ? c : connect();
+        }
+
+        @Override
+        public void giveBack(Connection c, boolean broken) {
+            if (broken || !idle.offer(c)) {
+                closeQuietly(c);
+            }
+        }
+
+        @Override
+        public Connection dedicated() throws SQLException {
+            return connect();
+        }
+
+        @Override
+        public void closeDedicated(Connection c) {
+            closeQuietly(c);
+        }
+
+        private void closeQuietly(Connection c) {
+            open.remove(c);
+            try {
+                c.close();
+            } catch (SQLException e) {
+                // already gone
+            }
+        }
+
+        @Override
+        public void close() {
+            for (Connection c : open) {
+                closeQuietly(c);
+            }
+            idle.clear();
+        }
+    }
+
+    /** The application's DataSource: a connection per statement, given back at once. */
+    private static final class BorrowedConnections implements Connections {
+        private final DataSource dataSource;
+
+        BorrowedConnections(DataSource dataSource) {
+            this.dataSource = dataSource;
+        }
+
+        @Override
+        public Connection borrow() throws SQLException {
+            Connection c = dataSource.getConnection();
+            if (!c.getAutoCommit()) {
+                c.setAutoCommit(true);
+            }
+            return c;
+        }
+
+        @Override
+        public void giveBack(Connection c, boolean broken) {
+            try {
+                c.close();
+            } catch (SQLException e) {
+                // the pool's business
+            }
+        }
+
+        @Override
+        public Connection dedicated() throws SQLException {
+            return borrow();
+        }
+
+        @Override
+        public void closeDedicated(Connection c) {
+            giveBack(c, true);
+        }
+
+        @Override
+        public void close() {}
+    }
+}

@@ -1,0 +1,748 @@
+package io.dlock.jdbc;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.dlock.LockBackendException;
+import io.dlock.Ticker;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * dlock's exclusive lock on a lease table (see {@link JdbcStatements} for why each step is one
+ * statement).
+ *
+ * <p>An acquisition first tries the grant. If the lock is taken it inserts a waiter row (arrival
+ * order = its {@code seq}) and tries once more, since the holder may have left between the two
+ * statements. A waiting acquisition is tried again when (a) on PostgreSQL, the releasing statement
+ * NOTIFYs this client with the acquisition id of the first live waiter; (b) the client's single
+ * poller finds the lock free or its holder's lease run out (a crashed holder); the poller runs one
+ * query for all of this client's waiters, with a back-off from 10 ms doubling to 100 ms where no
+ * NOTIFY arrives (MariaDB, H2, a PostgreSQL LISTEN connection that is down), or to a third of the
+ * waiter lease on PostgreSQL, and never later than the earliest blocking holder's expiry. The same
+ * poll refreshes every waiter row of this client in one statement (the waiter lease, equal to the
+ * lease time), so a crashed client's waiter rows stop counting after the lease time and are deleted
+ * by the next waiter of that lock.
+ *
+ * <p>Validity: the ticker is read before a grant or renewal is sent, and the grant is valid until
+ * that reading plus the lease time less a margin (1% + 2 ms) for rate differences between the
+ * clocks; the database decides the real expiry with its own clock.
+ *
+ * <p>Concurrency: statements run on the backend's workers, timers on its timer thread. A waiter's
+ * fields are guarded by its monitor, held only for bookkeeping; at most one grant attempt per
+ * waiter is in flight, and a wake-up that arrives meanwhile runs one more after it. The poller's
+ * schedule is guarded by this protocol's monitor.
+ */
+final class JdbcLockProtocol implements LockProtocol {
+    private static final Logger log = LoggerFactory.getLogger(JdbcLockProtocol.class);
+
+    static final String ANY = "*";
+    static final long MIN_POLL_MS = 10;
+    static final long MAX_POLL_MS = 100;
+
+    private final JdbcBackend backend;
+    private final JdbcStatements sql;
+    private final Ticker ticker;
+    private final long leaseMs;
+    private final long leaseNanos;
+    private final long marginNanos;
+    private final long waiterMs;
+    private final boolean fair;
+    private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
+
+    @GuardedBy("this")
+    private ScheduledFuture<?> pollTimer;
+
+    @GuardedBy("this")
+    private long pollTimerAt;
+
+    @GuardedBy("this")
+    private boolean polling;
+
+    @GuardedBy("this")
+    private boolean pollAgain;
+
+    @GuardedBy("this")
+    private long pollDelayMs = MIN_POLL_MS;
+
+    private volatile long lastBeatNanos;
+
+    JdbcLockProtocol(JdbcBackend backend) {
+        this.backend = backend;
+        this.sql = backend.sql;
+        this.ticker = backend.options.ticker();
+        this.leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
+        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.waiterMs = leaseMs;
+        this.fair = backend.options.fair();
+        this.lastBeatNanos = ticker.read();
+    }
+
+    // ---- statements
+
+    /** Tries the grant; the token, or null if the lock is taken (or a live waiter is ahead). */
+    Long grant(Connection c, String name, String acquisition, long seqBound) throws SQLException {
+        long bound = fair ? seqBound : Long.MIN_VALUE;
+        Long token = grantOnce(c, name, acquisition, bound);
+        if (token == null && sql.ensureRow != null && ensureRow(c, name)) {
+            token = grantOnce(c, name, acquisition, bound); // first use of this name
+        }
+        return token;
+    }
+
+    private Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
+        switch (sql.dialect) {
+            case POSTGRESQL -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
+                    ps.setString(1, name);
+                    ps.setString(2, acquisition);
+                    ps.setString(3, backend.clientId);
+                    ps.setLong(4, leaseMs);
+                    ps.setString(5, backend.holder);
+                    ps.setLong(6, bound);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? rs.getLong(1) : null;
+                    }
+                }
+            }
+            case H2 -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
+                    bindUpdateGrant(ps, name, acquisition, bound);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? rs.getLong(1) : null;
+                    }
+                }
+            }
+            case MARIADB -> {
+                try (PreparedStatement ps = c.prepareStatement(sql.grant, Statement.RETURN_GENERATED_KEYS)) {
+                    bindUpdateGrant(ps, name, acquisition, bound);
+                    if (ps.executeUpdate() != 1) {
+                        return null;
+                    }
+                    try (ResultSet rs = ps.getGeneratedKeys()) {
+                        if (!rs.next()) {
+                            throw new SQLException("the grant took the row but LAST_INSERT_ID() was not returned");
+                        }
+                        return rs.getLong(1);
+                    }
+                }
+            }
+            default -> throw new AssertionError(sql.dialect);
+        }
+    }
+
+    private void bindUpdateGrant(PreparedStatement ps, String name, String acquisition, long bound)
+            throws SQLException {
+        ps.setString(1, acquisition);
+        ps.setString(2, backend.clientId);
+        ps.setLong(3, leaseMs);
+        ps.setString(4, backend.holder);
+        ps.setString(5, name);
+        ps.setString(6, name);
+        ps.setLong(7, bound);
+    }
+
+    /** Creates the lock's row with token 0 if absent; true if it was created now. */
+    private boolean ensureRow(Connection c, String name) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.ensureRow)) {
+            ps.setString(1, name);
+            if (sql.dialect == JdbcDialect.H2) {
+                ps.setString(2, name);
+            }
+            return ps.executeUpdate() == 1;
+        } catch (SQLException e) {
+            if (String.valueOf(e.getSQLState()).startsWith("23")) {
+                return false; // another client created it first
+            }
+            throw e;
+        }
+    }
+
+    private long insertWaiter(Connection c, String name, String acquisition) throws SQLException {
+        try (PreparedStatement purge = c.prepareStatement(sql.purgeWaiters)) {
+            purge.setString(1, name);
+            purge.executeUpdate();
+        }
+        try (PreparedStatement ps = c.prepareStatement(sql.insertWaiter, new String[] {"seq"})) {
+            ps.setString(1, name);
+            ps.setString(2, acquisition);
+            ps.setString(3, backend.clientId);
+            ps.setLong(4, waiterMs);
+            ps.executeUpdate();
+            try (ResultSet rs = ps.getGeneratedKeys()) {
+                if (!rs.next()) {
+                    throw new SQLException("no seq returned for the waiter row");
+                }
+                return rs.getLong(1);
+            }
+        } catch (SQLException e) {
+            if (!String.valueOf(e.getSQLState()).startsWith("23")) {
+                throw e;
+            }
+            // The row is there already (an enqueue again after a wrongly presumed loss): keep its place.
+            try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+                ps.setString(1, acquisition);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        return rs.getLong(1);
+                    }
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void deleteWaiter(Connection c, String acquisition) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.deleteWaiter)) {
+            ps.setString(1, acquisition);
+            ps.executeUpdate();
+        }
+    }
+
+    /** Deletes a granted waiter's row; a failure only delays others until the row's lease runs out. */
+    private void deleteGrantedWaiter(Connection c, String name, String acquisition) {
+        try {
+            deleteWaiter(c, acquisition);
+        } catch (SQLException e) {
+            log.warn("[lock={} state=HELD] could not delete the waiter row of granted {}: {}", name, acquisition,
+                    backend.message(e));
+        }
+    }
+
+    private void releaseHeld(Connection c, String name, String acquisition) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.release)) {
+            ps.setString(1, name);
+            ps.setString(2, acquisition);
+            if (sql.dialect == JdbcDialect.POSTGRESQL) {
+                ps.executeQuery().close();
+            } else {
+                ps.executeUpdate();
+            }
+        }
+    }
+
+    // ---- enqueue
+
+    private record Outcome(Long token, long seq) {}
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        if (request.mode() != LockMode.EXCLUSIVE) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException(
+                    "dlock-jdbc supports exclusive locks only, not " + request.mode()));
+        }
+        String name = request.lockName();
+        String acq = request.acquisitionId();
+        QueueEntry entry = new QueueEntry(name, acq, name + "#" + acq, 0, 0);
+        // Registered before the statements go out: a NOTIFY that arrives before awaitTurn is kept.
+        Waiter w = new Waiter(entry);
+        waiters.put(acq, w);
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        enqueue(entry, w, result, 0, ticker.read());
+        return result;
+    }
+
+    /**
+     * One try of an enqueue; a transient failure (a dropped connection, a restarted database) is
+     * tried again with the same acquisition id, and the retry first looks for what the failed try
+     * may have written.
+     */
+    private void enqueue(QueueEntry entry, Waiter w, CompletableFuture<Position> result, int attempt,
+            long firstSentAt) {
+        String name = entry.lockName();
+        String acq = entry.acquisitionId();
+        // A grant found by a retry may have been made by the first try: validity counts from there.
+        long t0 = firstSentAt;
+        backend.submit(c -> {
+            if (attempt > 0) {
+                Outcome earlier = findOwn(c, name, acq);
+                if (earlier != null) {
+                    return earlier;
+                }
+            }
+            Long token = grant(c, name, acq, Long.MAX_VALUE);
+            if (token != null) {
+                return new Outcome(token, 0);
+            }
+            long seq = insertWaiter(c, name, acq);
+            token = grant(c, name, acq, seq);
+            if (token != null) {
+                deleteGrantedWaiter(c, name, acq);
+            }
+            return new Outcome(token, seq);
+        }).whenComplete((outcome, error) -> {
+            if (error != null) {
+                if (JdbcBackend.transientFailure(error) && attempt < backend.options.retryPolicy().maxRetries()
+                        && !backend.isClosed() && !w.isCancelled()
+                        && backend.schedule(() -> enqueue(entry, w, result, attempt + 1, firstSentAt), backoffMs(attempt)) != null) {
+                    return;
+                }
+                waiters.remove(acq, w);
+                w.cancel();
+                result.completeExceptionally(failure(name, "acquire", error));
+                return;
+            }
+            if (outcome.token() != null) {
+                waiters.remove(acq, w);
+                w.cancel();
+                result.complete(Position.granted(granted(entry, outcome.token(), t0)));
+                return;
+            }
+            w.seq(outcome.seq());
+            result.complete(Position.waiting(entry, ANY));
+        });
+    }
+
+    /** What an earlier try of this acquisition left: a grant, a waiter row, or nothing (null). */
+    private Outcome findOwn(Connection c, String name, String acq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
+            ps.setString(1, name);
+            ps.setString(2, acq);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return new Outcome(rs.getLong(1), 0);
+                }
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+            ps.setString(1, acq);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return new Outcome(null, rs.getLong(1));
+                }
+            }
+        }
+        return null;
+    }
+
+    private Grant granted(QueueEntry entry, long token, long sentAtNanos) {
+        return new Grant(entry, token, sentAtNanos + leaseNanos - marginNanos);
+    }
+
+    // ---- waiting
+
+    /** One waiting acquisition of this client. */
+    private final class Waiter {
+        final QueueEntry entry;
+
+        @GuardedBy("this")
+        long seq = -1;
+
+        @GuardedBy("this")
+        CompletableFuture<Position> pending;
+
+        @GuardedBy("this")
+        boolean kicked;
+
+        @GuardedBy("this")
+        boolean checking;
+
+        @GuardedBy("this")
+        boolean again;
+
+        @GuardedBy("this")
+        boolean gone;
+
+        Waiter(QueueEntry entry) {
+            this.entry = entry;
+        }
+
+        synchronized void seq(long seq) {
+            this.seq = seq;
+        }
+
+        synchronized boolean awaiting() {
+            return !gone && pending != null && !pending.isDone();
+        }
+
+        /** Tries the grant now, or once more after the attempt in flight. */
+        void check() {
+            long bound;
+            synchronized (this) {
+                if (gone || pending == null || pending.isDone()) {
+                    kicked = true;
+                    return;
+                }
+                if (checking) {
+                    again = true;
+                    return;
+                }
+                checking = true;
+                bound = seq;
+            }
+            long t0 = ticker.read();
+            String name = entry.lockName();
+            String acq = entry.acquisitionId();
+            backend.submit(c -> {
+                Long token = grant(c, name, acq, bound);
+                if (token != null) {
+                    deleteGrantedWaiter(c, name, acq);
+                }
+                return token;
+            }).whenComplete((token, error) -> onReply(token, error, t0));
+        }
+
+        private void onReply(Long token, Throwable error, long t0) {
+            CompletableFuture<Position> done;
+            boolean runAgain;
+            synchronized (this) {
+                checking = false;
+                runAgain = again;
+                again = false;
+                if (gone) {
+                    return;
+                }
+                if (error != null || token == null) {
+                    if (error != null) {
+                        // Transient or not, keep waiting: the poller tries again, and the waiter row
+                        // expires if the database stays away, which ends in EntryLostException.
+                        log.debug("[lock={} state=QUEUED] grant attempt failed: {}", entry.lockName(),
+                                backend.message(error));
+                    }
+                    done = null;
+                } else {
+                    gone = true;
+                    done = pending;
+                }
+            }
+            if (done != null) {
+                waiters.remove(entry.acquisitionId(), this);
+                done.complete(Position.granted(granted(entry, token, t0)));
+            } else if (runAgain) {
+                check();
+            }
+        }
+
+        void await(CompletableFuture<Position> f) {
+            boolean now;
+            synchronized (this) {
+                if (gone) {
+                    f.completeExceptionally(new EntryLostException(entry, "it was released"));
+                    return;
+                }
+                pending = f;
+                now = kicked;
+                kicked = false;
+            }
+            schedulePoll(MIN_POLL_MS, true);
+            if (now) {
+                check();
+            }
+        }
+
+        /** The poll found no row for this waiter: it expired and was purged. */
+        void lost() {
+            CompletableFuture<Position> done;
+            synchronized (this) {
+                if (gone || checking || pending == null || pending.isDone()) {
+                    return;
+                }
+                gone = true;
+                done = pending;
+            }
+            waiters.remove(entry.acquisitionId(), this);
+            done.completeExceptionally(new EntryLostException(entry,
+                    "its waiter row is gone (it expired while this client could not refresh it)"));
+        }
+
+        synchronized void cancel() {
+            gone = true;
+        }
+
+        synchronized boolean isCancelled() {
+            return gone;
+        }
+    }
+
+    @Override
+    public CompletionStage<Position> awaitTurn(Position waiting) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        Waiter w = waiters.get(waiting.entry().acquisitionId());
+        if (w == null) {
+            result.completeExceptionally(new EntryLostException(waiting.entry(), "it is not waiting here"));
+            return result;
+        }
+        w.await(result);
+        return result;
+    }
+
+    /** A NOTIFY on this client's channel: the waiter it names is first in line. */
+    void onWake(String acquisition) {
+        Waiter w = waiters.get(acquisition);
+        if (w != null) {
+            w.check();
+        }
+    }
+
+    /** Tries every waiter once, after wake-ups may have been missed (the LISTEN connection came back). */
+    void kickAll() {
+        for (Waiter w : waiters.values()) {
+            w.check();
+        }
+    }
+
+    // ---- the poller: one per client, one query for all its waiters
+
+    private long maxPollMs() {
+        return backend.notified() ? Math.max(MIN_POLL_MS, waiterMs / 3) : Math.min(MAX_POLL_MS, waiterMs / 3);
+    }
+
+    /** Runs the poll within {@code delayMs} (earlier if one is already due); {@code reset} restarts the back-off. */
+    private synchronized void schedulePoll(long delayMs, boolean reset) {
+        if (reset) {
+            pollDelayMs = MIN_POLL_MS;
+        }
+        if (polling) {
+            pollAgain |= reset;
+            if (!reset) {
+                return;
+            }
+        }
+        long at = ticker.read() + TimeUnit.MILLISECONDS.toNanos(delayMs);
+        if (pollTimer != null && !pollTimer.isDone() && pollTimerAt - at <= 0) {
+            return;
+        }
+        if (pollTimer != null) {
+            pollTimer.cancel(false);
+        }
+        pollTimerAt = at;
+        pollTimer = backend.schedule(this::poll, delayMs);
+    }
+
+    private record Row(long seq, String owner, Long remainingMs) {}
+
+    private void poll() {
+        synchronized (this) {
+            pollTimer = null;
+            if (polling || backend.isClosed()) {
+                return;
+            }
+            boolean any = false;
+            for (Waiter w : waiters.values()) {
+                any |= w.awaiting();
+            }
+            if (!any) {
+                return;
+            }
+            polling = true;
+            pollAgain = false;
+        }
+        // Only waiters whose rows were written before the query can be judged missing by it.
+        java.util.Set<Waiter> judged = new java.util.HashSet<>();
+        for (Waiter w : waiters.values()) {
+            if (w.awaiting()) {
+                judged.add(w);
+            }
+        }
+        long now = ticker.read();
+        boolean beat = now - lastBeatNanos >= TimeUnit.MILLISECONDS.toNanos(waiterMs / 3);
+        backend.submit(c -> {
+            if (beat) {
+                try (PreparedStatement ps = c.prepareStatement(sql.heartbeat)) {
+                    ps.setLong(1, waiterMs);
+                    ps.setString(2, backend.clientId);
+                    ps.executeUpdate();
+                }
+            }
+            Map<String, Row> rows = new HashMap<>();
+            try (PreparedStatement ps = c.prepareStatement(sql.status)) {
+                ps.setString(1, backend.clientId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        long remaining = rs.getLong(4);
+                        rows.put(rs.getString(1), new Row(rs.getLong(2), rs.getString(3),
+                                rs.wasNull() ? null : remaining));
+                    }
+                }
+            }
+            return rows;
+        }).whenComplete((rows, error) -> {
+            long next;
+            boolean again;
+            synchronized (this) {
+                polling = false;
+                again = pollAgain;
+                pollDelayMs = Math.min(pollDelayMs * 2, maxPollMs());
+                next = pollDelayMs;
+            }
+            if (error != null) {
+                log.debug("[client={}] waiter poll failed: {}", JdbcBackend.NAME, backend.message(error));
+            } else {
+                if (beat) {
+                    lastBeatNanos = now;
+                }
+                for (Waiter w : judged) {
+                    if (!w.awaiting()) {
+                        continue;
+                    }
+                    Row r = rows.get(w.entry.acquisitionId());
+                    if (r == null) {
+                        w.lost();
+                    } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
+                        w.check();
+                    } else {
+                        next = Math.min(next, r.remainingMs() + 2);
+                    }
+                }
+            }
+            schedulePoll(again ? MIN_POLL_MS : next, false);
+        });
+    }
+
+    // ---- release, renewal, recovery
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry) {
+        Waiter w = waiters.remove(entry.acquisitionId());
+        if (w != null) {
+            w.cancel();
+        }
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        release(entry, w != null, done, 0, ticker.read());
+        return done;
+    }
+
+    private void release(QueueEntry entry, boolean waiting, CompletableFuture<Void> done, int attempt, long start) {
+        backend.submit(c -> {
+            if (waiting) {
+                deleteWaiter(c, entry.acquisitionId());
+            }
+            releaseHeld(c, entry.lockName(), entry.acquisitionId());
+            return null;
+        }).whenComplete((x, error) -> {
+            if (error == null) {
+                done.complete(null);
+                if (!backend.notified() && !waiters.isEmpty()) {
+                    schedulePoll(0, true); // a waiter of this client may be next
+                }
+                return;
+            }
+            // Retried through a database restart while the entry could still block others; after
+            // its lease it stops counting by itself.
+            if (JdbcBackend.transientFailure(error) && !backend.isClosed() && ticker.read() - start < leaseNanos
+                    && backend.schedule(() -> release(entry, waiting, done, attempt + 1, start),
+                            backoffMs(attempt)) != null) {
+                return;
+            }
+            done.completeExceptionally(failure(entry.lockName(), "release", error));
+        });
+    }
+
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        QueueEntry entry = grant.entry();
+        long t0 = ticker.read();
+        return backend.submit(c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.renew)) {
+                ps.setLong(1, leaseMs);
+                ps.setString(2, entry.lockName());
+                ps.setString(3, entry.acquisitionId());
+                ps.setLong(4, grant.fencingToken());
+                return ps.executeUpdate();
+            }
+        }).handle((count, error) -> {
+            if (error != null) {
+                throw new CompletionException(failure(entry.lockName(), "renewal", error));
+            }
+            if (count != 1) {
+                throw new CompletionException(new EntryLostException(entry,
+                        "its grant (token " + grant.fencingToken() + ") is no longer in the lock table"));
+            }
+            return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+        });
+    }
+
+    @Override
+    public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
+        return backend.submit(c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
+                ps.setString(1, lockName);
+                ps.setString(2, acquisitionId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        return Optional.of(new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0,
+                                rs.getLong(1)));
+                    }
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+                ps.setString(1, acquisitionId);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        return Optional.of(new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0,
+                                0));
+                    }
+                }
+            }
+            return Optional.<QueueEntry>empty();
+        }).handle((found, error) -> {
+            if (error != null) {
+                throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId, error));
+            }
+            return found;
+        });
+    }
+
+    /** Stops every waiter and deletes this client's waiter rows. */
+    CompletableFuture<Void> close() {
+        for (Waiter w : waiters.values()) {
+            w.cancel();
+        }
+        waiters.clear();
+        synchronized (this) {
+            if (pollTimer != null) {
+                pollTimer.cancel(false);
+            }
+        }
+        return backend.submit(c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql.deleteClientWaiters)) {
+                ps.setString(1, backend.clientId);
+                ps.executeUpdate();
+            }
+            return null;
+        });
+    }
+
+    // ---- helpers
+
+    private long backoffMs(int attempt) {
+        long base = Math.max(1, backend.options.retryPolicy().baseSleep().toMillis());
+        long max = Math.max(base, backend.options.retryPolicy().maxSleep().toMillis());
+        return Math.min(max, base << Math.min(20, Math.max(0, attempt)));
+    }
+
+    private RuntimeException failure(String lockName, String what, Throwable error) {
+        Throwable cause = error;
+        while (cause instanceof CompletionException && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        if (cause instanceof LockBackendException || cause instanceof EntryLostException
+                || cause instanceof IllegalArgumentException || cause instanceof UnsupportedOperationException) {
+            return (RuntimeException) cause;
+        }
+        String hint = cause instanceof java.sql.SQLTransientConnectionException
+                ? " (no connection could be had from the DataSource in time: is its pool exhausted?)" : "";
+        return new LockBackendException(lockName, JdbcBackend.NAME, what + " on " + backend.describe() + " failed: "
+                + backend.message(cause) + hint, cause);
+    }
+}

@@ -1,0 +1,114 @@
+package io.dlock.jdbc;
+
+/**
+ * The SQL text for one lock table, as constants built once per client. Table names are validated
+ * identifiers ({@link JdbcUri#TABLE}); every value is a bind parameter.
+ *
+ * <p>Why each step is safe as one autocommit statement:
+ *
+ * <ul>
+ *   <li><b>Grant</b> changes the lock's row only if it is free or its expiry (database clock) has
+ *       passed, and, when fair, only if no live waiter stands ahead of the requester; the row lock
+ *       the statement takes makes two grants of the same row serialize, and the second sees the
+ *       first's owner and takes nothing. The token is incremented by the same statement, so it is
+ *       bound to exactly this grant. PostgreSQL: {@code INSERT … ON CONFLICT DO UPDATE … WHERE …
+ *       RETURNING}; MariaDB/MySQL and H2: a conditional {@code UPDATE} (after a one-time insert of
+ *       the row with token 0), whose token comes back through {@code LAST_INSERT_ID(expr)} or
+ *       {@code FINAL TABLE}.
+ *   <li><b>Renew</b> extends the expiry only where owner and token are still this grant's.
+ *   <li><b>Release</b> clears the owner only where it is still this acquisition's; the row and its
+ *       token stay, so the next grant is higher. On PostgreSQL the same statement sends {@code
+ *       NOTIFY} to the client of the first live waiter only (no herd).
+ * </ul>
+ */
+final class JdbcStatements {
+    final JdbcDialect dialect;
+    final String table;
+    final String waiters;
+
+    /** Params: name, owner, client, leaseMs, holder, seqBound. Returns the token, or no row. */
+    final String grant;
+    /** H2/MariaDB: params name; creates the row with token 0 if absent. */
+    final String ensureRow;
+    /** Params: leaseMs, name, owner, token. Update count 1 = renewed. */
+    final String renew;
+    /** Params: name, owner. PostgreSQL: a query (the NOTIFY); elsewhere an update. */
+    final String release;
+    /** Params: name, acquisition, client, waiterMs. Generated key: seq. */
+    final String insertWaiter;
+    /** Params: name. Removes expired waiters of one lock. */
+    final String purgeWaiters;
+    /** Params: acquisition. */
+    final String deleteWaiter;
+    /** Params: waiterMs, client. */
+    final String heartbeat;
+    /** Params: client. Rows: acquisition, seq, owner, remaining ms of the holder's lease. */
+    final String status;
+    /** Params: client. */
+    final String deleteClientWaiters;
+    /** Params: name, owner. Rows: token. */
+    final String findHeld;
+    /** Params: acquisition. Rows: seq. */
+    final String findWaiter;
+    /** Checks that both tables exist (no rows). */
+    final String probe;
+
+    JdbcStatements(JdbcDialect dialect, String table) {
+        this.dialect = dialect;
+        this.table = table;
+        this.waiters = table + "_waiters";
+        String now = dialect.now;
+        String ahead = "NOT EXISTS (SELECT 1 FROM " + waiters + " w WHERE w.name = ? AND w.seq < ? AND w.expires_ms >= "
+                + now + ")";
+        String free = "(l.owner IS NULL OR l.expires_ms < " + now + ")";
+        switch (dialect) {
+            case POSTGRESQL -> {
+                grant = "INSERT INTO " + table + " AS l (name, owner, client, token, expires_ms, holder)"
+                        + " VALUES (?, ?, ?, 1, " + now + " + ?, ?)"
+                        + " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, client = EXCLUDED.client,"
+                        + " token = l.token + 1, expires_ms = EXCLUDED.expires_ms, holder = EXCLUDED.holder"
+                        + " WHERE " + free + " AND " + ahead.replace("w.name = ?", "w.name = EXCLUDED.name")
+                        + " RETURNING l.token";
+                ensureRow = null;
+                release = "WITH r AS (UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL,"
+                        + " holder = NULL WHERE name = ? AND owner = ? RETURNING name)"
+                        + " SELECT pg_notify('dlock_' || w.client, w.acquisition) FROM " + waiters + " w"
+                        + " WHERE w.name = (SELECT name FROM r) AND w.expires_ms >= " + now
+                        + " ORDER BY w.seq LIMIT 1";
+            }
+            case MARIADB -> {
+                grant = "UPDATE " + table + " l SET l.owner = ?, l.client = ?, l.token = LAST_INSERT_ID(l.token + 1),"
+                        + " l.expires_ms = " + now + " + ?, l.holder = ? WHERE l.name = ? AND " + free + " AND "
+                        + ahead;
+                ensureRow = "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
+                release = plainRelease(table);
+            }
+            case H2 -> {
+                grant = "SELECT token FROM FINAL TABLE (UPDATE " + table + " l SET owner = ?, client = ?,"
+                        + " token = token + 1, expires_ms = " + now + " + ?, holder = ? WHERE l.name = ? AND "
+                        + free + " AND " + ahead + ")";
+                ensureRow = "INSERT INTO " + table + " (name, token) SELECT CAST(? AS VARCHAR(255)), 0"
+                        + " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE name = ?)";
+                release = plainRelease(table);
+            }
+            default -> throw new AssertionError(dialect);
+        }
+        renew = "UPDATE " + table + " SET expires_ms = " + now + " + ? WHERE name = ? AND owner = ? AND token = ?";
+        insertWaiter = "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms) VALUES (?, ?, ?, " + now
+                + " + ?)";
+        purgeWaiters = "DELETE FROM " + waiters + " WHERE name = ? AND expires_ms < " + now;
+        deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
+        heartbeat = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE client = ?";
+        status = "SELECT w.acquisition, w.seq, l.owner, l.expires_ms - " + now + " FROM " + waiters + " w LEFT JOIN "
+                + table + " l ON l.name = w.name WHERE w.client = ?";
+        deleteClientWaiters = "DELETE FROM " + waiters + " WHERE client = ?";
+        findHeld = "SELECT token FROM " + table + " WHERE name = ? AND owner = ?";
+        findWaiter = "SELECT seq FROM " + waiters + " WHERE acquisition = ?";
+        probe = "SELECT l.name, w.seq FROM " + table + " l, " + waiters + " w WHERE 1 = 0";
+    }
+
+    private static String plainRelease(String table) {
+        return "UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL, holder = NULL"
+                + " WHERE name = ? AND owner = ?";
+    }
+}

@@ -1,0 +1,161 @@
+package io.dlock.jdbc;
+
+import io.dlock.LockOptions;
+import io.dlock.spi.BackendUri;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * A {@code jdbc:} URI taken apart: the JDBC URL handed to the driver, and dlock's own parameters
+ * ({@link BackendUri#COMMON_PARAMETERS}, {@code dlockTable}, {@code createTable}, {@code
+ * maxConnections}), which are removed from it. Every other query parameter belongs to the driver
+ * ({@code user}, {@code password}, {@code ssl}, …); H2 URLs take none ({@code ;KEY=value} instead).
+ *
+ * @param dialect the database
+ * @param jdbcUrl the URL for the driver, credentials included
+ * @param password the password found in the URL's query, for redaction; null if none
+ * @param table the lock table, a validated identifier, optionally schema-qualified
+ * @param createTable whether to create missing tables
+ * @param maxConnections how many connections dlock opens for its statements (PostgreSQL: plus one
+ *     for LISTEN)
+ * @param options the client's options
+ */
+record JdbcUri(JdbcDialect dialect, String jdbcUrl, String password, String table, boolean createTable,
+        int maxConnections, LockOptions options) {
+
+    /** The default lock table. */
+    static final String DEFAULT_TABLE = "dlock_locks";
+
+    /** The default number of statement connections. */
+    static final int DEFAULT_MAX_CONNECTIONS = 4;
+
+    /** dlock's own parameters beyond the common ones. */
+    static final Set<String> PARAMETERS = Set.of("dlockTable", "createTable", "maxConnections");
+
+    /**
+     * A table name: an unquoted identifier, optionally schema-qualified; short enough that {@code
+     * <table>_waiters_client} stays within PostgreSQL's 63 characters.
+     */
+    static final Pattern TABLE = Pattern.compile("([A-Za-z_][A-Za-z0-9_]{0,39}\\.)?[A-Za-z_][A-Za-z0-9_]{0,39}");
+
+    /** Hides the password. */
+    @Override
+    public String toString() {
+        return "JdbcUri[" + redact(jdbcUrl, password) + ", table " + table + "]";
+    }
+
+    /** Whether {@code uri} is a {@code jdbc:} URI of a database dlock supports. */
+    static boolean supports(URI uri) {
+        return "jdbc".equalsIgnoreCase(uri.getScheme()) && JdbcDialect.ofUrl(uri.toString()) != null;
+    }
+
+    /**
+     * Parses a {@code jdbc:} URI.
+     *
+     * @throws IllegalArgumentException naming the parameter for a bad dlock parameter or table name,
+     *     or for a database dlock does not support
+     */
+    static JdbcUri parse(String uri, LockOptions base) {
+        JdbcDialect dialect = JdbcDialect.ofUrl(uri);
+        if (dialect == null) {
+            throw new IllegalArgumentException("dlock-jdbc supports jdbc:postgresql:, jdbc:mariadb:, jdbc:mysql: and"
+                    + " jdbc:h2: URIs, not '" + redact(uri, null) + "'");
+        }
+        int q = uri.indexOf('?');
+        String head = q < 0 ? uri : uri.substring(0, q);
+        String query = q < 0 ? "" : uri.substring(q + 1);
+        List<String> own = new ArrayList<>();
+        List<String> driver = new ArrayList<>();
+        String password = null;
+        for (String pair : query.split("&")) {
+            if (pair.isEmpty()) {
+                continue;
+            }
+            int eq = pair.indexOf('=');
+            String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+            if (BackendUri.COMMON_PARAMETERS.contains(name) || PARAMETERS.contains(name)) {
+                own.add(pair);
+            } else {
+                if (name.equals("password") && eq >= 0) {
+                    password = URLDecoder.decode(pair.substring(eq + 1).replace("+", "%2B"), StandardCharsets.UTF_8);
+                }
+                driver.add(pair);
+            }
+        }
+        if (dialect == JdbcDialect.H2 && !driver.isEmpty()) {
+            throw new IllegalArgumentException("unknown parameter '" + driver.get(0).split("=")[0]
+                    + "' in dlock URI '" + redact(uri, password) + "': H2 takes its settings as ;KEY=value; dlock's"
+                    + " parameters are " + new java.util.TreeSet<>(union()));
+        }
+        BackendUri parsed;
+        try {
+            parsed = BackendUri.parse(new URI("jdbc://dlock/?" + String.join("&", own)), base, PARAMETERS);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("malformed dlock parameters in '" + redact(uri, password) + "'");
+        }
+        return of(dialect, head + (driver.isEmpty() ? "" : "?" + String.join("&", driver)), password,
+                parsed.parameters(), parsed.options());
+    }
+
+    /** Builds the record from dlock's own parameters; checks the table and the numbers. */
+    static JdbcUri of(JdbcDialect dialect, String jdbcUrl, String password, Map<String, String> params,
+            LockOptions options) {
+        String table = params.getOrDefault("dlockTable", DEFAULT_TABLE);
+        checkTable(table);
+        boolean create = switch (params.getOrDefault("createTable", "false")) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("parameter 'createTable' must be true or false: '"
+                    + params.get("createTable") + "'");
+        };
+        int max;
+        try {
+            max = Integer.parseInt(params.getOrDefault("maxConnections", "" + DEFAULT_MAX_CONNECTIONS).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("parameter 'maxConnections' must be an integer: '"
+                    + params.get("maxConnections") + "'");
+        }
+        checkMaxConnections(max);
+        return new JdbcUri(dialect, jdbcUrl, password, table, create, max, options);
+    }
+
+    static void checkTable(String table) {
+        if (table == null || !TABLE.matcher(table).matches()) {
+            String shown = table == null ? "null" : table.length() > 60 ? table.substring(0, 60) + "…" : table;
+            throw new IllegalArgumentException("parameter 'dlockTable' must be an unquoted SQL identifier, optionally"
+                    + " schema-qualified (letters, digits, '_', at most 40 characters per part, not starting with a"
+                    + " digit): '" + shown + "'");
+        }
+    }
+
+    static void checkMaxConnections(int max) {
+        if (max < 1 || max > 64) {
+            throw new IllegalArgumentException("parameter 'maxConnections' must be within 1..64: " + max);
+        }
+    }
+
+    private static Set<String> union() {
+        Set<String> all = new java.util.HashSet<>(BackendUri.COMMON_PARAMETERS);
+        all.addAll(PARAMETERS);
+        return all;
+    }
+
+    /** {@code text} with the password and any {@code password=} value replaced by {@code ***}. */
+    static String redact(String text, String password) {
+        if (text == null) {
+            return null;
+        }
+        String out = text.replaceAll("(?i)(password=)[^&;\\s]*", "$1***");
+        if (password != null && !password.isEmpty()) {
+            out = out.replace(password, "***");
+        }
+        return out;
+    }
+}

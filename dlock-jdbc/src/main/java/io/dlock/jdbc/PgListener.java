@@ -1,0 +1,120 @@
+package io.dlock.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one PostgreSQL connection per client that LISTENs on the client's channel ({@code
+ * dlock_<clientId>}); a release NOTIFYs the client of the first live waiter with that waiter's
+ * acquisition id, and only that waiter re-checks.
+ *
+ * <p>Concurrency: one daemon thread owns the connection and waits on it ({@code
+ * getNotifications(timeout)}); wake-ups are handed to the protocol, which queues the grant attempt
+ * on a worker. Failure: a broken connection is replaced with bounded back-off (50 ms doubling to
+ * 2 s); after each reconnect every waiter is checked once, since NOTIFYs sent meanwhile were lost.
+ * While it is down, {@link #healthy()} is false and the waiters' poller polls at its short
+ * interval.
+ */
+final class PgListener {
+    private static final Logger log = LoggerFactory.getLogger(PgListener.class);
+    private static final int WAIT_MS = 500;
+
+    private final JdbcBackend backend;
+    private final JdbcLockProtocol protocol;
+    private final Thread thread;
+    private volatile boolean healthy;
+    private volatile boolean closed;
+    private volatile Connection connection;
+
+    PgListener(JdbcBackend backend, JdbcLockProtocol protocol) {
+        this.backend = backend;
+        this.protocol = protocol;
+        this.thread = new Thread(this::run, "dlock-jdbc-listen");
+        this.thread.setDaemon(true);
+    }
+
+    /** Opens the connection and LISTENs before returning, so the first waiter is already covered. */
+    void start() {
+        try {
+            listen();
+        } catch (SQLException e) {
+            throw new io.dlock.LockBackendException(null, JdbcBackend.NAME, "cannot LISTEN on " + backend.describe()
+                    + ": " + backend.message(e), null);
+        }
+        thread.start();
+    }
+
+    boolean healthy() {
+        return healthy;
+    }
+
+    private void listen() throws SQLException {
+        Connection c = backend.dedicatedConnection();
+        try (Statement s = c.createStatement()) {
+            s.execute("LISTEN dlock_" + backend.clientId);
+        } catch (SQLException e) {
+            backend.closeDedicated(c);
+            throw e;
+        }
+        connection = c;
+        healthy = true;
+    }
+
+    private void run() {
+        long backoffMs = 50;
+        while (!closed) {
+            Connection c = connection;
+            try {
+                if (c == null) {
+                    listen();
+                    backoffMs = 50;
+                    log.debug("[client={}] LISTEN connection back; checking every waiter", JdbcBackend.NAME);
+                    protocol.kickAll();
+                    continue;
+                }
+                PGNotification[] notes = c.unwrap(PGConnection.class).getNotifications(WAIT_MS);
+                if (notes != null) {
+                    for (PGNotification n : notes) {
+                        protocol.onWake(n.getParameter());
+                    }
+                }
+            } catch (SQLException | RuntimeException e) {
+                if (closed) {
+                    return;
+                }
+                healthy = false;
+                if (c != null) {
+                    log.debug("[client={}] LISTEN connection failed: {}", JdbcBackend.NAME, backend.message(e));
+                    backend.closeDedicated(c);
+                    connection = null;
+                }
+                try {
+                    Thread.sleep(backoffMs); // bounded reconnect back-off on a dedicated thread
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                backoffMs = Math.min(2_000, backoffMs * 2);
+            }
+        }
+    }
+
+    void close() {
+        closed = true;
+        healthy = false;
+        thread.interrupt();
+        try {
+            thread.join(2_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Connection c = connection;
+        if (c != null) {
+            backend.closeDedicated(c);
+        }
+    }
+}

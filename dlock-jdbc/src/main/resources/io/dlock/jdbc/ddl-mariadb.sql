@@ -1,0 +1,21 @@
+-- dlock-jdbc on MariaDB/MySQL (InnoDB). One row per lock name, kept after release so fencing tokens
+-- never go down. expires_ms is the database clock in epoch milliseconds; NULL when free.
+-- Names are compared byte for byte (ascii_bin): lock 'A' and lock 'a' are two locks, as elsewhere.
+CREATE TABLE IF NOT EXISTS dlock_locks (
+  name       VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin PRIMARY KEY,
+  owner      VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin,
+  client     VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin,
+  token      BIGINT NOT NULL,
+  expires_ms BIGINT,
+  holder     VARCHAR(255)
+) ENGINE = InnoDB;
+-- Waiting acquisitions in arrival order (seq); an entry whose expires_ms has passed no longer counts.
+CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
+  seq         BIGINT AUTO_INCREMENT PRIMARY KEY,
+  name        VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  acquisition VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL UNIQUE,
+  client      VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  expires_ms  BIGINT NOT NULL,
+  KEY dlock_locks_waiters_name (name, seq),
+  KEY dlock_locks_waiters_client (client)
+) ENGINE = InnoDB;

@@ -1,0 +1,21 @@
+-- dlock-jdbc on PostgreSQL. One row per lock name, kept after release so fencing tokens never go down.
+-- expires_ms is the database clock in epoch milliseconds (now()); NULL when free.
+-- fillfactor leaves room for HOT updates: grants, renewals and releases touch no indexed column.
+CREATE TABLE IF NOT EXISTS dlock_locks (
+  name       VARCHAR(255) PRIMARY KEY,
+  owner      VARCHAR(64),
+  client     VARCHAR(64),
+  token      BIGINT NOT NULL,
+  expires_ms BIGINT,
+  holder     VARCHAR(255)
+) WITH (fillfactor = 50);
+-- Waiting acquisitions in arrival order (seq); an entry whose expires_ms has passed no longer counts.
+CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
+  seq         BIGSERIAL PRIMARY KEY,
+  name        VARCHAR(255) NOT NULL,
+  acquisition VARCHAR(64) NOT NULL UNIQUE,
+  client      VARCHAR(64) NOT NULL,
+  expires_ms  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dlock_locks_waiters_name ON dlock_locks_waiters (name, seq);
+CREATE INDEX IF NOT EXISTS dlock_locks_waiters_client ON dlock_locks_waiters (client);

@@ -1,0 +1,262 @@
+package io.dlock.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.testkit.LockFixtureSupport;
+import io.dlock.testkit.MariaDbServer;
+import io.dlock.testkit.PostgresServer;
+import io.dlock.testkit.Timing;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.h2.tools.Server;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+
+/**
+ * A database per JVM for each dialect (PostgreSQL from the testkit, H2 as an in-process TCP server so
+ * that child JVMs reach it too), a fresh lock table per test (created by the client with {@code
+ * createTable=true}), fresh clients per test. After each test every client is closed, and the table
+ * must hold no owner and no waiter row: whatever dlock takes, it gives back.
+ */
+abstract class JdbcTestSupport extends LockFixtureSupport {
+    private static final AtomicInteger TABLES = new AtomicInteger();
+
+    /** The database under test. */
+    enum Db {
+        POSTGRESQL,
+        MARIADB,
+        H2
+    }
+
+    String table;
+
+    abstract Db db();
+
+    @BeforeEach
+    void newTable() {
+        table = "t" + TABLES.incrementAndGet() + "_" + ProcessHandle.current().pid();
+    }
+
+    @AfterEach
+    void closeClientsAndCheckClean() throws Exception {
+        closeTracked();
+        if (alive()) {
+            assertThat(liveRows()).as("owners and waiters left in %s", table).isEmpty();
+        }
+    }
+
+    boolean alive() {
+        return switch (db()) {
+            case POSTGRESQL -> Databases.postgres().isAlive();
+            case MARIADB -> Databases.mariadb().isAlive();
+            case H2 -> true;
+        };
+    }
+
+    @Override
+    public String backendName() {
+        return "jdbc";
+    }
+
+    @Override
+    public String shortLease() {
+        return "leaseTime=2s";
+    }
+
+    @Override
+    public Duration crashReleaseBound() {
+        // The dead holder's lease (2 s) runs out; the waiter's poller checks right after its expiry.
+        return Duration.ofSeconds(5);
+    }
+
+    /** The database's JDBC URL with credentials, without dlock's parameters. */
+    String jdbcUrl() {
+        return switch (db()) {
+            case POSTGRESQL -> Databases.postgres().jdbcUrl() + "?user=" + PostgresServer.USER + "&password="
+                    + PostgresServer.PASSWORD;
+            case MARIADB -> Databases.mariadb().jdbcUrl() + "?user=" + MariaDbServer.USER + "&password="
+                    + MariaDbServer.PASSWORD;
+            case H2 -> Databases.h2Url();
+        };
+    }
+
+    @Override
+    public String uri(String query) {
+        String sep = jdbcUrl().contains("?") ? "&" : "?";
+        return jdbcUrl() + sep + "dlockTable=" + table + "&createTable=true" + (query.isEmpty() ? "" : "&" + query);
+    }
+
+    Connection connect() throws SQLException {
+        return DriverManager.getConnection(jdbcUrl());
+    }
+
+    /** Rows that hold or wait: "owner" rows of the lock table, then waiter rows. */
+    List<String> liveRows() throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT name, owner FROM " + table + " WHERE owner IS NOT NULL")) {
+                while (rs.next()) {
+                    out.add("held " + rs.getString(1) + " by " + rs.getString(2));
+                }
+            } catch (SQLException e) {
+                if (!JdbcBackend.missingTable(e)) {
+                    throw e;
+                }
+                return out; // the test never connected a client
+            }
+            try (ResultSet rs = s.executeQuery("SELECT name, acquisition FROM " + table + "_waiters ORDER BY seq")) {
+                while (rs.next()) {
+                    out.add("waiting " + rs.getString(1) + " " + rs.getString(2));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The holder, then the waiters in queue order, of lock {@code lock}. */
+    @Override
+    public List<String> entries(String lock) {
+        List<String> out = new ArrayList<>();
+        try (Connection c = connect()) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT owner FROM " + table
+                    + " WHERE name = ? AND owner IS NOT NULL")) {
+                ps.setString(1, lock);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(rs.getString(1));
+                    }
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT acquisition FROM " + table
+                    + "_waiters WHERE name = ? ORDER BY seq")) {
+                ps.setString(1, lock);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(rs.getString(1));
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            if (JdbcBackend.missingTable(e)) {
+                return out;
+            }
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    /** Runs one query and returns the first column of the first row as a long. */
+    long queryLong(String query) throws SQLException {
+        try (Connection c = connect(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(query)) {
+            assertThat(rs.next()).as("a row from %s", query).isTrue();
+            return rs.getLong(1);
+        }
+    }
+
+    /**
+     * The dialect's clock expression gives epoch milliseconds (no time-zone offset): within a few
+     * seconds of this JVM's wall clock, on the same machine.
+     */
+    void checkDatabaseClockIsEpochMillis(JdbcDialect dialect) throws Exception {
+        long db = queryLong("SELECT " + dialect.now);
+        assertThat(Math.abs(db - System.currentTimeMillis())).as("database clock %d", db).isLessThan(5_000);
+    }
+
+    /**
+     * The fenced-write helper on this database: a higher token is recorded, the same token may be
+     * recorded again, an older one is refused and its transaction's write rolled back.
+     */
+    void checkFencedWrites() throws Exception {
+        FencedWrites fence = FencedWrites.of(table + "_fence");
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            fence.createTable(c);
+            s.execute("CREATE TABLE " + table + "_stock (id INT PRIMARY KEY, qty INT NOT NULL)");
+            s.execute("INSERT INTO " + table + "_stock VALUES (42, 5)");
+        }
+        assertThat(sell(fence, 2048)).isTrue();  // first write: the guard row is created
+        assertThat(sell(fence, 2048)).isTrue();  // the same holder again
+        assertThat(sell(fence, 5120)).isTrue();  // a later holder
+        assertThat(sell(fence, 2048)).isFalse(); // the former holder, late: refused
+        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42")).isEqualTo(2);
+        assertThat(queryLong("SELECT token FROM " + table + "_fence WHERE resource = 'stock-42'")).isEqualTo(5120);
+        try (Connection c = connect()) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> fence.check(c, "stock-42", 9999))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("autocommit");
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> FencedWrites.of("f; DROP TABLE x"))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    /** The oversell example: sells one item if the fence admits {@code token}; false if refused. */
+    boolean sell(FencedWrites fence, long token) throws Exception {
+        try (Connection c = connect()) {
+            c.setAutoCommit(false);
+            try {
+                fence.check(c, "stock-42", token);
+                try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + "_stock SET qty = qty - 1"
+                        + " WHERE id = 42")) {
+                    ps.executeUpdate();
+                }
+                c.commit();
+                return true;
+            } catch (StaleTokenException e) {
+                c.rollback();
+                assertThat(e.token()).isEqualTo(token);
+                assertThat(e.resource()).isEqualTo("stock-42");
+                return false;
+            }
+        }
+    }
+
+    static Duration scaled(long seconds) {
+        return Timing.scale(Duration.ofSeconds(seconds));
+    }
+
+    /** One server per JVM and dialect, stopped when the JVM exits. */
+    static final class Databases {
+        private static PostgresServer postgres;
+        private static MariaDbServer mariadb;
+        private static Server h2;
+
+        private Databases() {}
+
+        static synchronized PostgresServer postgres() {
+            if (postgres == null) {
+                postgres = PostgresServer.start();
+                PostgresServer s = postgres;
+                Runtime.getRuntime().addShutdownHook(new Thread(s::close, "postgres-stop"));
+            }
+            return postgres;
+        }
+
+        static synchronized MariaDbServer mariadb() {
+            if (mariadb == null) {
+                mariadb = MariaDbServer.start();
+                MariaDbServer s = mariadb;
+                Runtime.getRuntime().addShutdownHook(new Thread(s::close, "mariadb-stop"));
+            }
+            return mariadb;
+        }
+
+        static synchronized String h2Url() {
+            if (h2 == null) {
+                try {
+                    h2 = Server.createTcpServer("-tcpPort", "0", "-ifNotExists").start();
+                } catch (SQLException e) {
+                    throw new IllegalStateException("cannot start H2's TCP server", e);
+                }
+                Server s = h2;
+                Runtime.getRuntime().addShutdownHook(new Thread(s::stop, "h2-stop"));
+            }
+            return "jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:dlock;DB_CLOSE_DELAY=-1";
+        }
+    }
+}

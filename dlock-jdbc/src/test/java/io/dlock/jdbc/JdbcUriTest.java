@@ -1,0 +1,84 @@
+package io.dlock.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.dlock.LockClient;
+import io.dlock.LockOptions;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Parsing {@code jdbc:} URIs: dlock's parameters out, the driver's kept, bad input refused by name. */
+class JdbcUriTest {
+
+    @Test
+    void parse_postgresUri_splitsDlockAndDriverParameters() {
+        JdbcUri u = JdbcUri.parse("jdbc:postgresql://db:5432/app?user=u&password=s3cret&leaseTime=3s"
+                + "&dlockTable=app.locks&ssl=true&maxConnections=2&fair=false", LockOptions.defaults());
+        assertThat(u.dialect()).isEqualTo(JdbcDialect.POSTGRESQL);
+        assertThat(u.jdbcUrl()).isEqualTo("jdbc:postgresql://db:5432/app?user=u&password=s3cret&ssl=true");
+        assertThat(u.table()).isEqualTo("app.locks");
+        assertThat(u.maxConnections()).isEqualTo(2);
+        assertThat(u.options().leaseTime()).isEqualTo(Duration.ofSeconds(3));
+        assertThat(u.options().fair()).isFalse();
+        assertThat(u.createTable()).isFalse();
+        assertThat(u.toString()).doesNotContain("s3cret");
+    }
+
+    @Test
+    void parse_h2AndMariaDb_dialects() {
+        assertThat(JdbcUri.parse("jdbc:h2:mem:x;DB_CLOSE_DELAY=-1?createTable=true", LockOptions.defaults()))
+                .satisfies(u -> {
+                    assertThat(u.dialect()).isEqualTo(JdbcDialect.H2);
+                    assertThat(u.jdbcUrl()).isEqualTo("jdbc:h2:mem:x;DB_CLOSE_DELAY=-1");
+                    assertThat(u.createTable()).isTrue();
+                    assertThat(u.table()).isEqualTo("dlock_locks");
+                });
+        assertThat(JdbcUri.parse("jdbc:mariadb://h/db", LockOptions.defaults()).dialect()).isEqualTo(JdbcDialect.MARIADB);
+        assertThat(JdbcUri.parse("jdbc:mysql://h/db", LockOptions.defaults()).dialect()).isEqualTo(JdbcDialect.MARIADB);
+    }
+
+    @Test
+    void parse_badTableNames_refusedNamingTheParameter() {
+        for (String bad : new String[] {"a'b", "locks;drop table x", "locks--", "1locks", "a b", "x.y.z", "\"q\"",
+                "locks)", "a".repeat(10_000), ""}) {
+            assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?dlockTable=" + bad.replace(" ", "%20")
+                    .replace("\"", "%22").replace("'", "%27"), LockOptions.defaults()))
+                    .as(bad.length() > 20 ? bad.substring(0, 20) : bad)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("dlockTable");
+        }
+    }
+
+    @Test
+    void parse_badValues_refusedNamingTheParameter() {
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?leaseTime=soon", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("leaseTime");
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?maxConnections=0", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxConnections");
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?createTable=yes", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("createTable");
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?bogus=1", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bogus");
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:oracle:thin:@h:1521:x", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jdbc:postgresql:");
+    }
+
+    @Test
+    void connect_badUri_passwordNeverInTheMessage() {
+        assertThatThrownBy(() -> LockClient.connect("jdbc:postgresql://127.0.0.1:1/x?password=hunter2&dlockTable=a;b"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageNotContaining("hunter2");
+        assertThat(JdbcUri.redact("jdbc:postgresql://h/x?user=u&password=hunter2&ssl=true", "hunter2"))
+                .isEqualTo("jdbc:postgresql://h/x?user=u&password=***&ssl=true");
+    }
+
+    @Test
+    void ddl_shippedForEveryDialect_withTheTableName() {
+        for (JdbcDialect d : JdbcDialect.values()) {
+            assertThat(d.ddl("app.locks")).contains("CREATE TABLE IF NOT EXISTS app.locks (")
+                    .contains("CREATE TABLE IF NOT EXISTS app.locks_waiters (").doesNotContain("dlock_locks");
+            assertThat(d.ddlStatements("app.locks")).hasSizeGreaterThanOrEqualTo(2);
+        }
+    }
+}

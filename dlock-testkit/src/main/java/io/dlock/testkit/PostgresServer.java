@@ -1,0 +1,487 @@
+package io.dlock.testkit;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A PostgreSQL server process on a free loopback port, from the binaries Debian installs under
+ * {@code /usr/lib/postgresql/<version>/bin} ({@code apt-get install postgresql}), for tests that need
+ * a real database. A missing binary is an {@link IllegalStateException} naming the package; tests
+ * never skip.
+ *
+ * <p>PostgreSQL refuses to run as root. When the test JVM is root (CI), {@code initdb} and {@code
+ * postgres} run as {@code nobody:nogroup} through {@code setpriv}, in a temporary directory handed
+ * to that user; otherwise as the current user. The server listens on 127.0.0.1 only, keeps its unix
+ * socket in the temporary directory, and is stopped by its pid.
+ *
+ * <p>The cluster has a superuser {@value #SUPERUSER} and a user {@value #USER} with password
+ * {@value #PASSWORD} that owns database {@value #DATABASE}; password authentication (SCRAM) is
+ * required on TCP, so wrong credentials are refused as in production.
+ *
+ * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
+ */
+public final class PostgresServer implements TestServer {
+
+    /*
+     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile.
+     * Failure: a server that does not become ready is killed before the exception, whose message
+     * holds the tail of its log.
+     * Invariants: at most one postgres process per instance; port and directory never change.
+     */
+
+    /** The system property naming the directory of {@code postgres}, {@code initdb} and {@code psql}. */
+    public static final String BIN_PROPERTY = "dlock.test.postgresBin";
+
+    /** The database the tests use. */
+    public static final String DATABASE = "dlock";
+
+    /** The non-superuser that owns {@link #DATABASE}. */
+    public static final String USER = "dlock";
+
+    /** {@link #USER}'s password. */
+    public static final String PASSWORD = "dlock-test-pw";
+
+    /** The superuser made by initdb (same password). */
+    public static final String SUPERUSER = "postgres";
+
+    /** How long a start may take, before {@link Timing}. */
+    public static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+
+    private final int port;
+    private final Path dir;
+    private final Path bin;
+    private final boolean durable;
+
+    private volatile Process process;
+
+    @GuardedBy("this")
+    private boolean closed;
+
+    private PostgresServer(int port, Path dir, Path bin, boolean durable) {
+        this.port = port;
+        this.dir = dir;
+        this.bin = bin;
+        this.durable = durable;
+    }
+
+    /**
+     * Starts a server for tests: {@code fsync} and {@code synchronous_commit} off (a clean stop or a
+     * kill of the server alone still loses nothing: the OS keeps the written pages).
+     *
+     * <p>Blocking: until it accepts connections and the user and database exist, at most {@link
+     * #START_TIMEOUT} scaled. Thread-safety: safe. On failure: {@link IllegalStateException} with the
+     * reason and the log's tail; nothing is left running.
+     *
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static PostgresServer start() {
+        return start(false);
+    }
+
+    /**
+     * Starts a server, with every commit flushed to disk when {@code durable} (for benchmarks that
+     * should pay what production pays).
+     *
+     * <p>Blocking: as {@link #start()}. Thread-safety: safe. On failure: as {@link #start()}.
+     *
+     * @param durable whether fsync and synchronous commit stay on
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static PostgresServer start(boolean durable) {
+        Path bin = binDir();
+        Path dir = Reaper.createTempDirectory("dlock-postgres-");
+        PostgresServer server = new PostgresServer(FreePorts.loopback(), dir, bin, durable);
+        synchronized (server) {
+            try {
+                server.init();
+                server.launch();
+                server.createUserAndDatabase();
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+        return server;
+    }
+
+    @Override
+    public int port() {
+        return port;
+    }
+
+    /**
+     * Returns {@code jdbc:postgresql://127.0.0.1:PORT/dlock?user=dlock&password=…&dlockTable=<namespace>}.
+     *
+     * <p>Blocking: never. Thread-safety: safe. On failure: {@link IllegalArgumentException} for a
+     * namespace that is blank or contains whitespace.
+     *
+     * @param namespace dlock's table name; one leading {@code '/'} is ignored
+     * @return the URI
+     * @throws IllegalArgumentException if {@code namespace} is not usable
+     */
+    @Override
+    public String uri(String namespace) {
+        String ns = TestServer.checkNamespace(namespace);
+        return jdbcUrl() + "?user=" + USER + "&password=" + PASSWORD + "&dlockTable=" + ns;
+    }
+
+    /**
+     * Returns the plain JDBC URL of {@link #DATABASE}, without credentials (for a connection pool).
+     *
+     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
+     *
+     * @return {@code jdbc:postgresql://127.0.0.1:PORT/dlock}
+     */
+    public String jdbcUrl() {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/" + DATABASE;
+    }
+
+    /**
+     * Returns the pid of the postmaster (a new one after each {@link #restart()}).
+     *
+     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
+     *
+     * @return the pid
+     */
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Returns whether the postmaster is running.
+     *
+     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
+     *
+     * @return true while it has not exited
+     */
+    public boolean isAlive() {
+        Process p = process;
+        return p != null && p.isAlive();
+    }
+
+    /**
+     * Runs SQL with {@code psql} as the superuser on {@link #DATABASE} and returns its unaligned,
+     * tuples-only output (fields separated by {@code |}), for inspection and fault injection.
+     *
+     * <p>Blocking: until psql exits, at most 30 s. Thread-safety: safe. On failure: {@link
+     * IllegalStateException} with psql's output.
+     *
+     * @param sql one or more statements
+     * @return the output lines
+     * @throws IllegalStateException if psql fails
+     */
+    public List<String> psql(String sql) {
+        String out = run(List.of(bin.resolve("psql").toString(), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
+                sockets().toString(), "-p", Integer.toString(port), "-U", SUPERUSER, "-d", DATABASE, "-c", sql),
+                Duration.ofSeconds(30));
+        return out.isEmpty() ? List.of() : List.of(out.split("\n"));
+    }
+
+    /**
+     * Stops the server with a fast shutdown (SIGINT: sessions are ended, data is kept) and waits.
+     *
+     * <p>Blocking: until it has exited, at most 30 s, then SIGKILL. Thread-safety: safe; stopping a
+     * stopped server does nothing. On failure: {@link IllegalStateException} if it will not exit.
+     */
+    public synchronized void stop() {
+        Process p = process;
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        try {
+            Reaper.signal(p.pid(), "INT");
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                p.waitFor(30, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted while stopping", e);
+        }
+        Reaper.untrack(p);
+    }
+
+    /**
+     * Kills the postmaster with SIGKILL and waits for it to exit. Its backends notice and exit by
+     * themselves; {@link #start()} after a kill recovers from the WAL.
+     *
+     * <p>Blocking: until exited, at most 30 s. Thread-safety: safe. On failure: {@link
+     * IllegalStateException} if it does not exit.
+     */
+    public synchronized void kill() {
+        Process p = process;
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroyForcibly();
+        try {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted while killing", e);
+        }
+        Reaper.untrack(p);
+    }
+
+    /**
+     * Starts a stopped server again on the same port and data directory.
+     *
+     * <p>Blocking: until it accepts connections. Thread-safety: safe. On failure: {@link
+     * IllegalStateException} if closed or it does not start; nothing is left running.
+     *
+     * @throws IllegalStateException if closed, still running, or the start fails
+     */
+    public synchronized void startAgain() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        if (isAlive()) {
+            throw new IllegalStateException(this + " is still running");
+        }
+        launch();
+    }
+
+    /**
+     * Stops the server (fast shutdown) and starts it again on the same port and data.
+     *
+     * <p>Blocking: until it accepts connections again. Thread-safety: safe. On failure: {@link
+     * IllegalStateException} if closed or it does not start again.
+     *
+     * @throws IllegalStateException if closed or the restart fails
+     */
+    @Override
+    public synchronized void restart() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        stop();
+        launch();
+    }
+
+    /**
+     * Stops the server and deletes its directory.
+     *
+     * <p>Blocking: until it has exited. Thread-safety: safe; idempotent. On failure: never throws.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            stop();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(PostgresServer.class).warn("could not stop {}", this, e);
+        } finally {
+            Reaper.deleteTempDirectory(dir);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "PostgresServer[" + connectString() + ", " + dir + "]";
+    }
+
+    // ---- internals
+
+    private Path data() {
+        return dir.resolve("data");
+    }
+
+    private Path sockets() {
+        return dir.resolve("sock");
+    }
+
+    private Path logFile() {
+        return dir.resolve("postgres.log");
+    }
+
+    private static boolean root() {
+        return "root".equals(System.getProperty("user.name"));
+    }
+
+    /** The command prefix that drops root: {@code setpriv} to nobody:nogroup. */
+    private static List<String> asServerUser(List<String> command) {
+        if (!root()) {
+            return command;
+        }
+        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                "--reset-env"));
+        all.addAll(command);
+        return all;
+    }
+
+    @GuardedBy("this")
+    private void init() {
+        try {
+            Files.createDirectories(sockets());
+            Path pw = dir.resolve("pwfile");
+            Files.writeString(pw, PASSWORD + "\n", StandardCharsets.UTF_8);
+            if (root()) {
+                // The temp directory is root's and 0700: hand the whole tree to the server's user.
+                run(List.of("chown", "-R", "nobody:nogroup", dir.toString()), Duration.ofSeconds(30));
+            }
+            run(asServerUser(List.of(bin.resolve("initdb").toString(), "-D", data().toString(), "-U", SUPERUSER,
+                    "--pwfile=" + pw, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
+                    "--locale=C", "--no-sync")), Duration.ofSeconds(120));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot prepare " + dir, e);
+        }
+    }
+
+    @GuardedBy("this")
+    private void launch() {
+        List<String> cmd = new ArrayList<>(List.of(bin.resolve("postgres").toString(), "-D", data().toString(), "-p",
+                Integer.toString(port), "-k", sockets().toString(), "-c", "listen_addresses=127.0.0.1", "-c",
+                "max_connections=200", "-c", "shared_buffers=32MB", "-c", "logging_collector=off"));
+        if (!durable) {
+            cmd.addAll(List.of("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"));
+        }
+        Process p;
+        try {
+            p = new ProcessBuilder(asServerUser(cmd))
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()))
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + cmd.get(0), e);
+        }
+        Reaper.track(p);
+        process = p;
+        long deadline = System.nanoTime() + Timing.scale(START_TIMEOUT).toNanos();
+        while (true) {
+            if (!p.isAlive()) {
+                Reaper.untrack(p);
+                throw new IllegalStateException(this + " exited with " + p.exitValue() + " while starting:" + tail());
+            }
+            if (ready()) {
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                kill();
+                throw new IllegalStateException(this + " did not accept connections within "
+                        + Timing.scale(START_TIMEOUT) + ":" + tail());
+            }
+            try {
+                Thread.sleep(50); // polling a server's readiness, not standing in for a test condition
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                kill();
+                throw new IllegalStateException(this + ": interrupted while starting", e);
+            }
+        }
+    }
+
+    private boolean ready() {
+        try {
+            Process probe = new ProcessBuilder(bin.resolve("pg_isready").toString(), "-q", "-h", "127.0.0.1", "-p",
+                    Integer.toString(port)).redirectErrorStream(true).start();
+            probe.getInputStream().readAllBytes();
+            return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    @GuardedBy("this")
+    private void createUserAndDatabase() {
+        run(List.of(bin.resolve("psql").toString(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sockets().toString(),
+                "-p", Integer.toString(port), "-U", SUPERUSER, "-d", "postgres", "-c",
+                "CREATE USER " + USER + " PASSWORD '" + PASSWORD + "'", "-c",
+                "CREATE DATABASE " + DATABASE + " OWNER " + USER), Duration.ofSeconds(30));
+    }
+
+    private String run(List<String> command, Duration timeout) {
+        try {
+            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).directory(dir.toFile());
+            Map<String, String> env = pb.environment();
+            env.put("PGPASSWORD", PASSWORD);
+            env.put("LC_ALL", "C");
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(this + ": " + command.get(0) + " did not finish in " + timeout);
+            }
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(this + ": " + String.join(" ", command.subList(0,
+                        Math.min(command.size(), 6))) + "… exited " + p.exitValue() + ": " + out);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + command.get(0), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted running " + command.get(0), e);
+        }
+    }
+
+    private String tail() {
+        try {
+            List<String> all = Files.readAllLines(logFile(), StandardCharsets.UTF_8);
+            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    /** The directory of the PostgreSQL binaries, or an exception naming the Debian package. */
+    static Path binDir() {
+        String configured = System.getProperty(BIN_PROPERTY);
+        if (configured == null || configured.isBlank()) {
+            configured = System.getenv("DLOCK_POSTGRES_BIN");
+        }
+        if (configured != null && !configured.isBlank()) {
+            Path p = Path.of(configured);
+            if (!Files.isExecutable(p.resolve("postgres"))) {
+                throw new IllegalStateException("no executable postgres in '" + configured + "' (from -D"
+                        + BIN_PROPERTY + " or DLOCK_POSTGRES_BIN)");
+            }
+            return p;
+        }
+        Path root = Path.of("/usr/lib/postgresql");
+        if (Files.isDirectory(root)) {
+            try (Stream<Path> versions = Files.list(root)) {
+                var found = versions.map(v -> v.resolve("bin"))
+                        .filter(b -> Files.isExecutable(b.resolve("postgres")) && Files.isExecutable(b.resolve("initdb")))
+                        .max(Comparator.comparing(PostgresServer::version));
+                if (found.isPresent()) {
+                    return found.get();
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot list " + root, e);
+            }
+        }
+        throw new IllegalStateException("PostgreSQL not found under /usr/lib/postgresql/*/bin: the SQL tests need a"
+                + " real server. Install one (Debian/Ubuntu: apt-get install postgresql) or point -D" + BIN_PROPERTY
+                + "=/path/to/bin at its binaries");
+    }
+
+    private static int version(Path bin) {
+        try {
+            return Integer.parseInt(bin.getParent().getFileName().toString().replaceAll("\\D.*", ""));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+}
