@@ -202,6 +202,9 @@ abstract class AnnotationContract {
             CompletableFuture<String> gate = new CompletableFuture<>();
             CompletableFuture<Long> call = orders.async("k", gate);
             assertThat(call).isNotDone();
+            // The acquisition is asynchronous: wait until the aspect reports the lock held.
+            await().atMost(Duration.ofSeconds(10)).until(() -> ctx.getBean(ActiveLocks.class).held().stream()
+                    .anyMatch(e -> e.lockName().equals("async:k")));
             assertThat(other.lock("async:k").tryAcquire(Duration.ZERO)).as("held while the stage runs").isEmpty();
             assertThat(orders.asyncSkip("k").get(10, TimeUnit.SECONDS)).isNull();
             CompletableFuture<Long> second = orders.async("k", CompletableFuture.completedFuture("x"));

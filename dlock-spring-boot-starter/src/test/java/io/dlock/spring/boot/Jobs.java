@@ -15,6 +15,11 @@ public class Jobs {
     private final List<Long> runs;
     final AtomicInteger direct = new AtomicInteger();
 
+    /** Through the proxy (a class proxy's own fields are not the target's). */
+    public int directRuns() {
+        return direct.get();
+    }
+
     public Jobs(List<Long> runs) {
         this.runs = runs;
     }

@@ -50,8 +50,11 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  */
 public final class DistributedLockInterceptor implements MethodInterceptor, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DistributedLockInterceptor.class);
-    /** acquireAsync needs a bound; this one is about 292 years. */
-    private static final Duration FOREVER = Duration.ofNanos(Long.MAX_VALUE);
+    /**
+     * acquireAsync needs a bound: ten years. (Duration.ofNanos(Long.MAX_VALUE) overflows the engine's
+     * deadline and times out at once.)
+     */
+    private static final Duration FOREVER = Duration.ofDays(3650);
 
     private final Supplier<LockClient> client;
     private final ActiveLocks active;
