@@ -225,6 +225,55 @@ abstract class AnnotationContract {
     }
 
     @Test
+    void asyncMethod_callerCancelsWhileWaiting_attemptWithdrawn() throws Exception {
+        LockClient other = otherClient();
+        runner(new Orders.Counter()).run(ctx -> {
+            Orders orders = ctx.getBean(Orders.class);
+            ActiveLocks active = ctx.getBean(ActiveLocks.class);
+            Lease held = other.lock("async:c").acquire();
+            CompletableFuture<String> call = orders.asyncUnbounded("c");
+            await().atMost(Duration.ofSeconds(10)).until(() -> active.waiting().size() == 1);
+            assertThat(call.cancel(false)).isTrue();
+            await().atMost(Duration.ofSeconds(10)).until(() -> active.waiting().isEmpty());
+            held.close();
+            // FIFO: an attempt still queued would be granted before this one.
+            try (Lease again = other.lock("async:c").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+                assertThat(again.isValid()).isTrue();
+            }
+            assertThat(active.held()).isEmpty();
+        });
+    }
+
+    @Test
+    void blockingWait_interrupted_throwsLockInterruptedAndLeavesNothingQueued() throws Exception {
+        LockClient other = otherClient();
+        runner(new Orders.Counter()).run(ctx -> {
+            Orders orders = ctx.getBean(Orders.class);
+            ActiveLocks active = ctx.getBean(ActiveLocks.class);
+            Lease held = other.lock("order:9").acquire();
+            CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+            Thread caller = new Thread(() -> {
+                try {
+                    orders.name(9);
+                    outcome.complete(null);
+                } catch (Throwable t) {
+                    outcome.complete(Thread.currentThread().isInterrupted() ? t : new AssertionError("flag not set", t));
+                }
+            });
+            caller.start();
+            await().atMost(Duration.ofSeconds(10)).until(() -> active.waiting().size() == 1);
+            caller.interrupt();
+            assertThat(outcome.get(10, TimeUnit.SECONDS)).isInstanceOf(io.dlock.LockInterruptedException.class)
+                    .hasMessageContaining("order:9");
+            assertThat(active.waiting()).isEmpty();
+            held.close();
+            try (Lease again = other.lock("order:9").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+                assertThat(again.isValid()).isTrue();
+            }
+        });
+    }
+
+    @Test
     void leaseTime_methodRunsLonger_lockReleasedWhileItRuns() {
         LockClient other = otherClient();
         runner(new Orders.Counter()).run(ctx -> {

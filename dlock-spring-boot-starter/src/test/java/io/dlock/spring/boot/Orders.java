@@ -126,6 +126,11 @@ public class Orders {
         return CompletableFuture.completedFuture("ran");
     }
 
+    @DistributedLock(key = "'async:' + #key")
+    public CompletableFuture<String> asyncUnbounded(String key) {
+        return CompletableFuture.completedFuture("ran");
+    }
+
     /** Runs past its 500 ms hold bound and reports whether its lease went invalid while it ran. */
     @DistributedLock(key = "'bounded'", leaseTime = "500ms")
     public boolean bounded() {
