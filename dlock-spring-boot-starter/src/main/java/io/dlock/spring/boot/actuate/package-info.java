@@ -1,0 +1,2 @@
+/** Actuator support: the {@code dlock} health indicator and the {@code /actuator/dlock} endpoint. */
+package io.dlock.spring.boot.actuate;

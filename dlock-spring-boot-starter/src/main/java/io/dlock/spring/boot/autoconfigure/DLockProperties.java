@@ -1,0 +1,256 @@
+package io.dlock.spring.boot.autoconfigure;
+
+import io.dlock.LockOptions;
+import io.dlock.RetryPolicy;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The {@code dlock.*} properties: the backend URI and the {@link LockOptions} of the auto-configured
+ * client. Each default equals the {@code LockOptions.DEFAULT_*} constant of the same name.
+ *
+ * <p>Thread-safety: a mutable bean that Spring binds once at startup; read-only afterwards.
+ */
+@ConfigurationProperties(prefix = "dlock")
+public class DLockProperties {
+    /**
+     * The backend URI, e.g. zookeeper://host:2181/app, redis://host:6379. Without it no LockClient is
+     * auto-configured. Query parameters in it override the properties below.
+     */
+    private String uri;
+
+    /** How long a grant lives without renewal on lease-based backends (Redis, SQL, etcd, Memcached). */
+    private Duration leaseTime = Duration.ofSeconds(30);
+
+    /** How long a ZooKeeper session (and so its grants) outlives a silent client. */
+    private Duration sessionTimeout = Duration.ofSeconds(10);
+
+    /** How long to wait for a connection, at connect and before failing an operation. */
+    private Duration connectTimeout = Duration.ofSeconds(10);
+
+    /** Whether open leases are renewed in the background on lease-based backends. */
+    private boolean renewal = true;
+
+    /** Whether waiters are granted in order of arrival where the backend can queue. */
+    private boolean fair = true;
+
+    /** Whether locks are reentrant for their holder thread. */
+    private boolean reentrant = true;
+
+    /** Whether threads of this client waiting for the same lock queue inside the JVM (one backend waiter). */
+    private boolean localQueueing = true;
+
+    /** How many consecutive local hand-offs one backend grant may serve (0 to 1023). */
+    private int maxLocalHandoffs = 64;
+
+    /** How many threads complete acquireAsync futures (1 to 64). */
+    private int callbackThreads = 2;
+
+    private final Retry retry = new Retry();
+
+    private final Metrics metrics = new Metrics();
+
+    private final Health health = new Health();
+
+    /** The retry policy for backend operations (exponential backoff). */
+    public static class Retry {
+        /** The first sleep between retries. */
+        private Duration baseSleep = Duration.ofMillis(100);
+
+        /** The longest sleep between retries. */
+        private Duration maxSleep = Duration.ofSeconds(5);
+
+        /** How many times an operation is retried. */
+        private int maxRetries = 10;
+
+        public Duration getBaseSleep() {
+            return baseSleep;
+        }
+
+        public void setBaseSleep(Duration baseSleep) {
+            this.baseSleep = baseSleep;
+        }
+
+        public Duration getMaxSleep() {
+            return maxSleep;
+        }
+
+        public void setMaxSleep(Duration maxSleep) {
+            this.maxSleep = maxSleep;
+        }
+
+        public int getMaxRetries() {
+            return maxRetries;
+        }
+
+        public void setMaxRetries(int maxRetries) {
+            this.maxRetries = maxRetries;
+        }
+    }
+
+    /** Micrometer metrics of the auto-configured client. */
+    public static class Metrics {
+        /** Whether the application's MeterRegistry (if any) receives dlock's meters. */
+        private boolean enabled = true;
+
+        /** Whether meters are tagged with the lock name (one meter per name: mind the cardinality). */
+        private boolean perLockName = false;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public boolean isPerLockName() {
+            return perLockName;
+        }
+
+        public void setPerLockName(boolean perLockName) {
+            this.perLockName = perLockName;
+        }
+    }
+
+    /** The dlock health indicator. */
+    public static class Health {
+        /** The reserved lock the health check tries once without waiting. */
+        private String lockName = "dlock-health";
+
+        /** How long the health check waits for the backend's answer before reporting DOWN. */
+        private Duration timeout = Duration.ofSeconds(2);
+
+        public String getLockName() {
+            return lockName;
+        }
+
+        public void setLockName(String lockName) {
+            this.lockName = lockName;
+        }
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            this.timeout = timeout;
+        }
+    }
+
+    /**
+     * The client options these properties describe.
+     *
+     * <p>Blocking: never. Thread-safety: not thread-safe (reads the mutable properties). On failure:
+     * {@link IllegalArgumentException} or {@link IllegalStateException} from {@link LockOptions}'s
+     * builder, naming the offending option.
+     *
+     * @return a builder holding these options; the caller may add a metrics registry
+     */
+    public LockOptions.Builder toOptions() {
+        return LockOptions.builder()
+                .leaseTime(leaseTime)
+                .sessionTimeout(sessionTimeout)
+                .connectTimeout(connectTimeout)
+                .renewal(renewal)
+                .fair(fair)
+                .reentrant(reentrant)
+                .localQueueing(localQueueing)
+                .maxLocalHandoffs(maxLocalHandoffs)
+                .callbackThreads(callbackThreads)
+                .retryPolicy(RetryPolicy.exponentialBackoff(retry.baseSleep, retry.maxSleep, retry.maxRetries))
+                .metricsPerLockName(metrics.perLockName);
+    }
+
+    public String getUri() {
+        return uri;
+    }
+
+    public void setUri(String uri) {
+        this.uri = uri;
+    }
+
+    public Duration getLeaseTime() {
+        return leaseTime;
+    }
+
+    public void setLeaseTime(Duration leaseTime) {
+        this.leaseTime = leaseTime;
+    }
+
+    public Duration getSessionTimeout() {
+        return sessionTimeout;
+    }
+
+    public void setSessionTimeout(Duration sessionTimeout) {
+        this.sessionTimeout = sessionTimeout;
+    }
+
+    public Duration getConnectTimeout() {
+        return connectTimeout;
+    }
+
+    public void setConnectTimeout(Duration connectTimeout) {
+        this.connectTimeout = connectTimeout;
+    }
+
+    public boolean isRenewal() {
+        return renewal;
+    }
+
+    public void setRenewal(boolean renewal) {
+        this.renewal = renewal;
+    }
+
+    public boolean isFair() {
+        return fair;
+    }
+
+    public void setFair(boolean fair) {
+        this.fair = fair;
+    }
+
+    public boolean isReentrant() {
+        return reentrant;
+    }
+
+    public void setReentrant(boolean reentrant) {
+        this.reentrant = reentrant;
+    }
+
+    public boolean isLocalQueueing() {
+        return localQueueing;
+    }
+
+    public void setLocalQueueing(boolean localQueueing) {
+        this.localQueueing = localQueueing;
+    }
+
+    public int getMaxLocalHandoffs() {
+        return maxLocalHandoffs;
+    }
+
+    public void setMaxLocalHandoffs(int maxLocalHandoffs) {
+        this.maxLocalHandoffs = maxLocalHandoffs;
+    }
+
+    public int getCallbackThreads() {
+        return callbackThreads;
+    }
+
+    public void setCallbackThreads(int callbackThreads) {
+        this.callbackThreads = callbackThreads;
+    }
+
+    public Retry getRetry() {
+        return retry;
+    }
+
+    public Metrics getMetrics() {
+        return metrics;
+    }
+
+    public Health getHealth() {
+        return health;
+    }
+}
