@@ -130,12 +130,15 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
         return true;
     }
 
-    /** The wait's nanoseconds, saturated for waits too long to count in a long (days of years). */
+    /** Waits longer than this (about 73 years) count as this, so that a deadline never overflows. */
+    private static final long MAX_WAIT_NANOS = Long.MAX_VALUE / 4;
+
+    /** The wait's nanoseconds, saturated: a ticker reading plus the result never overflows. */
     static long saturatedNanos(Duration wait) {
         try {
-            return wait.toNanos();
+            return Math.min(wait.toNanos(), MAX_WAIT_NANOS);
         } catch (ArithmeticException e) {
-            return Long.MAX_VALUE / 2;
+            return MAX_WAIT_NANOS;
         }
     }
 

@@ -337,6 +337,21 @@ class Issue19Test {
         async.close();
     }
 
+    @Test
+    void acquireAsync_withTheLongestNanosecondWait_waitsInsteadOfTimingOut() throws Exception {
+        LockClient holder = open();
+        Lease held = holder.lock("x").acquire();
+        LockClient c = open();
+        CompletableFuture<Lease> f = c.lock("x").acquireAsync(Duration.ofNanos(Long.MAX_VALUE));
+        Future<Optional<Lease>> blocking =
+                threads.submit(() -> open().lock("x").tryAcquire(Duration.ofNanos(Long.MAX_VALUE)));
+        eventually().until(() -> server.queue("x").size() == 3);
+        assertThat(f).isNotDone();
+        held.close();
+        f.get(5, TimeUnit.SECONDS).close();
+        assertThat(blocking.get(5, TimeUnit.SECONDS)).isPresent();
+    }
+
     // ---- item 13: withLock interrupted
 
     @Test
