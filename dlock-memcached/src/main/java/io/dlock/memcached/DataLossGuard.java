@@ -38,8 +38,11 @@ final class DataLossGuard {
     /** How far ahead the marker's absolute expiry is set: about four years. */
     static final long MARKER_LIFETIME_SECONDS = 4L * 365 * 24 * 3600;
 
-    /** Memcached's clock ticks once a second; expiries and the marker's times can be off by that. */
-    static final long CLOCK_SLACK_SECONDS = 2;
+    /**
+     * Memcached's clock ticks once a second, so a reading lags real time by up to a second: a
+     * quarantine of {@code q + 1} clock seconds lasts more than {@code q} real seconds.
+     */
+    static final long CLOCK_SLACK_SECONDS = 1;
 
     /** What the marker says. */
     enum State {

@@ -328,7 +328,8 @@ final class MemcachedBackend implements LockBackend {
 
     private void scheduleReconnect(Server s) {
         long base = Math.max(1, options.retryPolicy().baseSleep().toMillis());
-        long max = Math.max(base, options.retryPolicy().maxSleep().toMillis());
+        // At most a second between attempts: a restarted server's quarantine only starts once a client is back.
+        long max = Math.min(1000, Math.max(base, options.retryPolicy().maxSleep().toMillis()));
         long delay = Math.min(max, base << Math.min(20, s.reconnectAttempt++));
         try {
             timer.schedule(() -> connector.execute(() -> reconnect(s)), delay, TimeUnit.MILLISECONDS);

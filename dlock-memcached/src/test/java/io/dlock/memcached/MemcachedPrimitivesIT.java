@@ -29,7 +29,7 @@ class MemcachedPrimitivesIT extends MemcachedTestSupport implements PrimitivesCo
 
     @Override
     public List<String> serverState() {
-        return server.keys(prefix + ":");
+        return List.copyOf(keysUnderPrefix());
     }
 
     /** Deletes the lock's key, as an eviction, a flush or an operator would. */

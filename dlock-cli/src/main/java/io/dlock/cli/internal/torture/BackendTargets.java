@@ -63,6 +63,7 @@ public final class BackendTargets {
         return switch (backend) {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
             case "redis" -> RedisTarget.embedded();
+            case "memcached" -> MemcachedTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -78,8 +79,11 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":redis")) {
             return "redis";
         }
+        if (u.equals(EMBEDDED + ":memcached")) {
+            return "memcached";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
                 + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts)"
-                + " or 'zookeeper://host:port[/path]'");
+                + ", 'embedded:memcached' (a memcached the torture starts) or 'zookeeper://host:port[/path]'");
     }
 }
