@@ -7,7 +7,9 @@ public enum Backend {
     /** A standalone ZooKeeper in its own JVM ({@code ZooKeeperProcess}). */
     ZOOKEEPER,
     /** A {@code redis-server} process. */
-    REDIS;
+    REDIS,
+    /** A {@code memcached} process. */
+    MEMCACHED;
 
     /**
      * The name used on the command line and in the output.

@@ -68,12 +68,13 @@ public final class BenchCommand implements Callable<Integer> {
     private List<String> workloads = new ArrayList<>(WORKLOADS);
 
     @Option(names = "--backends", split = ",", paramLabel = "B",
-            description = "Servers to run on, of zookeeper, redis (default: both).")
+            description = "Servers to run on, of zookeeper, redis, memcached (default: zookeeper and redis).")
     private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
 
     @Option(names = "--impls", split = ",", paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
-                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor; and the diagnostic"
+                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
+                    + " dlock-memcached-nolq, memcached-floor; and the diagnostic"
                     + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
                     + " diagnostic ones).")
 
@@ -285,8 +286,9 @@ public final class BenchCommand implements Callable<Integer> {
             Backend backend = switch (b.trim().toLowerCase(Locale.ROOT)) {
                 case "zookeeper", "zk" -> Backend.ZOOKEEPER;
                 case "redis" -> Backend.REDIS;
+                case "memcached" -> Backend.MEMCACHED;
                 default -> throw new CommandLine.ParameterException(spec.commandLine(),
-                        "unknown backend '" + b + "'; known: zookeeper, redis");
+                        "unknown backend '" + b + "'; known: zookeeper, redis, memcached");
             };
             if (!out.contains(backend)) {
                 out.add(backend);

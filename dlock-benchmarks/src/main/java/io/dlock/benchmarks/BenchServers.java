@@ -41,6 +41,8 @@ final class BenchServers implements AutoCloseable {
     private final List<Path> directories = new ArrayList<>();
     private ChildJvm zookeeper;
     private RedisServer redis;
+    private io.dlock.testkit.MemcachedServer memcached;
+    private String memcachedAddress;
     private String zookeeperAddress;
     private String redisAddress;
 
@@ -60,6 +62,9 @@ final class BenchServers implements AutoCloseable {
             if (backends.contains(Backend.REDIS)) {
                 s.startRedis(redisServer);
             }
+            if (backends.contains(Backend.MEMCACHED)) {
+                s.startMemcached();
+            }
             return s;
         } catch (RuntimeException e) {
             s.close();
@@ -68,7 +73,7 @@ final class BenchServers implements AutoCloseable {
     }
 
     Servers servers() {
-        return new Servers(zookeeperAddress, redisAddress);
+        return new Servers(zookeeperAddress, redisAddress, memcachedAddress);
     }
 
     /** The pid of each running server, for its CPU time. */
@@ -79,6 +84,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (redis != null) {
             out.put(Backend.REDIS, redis.pid());
+        }
+        if (memcached != null) {
+            out.put(Backend.MEMCACHED, memcached.pid());
         }
         return out;
     }
@@ -91,6 +99,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (redis != null) {
             out.add("redis " + redisAddress + " pid " + redis.pid());
+        }
+        if (memcached != null) {
+            out.add("memcached " + memcachedAddress + " pid " + memcached.pid());
         }
         return out;
     }
@@ -134,6 +145,24 @@ final class BenchServers implements AutoCloseable {
         redisAddress = "127.0.0.1:" + redis.port();
     }
 
+    /**
+     * Starts memcached and lets its first quarantine pass: a fresh server has no boot marker, so the
+     * first dlock client grants nothing there for its lease time. A client with a 1 s lease takes
+     * that first quarantine before the run.
+     */
+    private void startMemcached() {
+        memcached = io.dlock.testkit.MemcachedServer.start(1024);
+        memcachedAddress = "127.0.0.1:" + memcached.port();
+        try (io.dlock.LockClient settle = io.dlock.LockClient.connect("memcached://" + memcachedAddress
+                + "?keyPrefix=settle&leaseTime=1s")) {
+            settle.lock("settle").tryAcquire(START_TIMEOUT).orElseThrow(() -> new IllegalStateException(
+                    "memcached at " + memcachedAddress + " granted nothing within " + START_TIMEOUT)).close();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while settling memcached", e);
+        }
+    }
+
     private Path tempDir(String prefix) {
         try {
             Path dir = Files.createTempDirectory(prefix);
@@ -170,6 +199,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (redis != null) {
             redis.close();
+        }
+        if (memcached != null) {
+            memcached.close();
         }
         for (Path dir : directories) {
             try (Stream<Path> walk = Files.walk(dir)) {

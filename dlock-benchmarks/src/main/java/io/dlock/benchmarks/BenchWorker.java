@@ -43,7 +43,8 @@ public final class BenchWorker {
      * @param args the zookeeper address, the redis address ({@code -} for none) and the implementations
      */
     public static void main(String[] args) {
-        Servers servers = new Servers(args[0].equals("-") ? null : args[0], args[1].equals("-") ? null : args[1]);
+        Servers servers = new Servers(args[0].equals("-") ? null : args[0], args[1].equals("-") ? null : args[1],
+                args.length > 3 && !args[3].equals("-") ? args[3] : null);
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         Map<String, BenchLock> locks = new HashMap<>();
         int status = 0;

@@ -29,6 +29,10 @@ final class DlockAdapter implements BenchClient {
         return connect("redis://" + address + "?keyPrefix=" + NAMESPACE, options);
     }
 
+    static DlockAdapter memcached(String address, LockOptions options) {
+        return connect("memcached://" + address + "?keyPrefix=" + NAMESPACE, options);
+    }
+
     static DlockAdapter connect(String uri, LockOptions options) {
         return new DlockAdapter(LockClient.connect(uri, options));
     }

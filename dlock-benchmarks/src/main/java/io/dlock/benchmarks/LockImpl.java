@@ -45,7 +45,21 @@ public enum LockImpl {
      * MULTI, SET NX PX, TIME, EXEC}), then the floor's compare-and-delete. W1 and cost only.
      */
     REDIS_FENCED_FLOOR("redis-fenced-floor", Backend.REDIS, Role.FLOOR, false,
-            s -> new RedisFloorAdapter(s.address(Backend.REDIS), RedisFloorAdapter.Mode.FENCED));
+            s -> new RedisFloorAdapter(s.address(Backend.REDIS), RedisFloorAdapter.Mode.FENCED)),
+    /** dlock's memcached backend, defaults (add lock, CAS-checked release, polling waiters, JVM-local queueing). */
+    DLOCK_MEMCACHED("dlock-memcached", Backend.MEMCACHED, Role.DLOCK, true,
+            s -> DlockAdapter.memcached(s.address(Backend.MEMCACHED), LockOptions.defaults())),
+    /** dlock's memcached backend with JVM-local queueing off: every waiter polls memcached. */
+    DLOCK_MEMCACHED_NO_LOCAL_QUEUE("dlock-memcached-nolq", Backend.MEMCACHED, Role.DLOCK, true,
+            s -> DlockAdapter.memcached(s.address(Backend.MEMCACHED),
+                    LockOptions.builder().localQueueing(false).build())),
+    /**
+     * The bare {@code add} lock of seed 001: {@code add} with an expiry to acquire, polling with
+     * the same back-off as dlock while held elsewhere, a plain {@code delete} to release (no owner
+     * check, no token). Contended too, so that W2 and W3 compare against its polling.
+     */
+    MEMCACHED_FLOOR("memcached-floor", Backend.MEMCACHED, Role.FLOOR, true,
+            s -> new MemcachedFloorAdapter(s.address(Backend.MEMCACHED)));
 
     /** What an implementation is in the comparison. */
     public enum Role {

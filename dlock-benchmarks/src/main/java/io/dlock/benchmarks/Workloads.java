@@ -120,7 +120,8 @@ final class Workloads {
             for (LockImpl impl : impls) {
                 labels.append(labels.length() == 0 ? "" : ",").append(impl.label());
             }
-            List<String> args = List.of(orDash(servers.zookeeper()), orDash(servers.redis()), labels.toString());
+            List<String> args = List.of(orDash(servers.zookeeper()), orDash(servers.redis()), labels.toString(),
+                    orDash(servers.memcached()));
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
             }
@@ -380,6 +381,13 @@ final class Workloads {
                     long after = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
                     perCycle = (after - before - (idle1 - idle0)) / (double) n;
                     extra.put("counter", "zk_packets_received");
+                } else if (impl.backend() == Backend.MEMCACHED) {
+                    // No per-command counter that covers the meta protocol: CPU time only.
+                    for (int i = 0; i < n; i++) {
+                        lock.acquire().release();
+                    }
+                    perCycle = Double.NaN;
+                    extra.put("counter", "none (memcached)");
                 } else {
                     String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
                     Map<String, Long> before = ServerStats.redisCommandCalls(redis.sync());

@@ -65,6 +65,7 @@ public final class BackendTargets {
             case "redis" -> RedisTarget.embedded();
             case "etcd" -> EtcdTarget.embedded();
             case "postgres" -> PostgresTarget.embedded();
+            case "memcached" -> MemcachedTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
     }
@@ -86,10 +87,13 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":postgres")) {
             return "postgres";
         }
+        if (u.equals(EMBEDDED + ":memcached")) {
+            return "memcached";
+        }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
                 + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts),"
                 + " 'embedded:etcd' (an etcd the torture starts), 'embedded:postgres' (a PostgreSQL the torture"
-                + " starts)"
+                + " starts), 'embedded:memcached' (a memcached the torture starts)"
                 + " or 'zookeeper://host:port[/path]'");
     }
 }

@@ -1,0 +1,446 @@
+package io.dlock.memcached;
+
+import io.dlock.Capability;
+import io.dlock.LockBackendException;
+import io.dlock.LockOptions;
+import io.dlock.memcached.MetaConnection.Command;
+import io.dlock.memcached.MetaConnection.IoLoop;
+import io.dlock.memcached.MetaConnection.MemcachedIoException;
+import io.dlock.memcached.MetaConnection.Reply;
+import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockProtocol;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * dlock's connections to one or more memcached servers: one {@link MetaConnection} per server, all
+ * served by one I/O thread; one timer thread that is also the client's only poller; lock names
+ * spread over the servers by consistent hashing (a name always lives on one server).
+ *
+ * <p>Concurrency: connection changes are reported on the timer thread, in order. A drop of any
+ * server's connection is SUSPENDED at once (the engine declares every lease lost if it lasts longer
+ * than a third of the lease time); when every server is connected again it is RECONNECTED. Grants
+ * are not checked on reconnect: each lease's next renewal checks its own key, and a data loss
+ * cannot let anyone else in while it may still be valid ({@link DataLossGuard}).
+ *
+ * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout per
+ * server and closes what it opened. Later, a dropped connection is opened again in the background
+ * with the retry policy's back-off; requests made meanwhile fail at once (the protocol retries). A
+ * request unanswered for the connect timeout closes its connection (a dead peer that sent no FIN),
+ * which makes it reconnect.
+ */
+final class MemcachedBackend implements LockBackend {
+    private static final Logger log = LoggerFactory.getLogger(MemcachedBackend.class);
+    static final String NAME = "memcached";
+    private static final int POINTS_PER_SERVER = 160;
+
+    final MemcachedUri uri;
+    final LockOptions options;
+    final String clientId = UUID.randomUUID().toString();
+    final DataLossGuard guard;
+    private final ScheduledThreadPoolExecutor timer;
+    private final ExecutorService connector;
+    private final IoLoop loop;
+    private final List<Server> servers = new ArrayList<>();
+    private final TreeMap<Long, Server> ring = new TreeMap<>();
+    private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicInteger down = new AtomicInteger();
+    private final Set<Capability> capabilities = Set.copyOf(EnumSet.of(Capability.EXCLUSIVE,
+            Capability.FENCING_TOKENS, Capability.MULTI_LOCK, Capability.LOST_DETECTION, Capability.CRASH_RELEASE,
+            Capability.RENEWAL));
+    private final MemcachedLockProtocol protocol;
+    private volatile ScheduledFuture<?> watchdog;
+
+    /** One server: its current connection, its clock as last seen, its reconnect state. */
+    final class Server {
+        final InetSocketAddress address;
+        final String label;
+        private volatile MetaConnection connection;
+        private long generations;
+        private volatile long serverSeconds;
+        private volatile long seenAtNanos;
+        private int reconnectAttempt;
+
+        Server(InetSocketAddress address) {
+            this.address = address;
+            this.label = address.getHostString() + ":" + address.getPort();
+        }
+
+        /** Sends a pipeline; completes with every reply, or fails with the first transport failure. */
+        CompletableFuture<List<Reply>> send(List<Command> commands) {
+            MetaConnection c = connection;
+            if (c == null) {
+                return CompletableFuture.failedFuture(new MemcachedIoException("not connected to memcached at "
+                        + label, null));
+            }
+            List<CompletableFuture<Reply>> replies = c.send(commands, System.nanoTime());
+            return CompletableFuture.allOf(replies.toArray(new CompletableFuture<?>[0]))
+                    .thenApply(x -> replies.stream().map(CompletableFuture::join).toList());
+        }
+
+        /** The generation of the current connection: a CAS value read on it is from this server life. */
+        long generation() {
+            MetaConnection c = connection;
+            return c == null ? -1 : c.generation();
+        }
+
+        /** Records the server's clock from a marker reading. */
+        void sawClock(long seconds) {
+            if (seconds > 0) {
+                serverSeconds = seconds;
+                seenAtNanos = options.ticker().read();
+            }
+        }
+
+        /** The server's clock now, estimated from the last reading (seconds). */
+        long estimatedSeconds() {
+            long s = serverSeconds;
+            return s + Math.max(0, (options.ticker().read() - seenAtNanos) / 1_000_000_000L);
+        }
+
+        private synchronized long nextGeneration() {
+            return ++generations;
+        }
+
+        /** Opens a connection and checks that the server speaks the meta protocol. Blocking. */
+        void connect() throws IOException {
+            InetSocketAddress resolved = new InetSocketAddress(address.getHostString(), address.getPort());
+            if (resolved.isUnresolved()) {
+                throw new IOException("unknown host '" + address.getHostString() + "'");
+            }
+            MetaConnection c = MetaConnection.open(resolved, nextGeneration(), loop,
+                    options.connectTimeout().toMillis(), MemcachedBackend.this::onClosed);
+            try {
+                List<CompletableFuture<Reply>> r = c.send(List.of(Command.of("mn"), DataLossGuard.read()),
+                        System.nanoTime());
+                long wait = options.connectTimeout().toMillis();
+                Reply mn = r.get(0).get(wait, TimeUnit.MILLISECONDS);
+                if (!mn.status().equals("MN")) {
+                    throw new IOException(label + " does not speak memcached's meta protocol (dlock needs memcached"
+                            + " 1.6 or later); it answered 'mn' with " + mn);
+                }
+                DataLossGuard.Verdict v = DataLossGuard.judge(r.get(1).get(wait, TimeUnit.MILLISECONDS));
+                if (v.state() == DataLossGuard.State.MISSING) {
+                    startQuarantine(c).get(wait, TimeUnit.MILLISECONDS);
+                } else {
+                    sawClock(v.serverSeconds());
+                }
+            } catch (TimeoutException e) {
+                c.close(e);
+                throw new IOException(label + " did not answer within the connect timeout ("
+                        + options.connectTimeout().toMillis() + " ms)", e);
+            } catch (java.util.concurrent.ExecutionException e) {
+                c.close(e.getCause());
+                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause().getMessage(), e);
+            } catch (InterruptedException e) {
+                c.close(e);
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while connecting to " + label, e);
+            } catch (IOException | RuntimeException e) {
+                c.close(e);
+                throw e;
+            }
+            connection = c;
+        }
+
+        /** Writes a new boot marker after a data loss (the first writer wins); completes when done. */
+        CompletableFuture<Void> startQuarantine() {
+            MetaConnection c = connection;
+            return c == null ? CompletableFuture.failedFuture(new MemcachedIoException("not connected to " + label,
+                    null)) : startQuarantine(c);
+        }
+
+        private CompletableFuture<Void> startQuarantine(MetaConnection c) {
+            return c.send(List.of(Command.statsCommand()), System.nanoTime()).get(0).thenCompose(stats -> {
+                long now = DataLossGuard.statsTime(stats);
+                sawClock(now);
+                log.warn("[client={}] memcached at {} has no boot marker: it lost its data (restart, flush or"
+                        + " eviction); nothing is granted there for the next {} s", NAME, label,
+                        guard.quarantineSecondsWithSlack());
+                return c.send(List.of(guard.startQuarantine(now)), System.nanoTime()).get(0);
+            }).thenAccept(written -> {
+                if (written.isError()) {
+                    throw new CompletionException(new IOException("writing the boot marker failed: " + written));
+                }
+            });
+        }
+
+        @Override
+        public String toString() {
+            return label;
+        }
+    }
+
+    private MemcachedBackend(MemcachedUri uri) throws IOException {
+        this.uri = uri;
+        this.options = uri.options();
+        this.guard = new DataLossGuard(ceilSeconds(uri.quarantine()));
+        this.loop = new IoLoop("dlock-memcached-io");
+        this.timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "dlock-memcached-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        this.timer.setRemoveOnCancelPolicy(true);
+        this.connector = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "dlock-memcached-connect");
+            t.setDaemon(true);
+            return t;
+        });
+        for (InetSocketAddress a : uri.hosts()) {
+            Server s = new Server(a);
+            servers.add(s);
+            for (int i = 0; i < POINTS_PER_SERVER; i++) {
+                ring.put(hash(s.label + "-" + i), s);
+            }
+        }
+        this.protocol = new MemcachedLockProtocol(this);
+    }
+
+    /**
+     * Connects to every server of {@code uri}.
+     *
+     * <p>Blocking: up to about the connect timeout per server. On failure: {@link
+     * LockBackendException} naming the server and the reason, with nothing left open.
+     */
+    static MemcachedBackend connect(MemcachedUri uri) {
+        MemcachedBackend b;
+        try {
+            b = new MemcachedBackend(uri);
+        } catch (IOException e) {
+            throw new LockBackendException(null, NAME, "cannot start the memcached client: " + e, e);
+        }
+        for (Server s : b.servers) {
+            try {
+                s.connect();
+            } catch (IOException | RuntimeException e) {
+                b.close();
+                throw new LockBackendException(null, NAME, "cannot connect to memcached at " + s.label + ": "
+                        + describe(e), e);
+            }
+        }
+        long tick = Math.max(50, Math.min(1000, uri.options().connectTimeout().toMillis() / 4));
+        b.watchdog = b.timer.scheduleWithFixedDelay(b::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
+        log.debug("[client={}] connected to {} as client {}", NAME, uri, b.clientId);
+        return b;
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (e instanceof java.net.ConnectException || m.contains("Connection refused")) {
+            return m + " (is memcached running there?)";
+        }
+        if (e instanceof java.net.SocketTimeoutException) {
+            return "no answer to the TCP connect within the connect timeout (" + m + ")";
+        }
+        return m;
+    }
+
+    static long ceilSeconds(Duration d) {
+        return (d.toMillis() + 999) / 1000;
+    }
+
+    /** The server a lock name lives on. */
+    Server serverFor(String lockName) {
+        if (servers.size() == 1) {
+            return servers.get(0);
+        }
+        Map.Entry<Long, Server> e = ring.ceilingEntry(hash(lockName));
+        return (e != null ? e : ring.firstEntry()).getValue();
+    }
+
+    private static long hash(String s) {
+        try {
+            byte[] d = MessageDigest.getInstance("MD5").digest(s.getBytes(StandardCharsets.UTF_8));
+            long h = 0;
+            for (int i = 0; i < 8; i++) {
+                h = (h << 8) | (d[i] & 0xff);
+            }
+            return h;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- connection life
+
+    private void checkTimeouts() {
+        long now = System.nanoTime();
+        long limit = options.connectTimeout().toNanos();
+        for (Server s : servers) {
+            MetaConnection c = s.connection;
+            if (c == null) {
+                continue;
+            }
+            long oldest = c.oldestInflightNanos();
+            if (oldest != Long.MIN_VALUE && now - oldest > limit) {
+                log.warn("[client={}] memcached at {} did not answer for {} ms; closing the connection to reconnect",
+                        NAME, s.label, TimeUnit.NANOSECONDS.toMillis(now - oldest));
+                c.close(new IOException("no answer within " + options.connectTimeout().toMillis() + " ms"));
+            }
+        }
+    }
+
+    /** Called on the I/O thread when a connection closed. */
+    private void onClosed(MetaConnection c) {
+        if (closed.get()) {
+            return;
+        }
+        for (Server s : servers) {
+            if (s.connection == c) {
+                s.connection = null;
+                log.warn("[client={}] lost the connection to memcached at {}", NAME, s.label);
+                if (down.getAndIncrement() == 0) {
+                    emit(ConnectionState.SUSPENDED);
+                }
+                scheduleReconnect(s);
+            }
+        }
+    }
+
+    private void scheduleReconnect(Server s) {
+        long base = Math.max(1, options.retryPolicy().baseSleep().toMillis());
+        // At most a second between attempts: a restarted server's quarantine only starts once a client is back.
+        long max = Math.min(1000, Math.max(base, options.retryPolicy().maxSleep().toMillis()));
+        long delay = Math.min(max, base << Math.min(20, s.reconnectAttempt++));
+        try {
+            timer.schedule(() -> connector.execute(() -> reconnect(s)), delay, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // closing
+        }
+    }
+
+    private void reconnect(Server s) {
+        if (closed.get()) {
+            return;
+        }
+        try {
+            s.connect();
+        } catch (IOException | RuntimeException e) {
+            log.debug("[client={}] reconnect to {} failed: {}", NAME, s.label, e.toString());
+            scheduleReconnect(s);
+            return;
+        }
+        if (closed.get()) {
+            s.connection.close(null);
+            return;
+        }
+        s.reconnectAttempt = 0;
+        log.info("[client={}] reconnected to memcached at {}", NAME, s.label);
+        if (down.decrementAndGet() == 0) {
+            emit(ConnectionState.RECONNECTED);
+        }
+        protocol.kickAll();
+    }
+
+    private void emit(ConnectionState state) {
+        try {
+            timer.execute(() -> {
+                log.debug("[client={}] connection {}", NAME, state);
+                for (Consumer<ConnectionState> l : listeners) {
+                    l.accept(state);
+                }
+            });
+        } catch (RejectedExecutionException ignored) {
+            // closing
+        }
+    }
+
+    /** Schedules {@code task} on the timer (the poller) thread; null if closing. */
+    ScheduledFuture<?> schedule(Runnable task, long delayMs) {
+        try {
+            return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            return null;
+        }
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    List<Server> servers() {
+        return servers;
+    }
+
+    // ---- LockBackend
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Set<Capability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public LockProtocol protocol() {
+        return protocol;
+    }
+
+    @Override
+    public void onConnectionState(Consumer<ConnectionState> listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public Duration maxSuspension() {
+        return options.leaseTime().dividedBy(3);
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        protocol.close();
+        ScheduledFuture<?> w = watchdog;
+        if (w != null) {
+            w.cancel(false);
+        }
+        for (Server s : servers) {
+            MetaConnection c = s.connection;
+            if (c != null) {
+                c.close(null);
+            }
+        }
+        timer.shutdownNow();
+        connector.shutdownNow();
+        loop.close();
+    }
+
+    @Override
+    public String toString() {
+        return "MemcachedBackend[" + uri + ", client " + clientId + "]";
+    }
+}

@@ -1,0 +1,629 @@
+package io.dlock.memcached;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.dlock.LockBackendException;
+import io.dlock.Ticker;
+import io.dlock.memcached.MemcachedBackend.Server;
+import io.dlock.memcached.MetaConnection.Command;
+import io.dlock.memcached.MetaConnection.MemcachedIoException;
+import io.dlock.memcached.MetaConnection.Reply;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The exclusive lock on memcached: Seed 001's {@code add} lock with its holes closed.
+ *
+ * <p>Keys (all under the URI's {@code keyPrefix}): {@code p:l:<name>}, the lock, holding {@code
+ * "<acquisition id> <client id>"} with an expiry a little over the lease time; {@code p:t:<name>},
+ * the fencing counter; {@code p:w:<name>:<id>}, one per waiting acquisition (so that waiters can be
+ * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll.
+ *
+ * <p>Acquire: one pipeline of three commands on the name's server, answered in order: read the
+ * boot marker ({@link DataLossGuard}); {@code ms <lock> ME} (an {@code add}) returning the item's
+ * CAS value; {@code ma <counter> N J<floor> T} (increment, created at the floor when missing). A
+ * grant needs the marker to be present and out of quarantine; otherwise a landed {@code add} is
+ * undone with {@code md <lock> C<cas>} before the acquire reports anything. The counter is bumped in
+ * the same pipeline right after the {@code add}, so grant order and token order agree (a failed
+ * {@code add} also bumps it: tokens leave gaps, never go down).
+ *
+ * <p>Ownership: the CAS value memcached gave our {@code add} identifies our item. Release is {@code
+ * md <lock> C<cas>}, renewal {@code ms <lock> C<cas> T<ttl>}: a holder whose key expired and was
+ * taken by someone else gets {@code EX} and touches nothing. CAS values restart after a memcached
+ * restart, so a remembered CAS is used only on the connection it was read on (a restart breaks it);
+ * on a newer connection the key is first read back ({@code mg <lock> v c}) and its value compared
+ * with our acquisition id.
+ *
+ * <p>Fencing floor: the counter is created at {@code max(server clock in seconds x 10^6, this
+ * client's last token for the name + 1)}, and a token not above this client's last one for the
+ * name is raised with {@code ma D}. Tokens rise as long as the server clock does not step back and
+ * a name takes fewer than a million grants per second on average over its counter's life.
+ *
+ * <p>Waiting: memcached cannot wake anyone, so a waiter polls with bounded, jittered exponential
+ * back-off on the backend's single timer thread (one poller per client); a release by this client
+ * wakes its own waiters of that name at once.
+ *
+ * <p>Concurrency: each waiter's state is guarded by its monitor, held only for bookkeeping and for
+ * handing a poll to the connection (never across a reply), so that a release's commands always
+ * follow a poll's on the wire. At most one poll per waiter is in flight.
+ */
+final class MemcachedLockProtocol implements LockProtocol {
+    private static final Logger log = LoggerFactory.getLogger(MemcachedLockProtocol.class);
+
+    static final String ANY = "*";
+    static final long COUNTER_TTL_SECONDS = 7L * 24 * 3600;
+    static final long MIN_POLL_MS = 5;
+    static final int LAST_TOKENS = 10_000;
+
+    private final MemcachedBackend backend;
+    private final Ticker ticker;
+    private final long leaseNanos;
+    private final long marginNanos;
+    private final long ttlSeconds;
+    private final long maxPollMs;
+    private final String prefix;
+    private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
+    /** Our grants by acquisition id: the CAS of our item and the connection it was read on. */
+    private final Map<String, Held> held = new ConcurrentHashMap<>();
+
+    @GuardedBy("lastTokens")
+    private final Map<String, Long> lastTokens = new LinkedHashMap<>(16, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+            return size() > LAST_TOKENS;
+        }
+    };
+
+    record Held(Server server, long generation, long cas) {}
+
+    /** One attempt's result. */
+    private record Attempt(Grant grant, long retryMs) {}
+
+    MemcachedLockProtocol(MemcachedBackend backend) {
+        this.backend = backend;
+        this.ticker = backend.options.ticker();
+        this.leaseNanos = backend.options.leaseTime().toNanos();
+        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        // Memcached's clock ticks once a second, so an item may expire up to a second early: one more.
+        this.ttlSeconds = MemcachedBackend.ceilSeconds(backend.options.leaseTime()) + 1;
+        this.maxPollMs = Math.max(20, Math.min(200, backend.options.leaseTime().toMillis() / 20));
+        this.prefix = backend.uri.keyPrefix();
+    }
+
+    // ---- keys
+
+    String lockKey(String name) {
+        return prefix + ":l:" + name;
+    }
+
+    String counterKey(String name) {
+        return prefix + ":t:" + name;
+    }
+
+    String waiterKey(String name, String acquisitionId) {
+        return prefix + ":w:" + name + ":" + Long.toString(acquisitionId.hashCode() & 0xffffffffL, 36)
+                + Integer.toString(acquisitionId.length(), 36) + shortTail(acquisitionId);
+    }
+
+    private static String shortTail(String id) {
+        return id.length() <= 8 ? id : id.substring(id.length() - 8);
+    }
+
+    private String ownerValue(QueueEntry entry) {
+        return entry.acquisitionId() + " " + backend.clientId;
+    }
+
+    private static boolean ours(Reply r, QueueEntry entry) {
+        return r.status().equals("VA") && r.value() != null && r.value().startsWith(entry.acquisitionId() + " ");
+    }
+
+    // ---- acquire
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        if (request.mode() != LockMode.EXCLUSIVE) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException(request.mode()
+                    + " is not available on memcached"));
+        }
+        String name = request.lockName();
+        QueueEntry entry = new QueueEntry(name, request.acquisitionId(), lockKey(name) + "#" + request.acquisitionId(),
+                0, 0);
+        Waiter w = new Waiter(entry);
+        waiters.put(entry.key(), w);
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        enqueue(w, result, 0);
+        return result;
+    }
+
+    private void enqueue(Waiter w, CompletableFuture<Position> result, int attempt) {
+        CompletableFuture<Attempt> a;
+        synchronized (w) {
+            if (w.gone) {
+                result.completeExceptionally(new EntryLostException(w.entry, "it was withdrawn"));
+                return;
+            }
+            a = attempt(w.entry, false);
+            w.inflight = a;
+        }
+        a.whenComplete((r, error) -> {
+            if (error != null) {
+                Throwable cause = unwrap(error);
+                if (notSent(cause) && attempt < backend.options.retryPolicy().maxRetries() && !backend.isClosed()
+                        && backend.schedule(() -> enqueue(w, result, attempt + 1), backoffMs(attempt)) != null) {
+                    return; // never reached the server: trying again cannot make a second entry
+                }
+                forget(w);
+                result.completeExceptionally(failure(w.entry.lockName(), "acquire", cause));
+            } else if (r.grant != null) {
+                forget(w);
+                result.complete(Position.granted(r.grant));
+            } else {
+                // Waiting: make the waiter visible on the server first, then report the position.
+                Server server = backend.serverFor(w.entry.lockName());
+                server.send(List.of(writeWaiter(w.entry))).whenComplete((x, e) -> {
+                    synchronized (w) {
+                        w.nextDelayMs = r.retryMs;
+                        w.waiterKeyWritten = e == null;
+                    }
+                    result.complete(Position.waiting(w.entry, ANY));
+                });
+            }
+        });
+    }
+
+    private Command writeWaiter(QueueEntry entry) {
+        String v = backend.clientId;
+        return Command.withData("ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T"
+                + ttlSeconds, v);
+    }
+
+    private void forget(Waiter w) {
+        waiters.remove(w.entry.key(), w);
+        synchronized (w) {
+            w.gone = true;
+            if (w.timer != null) {
+                w.timer.cancel(false);
+                w.timer = null;
+            }
+        }
+    }
+
+    /**
+     * One acquire attempt: marker, add, counter in one pipeline (plus the waiter key's refresh while
+     * waiting). Completes with a grant, or with how long to wait before the next attempt. A landed
+     * add that may not count (marker missing or quarantined) is undone first.
+     */
+    private CompletableFuture<Attempt> attempt(QueueEntry entry, boolean refreshWaiter) {
+        String name = entry.lockName();
+        Server server = backend.serverFor(name);
+        long floor = Math.max(server.estimatedSeconds() * 1_000_000L, lastToken(name) + 1);
+        String value = ownerValue(entry);
+        List<Command> commands = new ArrayList<>(4);
+        commands.add(DataLossGuard.read());
+        commands.add(Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c",
+                value));
+        commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
+                + COUNTER_TTL_SECONDS + " v"));
+        if (refreshWaiter) {
+            commands.add(writeWaiter(entry));
+        }
+        long generation = server.generation();
+        long t0 = ticker.read();
+        return server.send(commands).thenCompose(replies -> {
+            Reply add = replies.get(1);
+            if (add.isError()) {
+                throw new CompletionException(refused(name, "add", add));
+            }
+            boolean added = add.status().equals("HD");
+            long cas = added ? add.flagLong('c') : 0;
+            DataLossGuard.Verdict verdict;
+            try {
+                verdict = DataLossGuard.judge(replies.get(0));
+            } catch (RuntimeException e) {
+                return undo(server, name, added, cas).thenApply(x -> {
+                    throw new CompletionException(new LockBackendException(name, MemcachedBackend.NAME,
+                            e.getMessage(), e));
+                });
+            }
+            server.sawClock(verdict.serverSeconds());
+            if (verdict.state() == DataLossGuard.State.MISSING) {
+                return undo(server, name, added, cas).thenCompose(x -> server.startQuarantine())
+                        .thenApply(x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
+            }
+            if (verdict.state() == DataLossGuard.State.QUARANTINED) {
+                return undo(server, name, added, cas)
+                        .thenApply(x -> new Attempt(null, verdict.secondsLeft() * 1000 + jitter()));
+            }
+            if (!added) {
+                return CompletableFuture.completedFuture(new Attempt(null, -1));
+            }
+            Reply counter = replies.get(2);
+            if (!counter.status().equals("VA")) {
+                return undo(server, name, true, cas).thenApply(x -> {
+                    throw new CompletionException(refused(name, "fencing counter", counter));
+                });
+            }
+            long token = Long.parseLong(counter.value().trim());
+            long last = lastToken(name);
+            CompletableFuture<Long> fenced = token > last ? CompletableFuture.completedFuture(token)
+                    : raiseCounter(server, name, token, last);
+            return fenced.thenApply(t -> {
+                noteToken(name, t);
+                held.put(entry.acquisitionId(), new Held(server, generation, cas));
+                return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
+            });
+        });
+    }
+
+    /** The counter was recreated below a token this client saw: raise it past that token. */
+    private CompletableFuture<Long> raiseCounter(Server server, String name, long token, long last) {
+        log.warn("[lock={}] fencing counter gave {} though this client saw {}; raising it (counter evicted?)", name,
+                token, last);
+        return server.send(List.of(Command.of("ma " + counterKey(name) + " D" + (last + 1 - token) + " v")))
+                .thenApply(r -> {
+                    Reply reply = r.get(0);
+                    if (!reply.status().equals("VA")) {
+                        throw new CompletionException(refused(name, "fencing counter", reply));
+                    }
+                    return Long.parseLong(reply.value().trim());
+                });
+    }
+
+    private CompletableFuture<Void> undo(Server server, String name, boolean added, long cas) {
+        if (!added) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return server.send(List.of(Command.of("md " + lockKey(name) + " C" + cas))).thenAccept(r -> {
+            log.debug("[lock={}] undid an add made while the server's data life was not settled: {}", name, r.get(0));
+        });
+    }
+
+    private long lastToken(String name) {
+        synchronized (lastTokens) {
+            Long t = lastTokens.get(name);
+            return t == null ? 0 : t;
+        }
+    }
+
+    private void noteToken(String name, long token) {
+        synchronized (lastTokens) {
+            lastTokens.merge(name, token, Math::max);
+        }
+    }
+
+    // ---- waiting
+
+    /** One waiting acquisition of this client. */
+    private final class Waiter {
+        final QueueEntry entry;
+
+        @GuardedBy("this")
+        CompletableFuture<Position> pending;
+
+        @GuardedBy("this")
+        CompletableFuture<Attempt> inflight;
+
+        @GuardedBy("this")
+        ScheduledFuture<?> timer;
+
+        @GuardedBy("this")
+        boolean gone;
+
+        @GuardedBy("this")
+        boolean waiterKeyWritten;
+
+        @GuardedBy("this")
+        int polls;
+
+        @GuardedBy("this")
+        long nextDelayMs = -1;
+
+        Waiter(QueueEntry entry) {
+            this.entry = entry;
+        }
+
+        void await(CompletableFuture<Position> f) {
+            synchronized (this) {
+                if (gone) {
+                    f.completeExceptionally(new EntryLostException(entry, "it was withdrawn"));
+                    return;
+                }
+                pending = f;
+                scheduleLocked(nextDelayMs >= 0 ? nextDelayMs : pollDelay(polls));
+            }
+        }
+
+        @GuardedBy("this")
+        private void scheduleLocked(long delayMs) {
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            timer = backend.schedule(this::poll, delayMs);
+        }
+
+        /** Polls now (a release by this client, a reconnect), unless a poll is in flight. */
+        void kick() {
+            synchronized (this) {
+                if (gone || pending == null || inflight != null && !inflight.isDone()) {
+                    return;
+                }
+                polls = 0;
+                scheduleLocked(0);
+            }
+        }
+
+        void poll() {
+            CompletableFuture<Attempt> a;
+            synchronized (this) {
+                if (gone || pending == null || inflight != null && !inflight.isDone()) {
+                    return;
+                }
+                timer = null;
+                polls++;
+                a = attempt(entry, true);
+                inflight = a;
+            }
+            a.whenComplete(this::onAttempt);
+        }
+
+        private void onAttempt(Attempt r, Throwable error) {
+            CompletableFuture<Position> done;
+            synchronized (this) {
+                if (gone) {
+                    return; // release() waits for this attempt and gives back what it got
+                }
+                if (error != null || r.grant == null) {
+                    if (error != null) {
+                        log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), unwrap(error).toString());
+                    }
+                    long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
+                    scheduleLocked(delay);
+                    return;
+                }
+                gone = true;
+                done = pending;
+                pending = null;
+            }
+            waiters.remove(entry.key(), this);
+            Server server = backend.serverFor(entry.lockName());
+            // The waiter key goes before the grant is reported, so a holder never has one beside it.
+            server.send(List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId()))))
+                    .whenComplete((x, e) -> done.complete(Position.granted(r.grant)));
+        }
+
+        /** Stops polling; completes once no poll is in flight and the waiter key is gone. */
+        CompletableFuture<Void> withdraw() {
+            CompletableFuture<Attempt> last;
+            boolean keyWritten;
+            synchronized (this) {
+                gone = true;
+                if (timer != null) {
+                    timer.cancel(false);
+                    timer = null;
+                }
+                last = inflight;
+                keyWritten = waiterKeyWritten || polls > 0;
+            }
+            CompletableFuture<Void> settled = last == null ? CompletableFuture.completedFuture(null)
+                    : last.handle((x, e) -> null);
+            if (!keyWritten) {
+                return settled;
+            }
+            Server server = backend.serverFor(entry.lockName());
+            return settled.thenCompose(x -> server.send(List.of(Command.of("md "
+                    + waiterKey(entry.lockName(), entry.acquisitionId()))))).handle((x, e) -> null);
+        }
+    }
+
+    private long pollDelay(int polls) {
+        long d = Math.min(maxPollMs, MIN_POLL_MS << Math.min(16, polls));
+        return d / 2 + ThreadLocalRandom.current().nextLong(d / 2 + 1);
+    }
+
+    private static long jitter() {
+        return ThreadLocalRandom.current().nextLong(50, 150);
+    }
+
+    @Override
+    public CompletionStage<Position> awaitTurn(Position waiting) {
+        CompletableFuture<Position> result = new CompletableFuture<>();
+        Waiter w = waiters.get(waiting.entry().key());
+        if (w == null) {
+            result.completeExceptionally(new EntryLostException(waiting.entry(), "it is not waiting here"));
+            return result;
+        }
+        w.await(result);
+        return result;
+    }
+
+    /** Polls every waiter at once (after a reconnect). */
+    void kickAll() {
+        waiters.values().forEach(Waiter::kick);
+    }
+
+    private void kick(String lockName) {
+        for (Waiter w : waiters.values()) {
+            if (w.entry.lockName().equals(lockName)) {
+                w.kick();
+            }
+        }
+    }
+
+    // ---- release
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry) {
+        Waiter w = waiters.remove(entry.key());
+        CompletableFuture<Void> withdrawn = w == null ? CompletableFuture.completedFuture(null) : w.withdraw();
+        return withdrawn.thenCompose(x -> {
+            Held h = held.remove(entry.acquisitionId());
+            CompletableFuture<Void> done;
+            if (h != null && h.generation == h.server.generation()) {
+                done = h.server.send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)))
+                        .thenCompose(r -> r.get(0).status().equals("EX") ? deleteIfOurs(entry, 3)
+                                : CompletableFuture.completedFuture(null));
+            } else {
+                // No CAS we can trust on this connection (or a lost reply): read the key back first.
+                done = deleteIfOurs(entry, 3);
+            }
+            return done.whenComplete((y, e) -> kick(entry.lockName()));
+        }).handle((x, e) -> {
+            if (e != null) {
+                throw new CompletionException(failure(entry.lockName(), "release", unwrap(e)));
+            }
+            return null;
+        });
+    }
+
+    /** Deletes the lock key only if it holds this entry's acquisition id (CAS-checked). */
+    private CompletableFuture<Void> deleteIfOurs(QueueEntry entry, int attemptsLeft) {
+        Server server = backend.serverFor(entry.lockName());
+        String key = lockKey(entry.lockName());
+        return server.send(List.of(Command.of("mg " + key + " v c"))).thenCompose(r -> {
+            Reply got = r.get(0);
+            if (!ours(got, entry)) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return server.send(List.of(Command.of("md " + key + " C" + got.flagLong('c')))).thenCompose(d ->
+                    d.get(0).status().equals("EX") && attemptsLeft > 1 ? deleteIfOurs(entry, attemptsLeft - 1)
+                            : CompletableFuture.completedFuture(null));
+        });
+    }
+
+    // ---- renewal
+
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        QueueEntry entry = grant.entry();
+        String name = entry.lockName();
+        Server server = backend.serverFor(name);
+        Held h = held.get(entry.acquisitionId());
+        long t0 = ticker.read();
+        CompletableFuture<Long> cas;
+        long generation = server.generation();
+        if (h != null && h.generation == generation) {
+            cas = CompletableFuture.completedFuture(h.cas);
+        } else {
+            cas = server.send(List.of(Command.of("mg " + lockKey(name) + " v c"))).thenApply(r -> {
+                if (!ours(r.get(0), entry)) {
+                    throw new CompletionException(gone(entry, grant, r.get(0)));
+                }
+                return r.get(0).flagLong('c');
+            });
+        }
+        String value = ownerValue(entry);
+        return cas.thenCompose(c -> server.send(List.of(Command.withData("ms " + lockKey(name) + " " + value.length()
+                        + " C" + c + " T" + ttlSeconds + " c", value))).thenApply(r -> {
+                    Reply reply = r.get(0);
+                    if (reply.status().equals("HD")) {
+                        Held now = new Held(server, generation, reply.flagLong('c'));
+                        if (h == null ? held.putIfAbsent(entry.acquisitionId(), now) != null
+                                : !held.replace(entry.acquisitionId(), h, now)) {
+                            held.computeIfPresent(entry.acquisitionId(), (k, old) -> now);
+                        }
+                        return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                    }
+                    if (reply.isError()) {
+                        throw new CompletionException(refused(name, "renewal", reply));
+                    }
+                    throw new CompletionException(gone(entry, grant, reply));
+                }))
+                .handle((g, e) -> {
+                    if (e == null) {
+                        return g;
+                    }
+                    Throwable cause = unwrap(e);
+                    if (cause instanceof EntryLostException) {
+                        held.remove(entry.acquisitionId());
+                        throw new CompletionException(cause);
+                    }
+                    throw new CompletionException(failure(name, "renewal", cause));
+                });
+    }
+
+    private static EntryLostException gone(QueueEntry entry, Grant grant, Reply reply) {
+        return new EntryLostException(entry, "its key (token " + grant.fencingToken() + ") is gone from memcached or"
+                + " belongs to another holder (" + reply.status() + "): expired, evicted, deleted, or the server"
+                + " restarted");
+    }
+
+    // ---- recovery
+
+    @Override
+    public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
+        QueueEntry entry = new QueueEntry(lockName, acquisitionId, lockKey(lockName) + "#" + acquisitionId, 0, 0);
+        return backend.serverFor(lockName).send(List.of(Command.of("mg " + lockKey(lockName) + " v")))
+                .handle((r, e) -> {
+                    if (e != null) {
+                        throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId,
+                                unwrap(e)));
+                    }
+                    return ours(r.get(0), entry) ? Optional.of(entry) : Optional.<QueueEntry>empty();
+                });
+    }
+
+    void close() {
+        for (Waiter w : waiters.values()) {
+            synchronized (w) {
+                w.gone = true;
+                if (w.timer != null) {
+                    w.timer.cancel(false);
+                }
+            }
+        }
+        waiters.clear();
+        held.clear();
+    }
+
+    // ---- helpers
+
+    private long backoffMs(int attempt) {
+        long base = Math.max(1, backend.options.retryPolicy().baseSleep().toMillis());
+        long max = Math.max(base, backend.options.retryPolicy().maxSleep().toMillis());
+        return Math.min(max, base << Math.min(20, Math.max(0, attempt)));
+    }
+
+    /** A request that failed before reaching the server (no connection). */
+    private static boolean notSent(Throwable t) {
+        return t instanceof MemcachedIoException && String.valueOf(t.getMessage()).startsWith("not connected");
+    }
+
+    static Throwable unwrap(Throwable t) {
+        while (t instanceof CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static LockBackendException refused(String name, String what, Reply reply) {
+        return new LockBackendException(name, MemcachedBackend.NAME, what + " refused by memcached: " + reply, null);
+    }
+
+    private static RuntimeException failure(String name, String what, Throwable cause) {
+        if (cause instanceof LockBackendException || cause instanceof EntryLostException
+                || cause instanceof IllegalArgumentException || cause instanceof UnsupportedOperationException) {
+            return (RuntimeException) cause;
+        }
+        return new LockBackendException(name, MemcachedBackend.NAME, what + " failed: " + cause.getMessage(), cause);
+    }
+}

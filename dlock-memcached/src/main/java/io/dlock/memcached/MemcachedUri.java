@@ -1,0 +1,123 @@
+package io.dlock.memcached;
+
+import io.dlock.LockOptions;
+import io.dlock.spi.BackendUri;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A Memcached URI taken apart: {@code memcached://host[:11211][,host:port...]}.
+ *
+ * <p>Backend parameters: {@code keyPrefix} (default {@value #DEFAULT_KEY_PREFIX}; 1 to {@value
+ * #MAX_KEY_PREFIX} characters of {@code A-Z a-z 0-9 _ - . :}, so that every key dlock makes stays
+ * within memcached's 250-byte limit) and {@code quarantine} (default: the lease time; how long
+ * nothing is granted on a server after it is found to have lost its data; at least the lease time,
+ * and it must be the longest lease time any client of the server uses).
+ *
+ * @param hosts the servers, in URI order
+ * @param keyPrefix the prefix of every lock, waiter and counter key
+ * @param quarantine how long a server that lost its data grants nothing
+ * @param options the client's options
+ */
+record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration quarantine, LockOptions options) {
+
+    static final String DEFAULT_KEY_PREFIX = "dlock";
+    static final int DEFAULT_PORT = 11211;
+    static final int MAX_KEY_PREFIX = 16;
+    static final Set<String> PARAMETERS = Set.of("keyPrefix", "quarantine");
+
+    static MemcachedUri from(BackendUri uri) {
+        if (uri.user() != null || uri.password() != null) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "' has credentials; dlock's memcached backend"
+                    + " does not support authentication (SASL)");
+        }
+        if (!uri.path().isEmpty()) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "' has a path ('/" + uri.path()
+                    + "'); use ?keyPrefix= to separate applications");
+        }
+        List<InetSocketAddress> hosts = new ArrayList<>();
+        for (String hp : uri.authority().split(",", -1)) {
+            InetSocketAddress a = hostPort(hp.trim(), uri);
+            if (hosts.contains(a)) {
+                throw new IllegalArgumentException("memcached URI '" + uri + "' names " + hp + " twice");
+            }
+            hosts.add(a);
+        }
+        Duration lease = uri.options().leaseTime();
+        if (lease.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw new IllegalArgumentException("parameter 'leaseTime' must be at least 1s on memcached (its expiry"
+                    + " times are whole seconds): " + lease.toMillis() + "ms");
+        }
+        Duration quarantine = uri.parameters().containsKey("quarantine")
+                ? BackendUri.duration("quarantine", uri.parameters().get("quarantine"))
+                : lease;
+        if (quarantine.compareTo(lease) < 0) {
+            throw new IllegalArgumentException("parameter 'quarantine' (" + quarantine.toMillis()
+                    + " ms) must be at least leaseTime (" + lease.toMillis() + " ms)");
+        }
+        String prefix = checkKeyPrefix(uri.parameters().getOrDefault("keyPrefix", DEFAULT_KEY_PREFIX));
+        return new MemcachedUri(List.copyOf(hosts), prefix, quarantine, uri.options());
+    }
+
+    static String checkKeyPrefix(String prefix) {
+        boolean ok = !prefix.isEmpty() && prefix.length() <= MAX_KEY_PREFIX && prefix.chars().allMatch(c ->
+                (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'
+                        || c == '.' || c == ':');
+        if (!ok) {
+            throw new IllegalArgumentException("parameter 'keyPrefix' must be 1 to " + MAX_KEY_PREFIX
+                    + " characters of A-Z a-z 0-9 _ - . : (memcached keys are at most 250 bytes, lock names up to"
+                    + " 200): '" + prefix + "'");
+        }
+        return prefix;
+    }
+
+    private static InetSocketAddress hostPort(String hp, BackendUri uri) {
+        if (hp.isEmpty()) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "' has an empty host");
+        }
+        String host = hp;
+        String port = null;
+        if (hp.startsWith("[")) {
+            int close = hp.indexOf(']');
+            if (close < 0 || close + 1 < hp.length() && hp.charAt(close + 1) != ':') {
+                throw new IllegalArgumentException("memcached URI '" + uri + "' has a malformed host '" + hp + "'");
+            }
+            host = hp.substring(1, close);
+            port = close + 1 < hp.length() ? hp.substring(close + 2) : null;
+        } else {
+            int colon = hp.lastIndexOf(':');
+            if (colon >= 0) {
+                host = hp.substring(0, colon);
+                port = hp.substring(colon + 1);
+            }
+        }
+        if (host.isEmpty()) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "' has an empty host");
+        }
+        int p = DEFAULT_PORT;
+        if (port != null) {
+            try {
+                p = Integer.parseInt(port);
+                if (p < 1 || p > 65535) {
+                    throw new NumberFormatException();
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("memcached URI '" + uri + "' has an invalid port '" + port + "'", e);
+            }
+        }
+        return InetSocketAddress.createUnresolved(host, p);
+    }
+
+    /** The hosts, comma-separated, for messages. */
+    String hostList() {
+        return String.join(",", hosts.stream().map(a -> a.getHostString() + ":" + a.getPort()).toList());
+    }
+
+    @Override
+    public String toString() {
+        return "memcached://" + hostList() + "?keyPrefix=" + keyPrefix;
+    }
+}

@@ -1,0 +1,440 @@
+package io.dlock.testkit;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A {@code memcached} process on a free loopback port, started from the binary installed on the
+ * machine (Debian: {@code apt-get install memcached}), for tests that need a real Memcached.
+ *
+ * <p>The binary is, in order: the system property {@value #BINARY_PROPERTY}, the environment
+ * variable {@code DLOCK_MEMCACHED}, or {@code memcached} on the {@code PATH}. A missing binary is an
+ * {@link IllegalStateException} that says how to install one; tests never skip.
+ *
+ * <p>Memcached keeps nothing on disk: {@link #restart()} and {@link #kill()} lose every item, which
+ * is what the tests of a client's data-loss handling need.
+ *
+ * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
+ */
+public final class MemcachedServer implements TestServer {
+
+    /*
+     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile so
+     * that read-only calls do not wait behind a restart.
+     * Failure: a process that does not answer `mn` in time is killed before the exception is thrown,
+     * with the tail of its log in the message.
+     * Invariants: at most one process per instance is alive; port and directory never change.
+     */
+
+    /** The system property naming the {@code memcached} binary. */
+    public static final String BINARY_PROPERTY = "dlock.test.memcached";
+
+    /** How long a start may take until the server answers, before {@link Timing}. */
+    public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
+
+    private final int port;
+    private final Path dir;
+    private final int memoryMb;
+
+    private volatile Process process;
+
+    @GuardedBy("this")
+    private boolean closed;
+
+    private MemcachedServer(int port, Path dir, int memoryMb) {
+        this.port = port;
+        this.dir = dir;
+        this.memoryMb = memoryMb;
+    }
+
+    /**
+     * Starts a server with 64 MB of memory.
+     *
+     * <p>Blocking: until it answers, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
+     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} naming the
+     * reason (binary missing, did not start) with the log's tail; nothing is left running.
+     *
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static MemcachedServer start() {
+        return start(64);
+    }
+
+    /**
+     * Starts a server with {@code memoryMb} megabytes for items ({@code -m}); 1 makes a server that
+     * evicts after about a megabyte of items.
+     *
+     * <p>Blocking: until it answers. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} with the log's tail; nothing is left running.
+     *
+     * @param memoryMb item memory in megabytes, at least 1
+     * @return the running server
+     * @throws IllegalArgumentException if {@code memoryMb} is below 1
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static MemcachedServer start(int memoryMb) {
+        if (memoryMb < 1) {
+            throw new IllegalArgumentException("memoryMb must be at least 1, was " + memoryMb);
+        }
+        String binary = binary();
+        Path dir = Reaper.createTempDirectory("dlock-memcached-");
+        MemcachedServer server = new MemcachedServer(FreePorts.loopback(), dir, memoryMb);
+        synchronized (server) {
+            try {
+                server.launch(binary);
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+        return server;
+    }
+
+    @Override
+    public int port() {
+        return port;
+    }
+
+    /**
+     * Returns {@code memcached://127.0.0.1:PORT?keyPrefix=<namespace>}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalArgumentException} for a blank namespace or one with whitespace.
+     *
+     * @param namespace the key prefix for dlock's keys; one leading {@code '/'} is ignored
+     * @return the URI as a string
+     * @throws IllegalArgumentException if {@code namespace} is blank or contains whitespace
+     */
+    @Override
+    public String uri(String namespace) {
+        return "memcached://127.0.0.1:" + port + "?keyPrefix=" + TestServer.checkNamespace(namespace);
+    }
+
+    /**
+     * Returns the pid of the current process (a new one after each {@link #restart()}).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return the pid
+     */
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Sends one text or meta command line (with its data block, if any, after {@code \r\n}) over a
+     * fresh connection and returns the reply as text, lines joined by {@code \n}: one line, a
+     * {@code VA} line with its value, or every line up to {@code END} for {@code stats} and {@code
+     * lru_crawler metadump}. For inspection and fault injection in tests.
+     *
+     * <p>Blocking: one round trip, at most 5 s. Thread-safety: safe from any thread. On failure:
+     * {@link UncheckedIOException} if the server cannot be reached or does not answer.
+     *
+     * @param command for example {@code "mg dlock:l:x v"} or {@code "md dlock:l:x"}
+     * @return the reply without its final line break
+     * @throws UncheckedIOException if the server cannot be reached
+     */
+    public String command(String command) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            s.setSoTimeout(5000);
+            OutputStream out = s.getOutputStream();
+            out.write((command + "\r\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            boolean untilEnd = command.startsWith("stats") || command.startsWith("lru_crawler metadump");
+            InputStream in = s.getInputStream();
+            List<String> lines = new ArrayList<>();
+            while (true) {
+                String line = readLine(in);
+                if (untilEnd) {
+                    // metadump ends its key lines with a bare \n: one CRLF-terminated read may hold many
+                    String[] parts = line.split("\n", -1);
+                    String last = parts[parts.length - 1];
+                    for (int i = 0; i < parts.length - 1; i++) {
+                        lines.add(parts[i]);
+                    }
+                    if (last.equals("END") || last.startsWith("ERROR") || last.startsWith("CLIENT_ERROR")
+                            || last.startsWith("BUSY")) {
+                        if (!last.equals("END")) {
+                            lines.add(last);
+                        }
+                        break;
+                    }
+                    lines.add(last);
+                    continue;
+                }
+                lines.add(line);
+                if (line.startsWith("VA ")) {
+                    lines.add(readLine(in));
+                }
+                break;
+            }
+            return String.join("\n", lines);
+        } catch (IOException e) {
+            throw new UncheckedIOException(this + ": command '" + command + "' failed", e);
+        }
+    }
+
+    /**
+     * Returns every live key whose name starts with {@code prefix}, from {@code lru_crawler
+     * metadump all}.
+     *
+     * <p>Blocking: one round trip, at most 5 s (retried while the crawler is busy, at most 5 s).
+     * Thread-safety: safe from any thread. On failure: {@link UncheckedIOException} if the server
+     * cannot be reached; {@link IllegalStateException} if the crawler stays busy.
+     *
+     * @param prefix the start of the keys wanted, {@code ""} for all
+     * @return the keys, in the crawler's order
+     */
+    public List<String> keys(String prefix) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (true) {
+            String dump = command("lru_crawler metadump all");
+            if (!dump.startsWith("BUSY")) {
+                List<String> keys = new ArrayList<>();
+                for (String line : dump.split("\n")) {
+                    if (line.startsWith("key=")) {
+                        int sp = line.indexOf(' ');
+                        String key = URLDecoder.decode(line.substring(4, sp < 0 ? line.length() : sp),
+                                StandardCharsets.UTF_8);
+                        if (key.startsWith(prefix)) {
+                            keys.add(key);
+                        }
+                    }
+                }
+                return keys;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException(this + ": lru_crawler stayed busy: " + dump);
+            }
+            try {
+                Thread.sleep(20); // the crawler runs one dump at a time
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        int prev = -1;
+        while (true) {
+            int c = in.read();
+            if (c < 0) {
+                throw new IOException("connection closed mid-reply");
+            }
+            if (prev == '\r' && c == '\n') {
+                byte[] bytes = b.toByteArray();
+                return new String(bytes, 0, bytes.length - 1, StandardCharsets.UTF_8);
+            }
+            b.write(c);
+            prev = c;
+        }
+    }
+
+    /**
+     * Kills the server with SIGKILL and waits for it to exit; every item is lost.
+     *
+     * <p>Blocking: until the process has exited, at most 30 s. Thread-safety: safe from any thread;
+     * killing a dead server does nothing. On failure: {@link IllegalStateException} if it does not
+     * exit.
+     *
+     * @throws IllegalStateException if the process does not exit
+     */
+    public synchronized void kill() {
+        Process p = process;
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroyForcibly();
+        try {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(this + ": interrupted while killing", e);
+        }
+        Reaper.untrack(p);
+    }
+
+    /**
+     * Freezes the server with SIGSTOP: connections stay open but nothing is answered.
+     *
+     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
+     * {@link IllegalStateException} if the signal fails.
+     */
+    public synchronized void pause() {
+        Reaper.signal(process.pid(), "STOP");
+    }
+
+    /**
+     * Lets a paused server run again with SIGCONT.
+     *
+     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
+     * {@link IllegalStateException} if the signal fails.
+     */
+    public synchronized void resume() {
+        Reaper.signal(process.pid(), "CONT");
+    }
+
+    /**
+     * Returns whether the process is running (a paused one counts as running).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     *
+     * @return true while the process has not exited
+     */
+    public boolean isAlive() {
+        Process p = process;
+        return p != null && p.isAlive();
+    }
+
+    /**
+     * Kills the server with SIGKILL if it is alive and starts a new process on the same port: an
+     * empty cache, as after a crash or a deploy.
+     *
+     * <p>Blocking: until it answers, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
+     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} if closed or
+     * it does not serve in time; no process is left running.
+     *
+     * @throws IllegalStateException if closed or the restart fails
+     */
+    @Override
+    public synchronized void restart() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        kill();
+        launch(binary());
+    }
+
+    /**
+     * Kills the process and deletes its directory.
+     *
+     * <p>Blocking: until the process has exited. Thread-safety: safe from any thread; idempotent.
+     * On failure: never throws; problems are logged.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            kill();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(MemcachedServer.class).warn("could not stop {}", this, e);
+        } finally {
+            Reaper.deleteTempDirectory(dir);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "MemcachedServer[" + connectString() + ", " + memoryMb + " MB]";
+    }
+
+    @GuardedBy("this")
+    private void launch(String binary) {
+        Path logFile = dir.resolve("memcached.log");
+        List<String> cmd = new ArrayList<>(List.of(binary, "-l", "127.0.0.1", "-p", Integer.toString(port), "-U", "0",
+                "-m", Integer.toString(memoryMb), "-t", "2"));
+        if ("root".equals(System.getProperty("user.name"))) {
+            cmd.addAll(List.of("-u", "root")); // memcached refuses to run as root without -u
+        }
+        if (memoryMb < 8) {
+            // A tiny cache: small slab pages so that several size classes fit in it at all.
+            cmd.addAll(List.of("-o", "slab_chunk_max=16384", "-I", "16k"));
+        }
+        Process p;
+        try {
+            p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())).start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + binary, e);
+        }
+        Reaper.track(p);
+        process = p;
+        Duration timeout = Timing.scale(START_TIMEOUT);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!isUp()) {
+            if (!p.isAlive() || System.nanoTime() - deadline > 0) {
+                String why = p.isAlive() ? "did not answer within " + timeout : "exited with " + p.exitValue();
+                p.destroyForcibly();
+                Reaper.untrack(p);
+                throw new IllegalStateException(this + " " + why + tail(logFile));
+            }
+            try {
+                Thread.sleep(20); // polls readiness; memcached offers no start-up callback
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                p.destroyForcibly();
+                throw new IllegalStateException(this + ": interrupted while starting", e);
+            }
+        }
+    }
+
+    private boolean isUp() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+            s.setSoTimeout(500);
+            s.getOutputStream().write("mn\r\n".getBytes(StandardCharsets.US_ASCII));
+            return readLine(s.getInputStream()).equals("MN");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static String tail(Path logFile) {
+        try {
+            List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
+            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    /** The memcached binary, or an exception saying how to get one. */
+    static String binary() {
+        String configured = System.getProperty(BINARY_PROPERTY);
+        if (configured == null || configured.isBlank()) {
+            configured = System.getenv("DLOCK_MEMCACHED");
+        }
+        if (configured != null && !configured.isBlank()) {
+            if (!Files.isExecutable(Path.of(configured))) {
+                throw new IllegalStateException("memcached '" + configured + "' (from -D" + BINARY_PROPERTY
+                        + " or DLOCK_MEMCACHED) is not an executable file");
+            }
+            return configured;
+        }
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String d : path.split(File.pathSeparator)) {
+                Path candidate = Path.of(d, "memcached");
+                if (Files.isExecutable(candidate)) {
+                    return candidate.toString();
+                }
+            }
+        }
+        throw new IllegalStateException("memcached not found: set -D" + BINARY_PROPERTY + " or DLOCK_MEMCACHED, or"
+                + " put memcached on the PATH (Debian/Ubuntu: apt-get install memcached)");
+    }
+}
