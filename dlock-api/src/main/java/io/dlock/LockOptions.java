@@ -283,17 +283,29 @@ public final class LockOptions {
 
     @Override
     public int hashCode() {
-        return Objects.hash(leaseTime, sessionTimeout, connectTimeout, renewal, fair, reentrant, retryPolicy,
-                callbackThreads, localQueueing, maxLocalHandoffs, metricsPerLockName);
+        return Objects.hash(
+                leaseTime,
+                sessionTimeout,
+                connectTimeout,
+                renewal,
+                fair,
+                reentrant,
+                retryPolicy,
+                callbackThreads,
+                localQueueing,
+                maxLocalHandoffs,
+                metricsPerLockName);
     }
 
     @Override
     public String toString() {
         return "LockOptions[leaseTime=" + leaseTime + ", sessionTimeout=" + sessionTimeout
-                + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair + ", reentrant=" + reentrant
+                + ", connectTimeout=" + connectTimeout + ", renewal=" + renewal + ", fair=" + fair + ", reentrant="
+                + reentrant
                 + ", retryPolicy=" + retryPolicy + ", callbackThreads=" + callbackThreads + ", localQueueing="
                 + localQueueing + ", maxLocalHandoffs=" + maxLocalHandoffs
-                + ", metrics=" + (metricsRegistry == null ? "off" : metricsRegistry.getClass().getSimpleName())
+                + ", metrics="
+                + (metricsRegistry == null ? "off" : metricsRegistry.getClass().getSimpleName())
                 + (metricsPerLockName ? " per lock name" : "") + "]";
     }
 
@@ -522,8 +534,8 @@ public final class LockOptions {
          */
         public Builder maxLocalHandoffs(int maxLocalHandoffs) {
             if (maxLocalHandoffs < 0 || maxLocalHandoffs > MAX_LOCAL_HANDOFFS_LIMIT) {
-                throw new IllegalArgumentException("maxLocalHandoffs must be between 0 and "
-                        + MAX_LOCAL_HANDOFFS_LIMIT + ": " + maxLocalHandoffs);
+                throw new IllegalArgumentException(
+                        "maxLocalHandoffs must be between 0 and " + MAX_LOCAL_HANDOFFS_LIMIT + ": " + maxLocalHandoffs);
             }
             this.maxLocalHandoffs = maxLocalHandoffs;
             return this;
@@ -540,8 +552,8 @@ public final class LockOptions {
          */
         public LockOptions build() {
             if (connectTimeout.compareTo(sessionTimeout.multipliedBy(10)) > 0) {
-                throw new IllegalStateException("connectTimeout " + connectTimeout
-                        + " must not exceed 10 x sessionTimeout " + sessionTimeout);
+                throw new IllegalStateException(
+                        "connectTimeout " + connectTimeout + " must not exceed 10 x sessionTimeout " + sessionTimeout);
             }
             return new LockOptions(this);
         }

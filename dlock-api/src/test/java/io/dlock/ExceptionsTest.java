@@ -54,7 +54,9 @@ class ExceptionsTest {
 
         LockLostException e = new LockLostException("orders", "redis", "lease not renewed in time", cause);
 
-        assertThat(e).hasMessage("lock 'orders' on redis: lease lost: lease not renewed in time").hasCause(cause);
+        assertThat(e)
+                .hasMessage("lock 'orders' on redis: lease lost: lease not renewed in time")
+                .hasCause(cause);
         assertThat(e).isInstanceOf(DistributedLockException.class);
     }
 

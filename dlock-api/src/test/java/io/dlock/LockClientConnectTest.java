@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import java.net.URISyntaxException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -78,13 +77,14 @@ class LockClientConnectTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-        "redis://u:s3cret@h",
-        "redis://:s3cret@h:6379/0",
-        "consul://u:s3cret@h:8500",
-        "redis://u:s3cret@h/a b",
-        "consul://u:s3cret@h/a b"
-    })
+    @ValueSource(
+            strings = {
+                "redis://u:s3cret@h",
+                "redis://:s3cret@h:6379/0",
+                "consul://u:s3cret@h:8500",
+                "redis://u:s3cret@h/a b",
+                "consul://u:s3cret@h/a b"
+            })
     void connect_uriWithPassword_messageLacksPassword(String uri) {
         Throwable e = catchThrowable(() -> LockClient.connect(uri));
 

@@ -69,9 +69,12 @@ class LockOptionsTest {
 
     static Stream<Arguments> durationSetters() {
         return Stream.of(
-                Arguments.of("leaseTime", (Function<Duration, LockOptions.Builder>) d -> LockOptions.builder().leaseTime(d)),
-                Arguments.of("sessionTimeout", (Function<Duration, LockOptions.Builder>) d -> LockOptions.builder().sessionTimeout(d)),
-                Arguments.of("connectTimeout", (Function<Duration, LockOptions.Builder>) d -> LockOptions.builder().connectTimeout(d)));
+                Arguments.of("leaseTime", (Function<Duration, LockOptions.Builder>)
+                        d -> LockOptions.builder().leaseTime(d)),
+                Arguments.of("sessionTimeout", (Function<Duration, LockOptions.Builder>)
+                        d -> LockOptions.builder().sessionTimeout(d)),
+                Arguments.of("connectTimeout", (Function<Duration, LockOptions.Builder>)
+                        d -> LockOptions.builder().connectTimeout(d)));
     }
 
     @ParameterizedTest
@@ -106,8 +109,10 @@ class LockOptionsTest {
         assertThatThrownBy(() -> LockOptions.builder().callbackThreads(65))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("65");
-        assertThat(LockOptions.builder().callbackThreads(1).build().callbackThreads()).isEqualTo(1);
-        assertThat(LockOptions.builder().callbackThreads(64).build().callbackThreads()).isEqualTo(64);
+        assertThat(LockOptions.builder().callbackThreads(1).build().callbackThreads())
+                .isEqualTo(1);
+        assertThat(LockOptions.builder().callbackThreads(64).build().callbackThreads())
+                .isEqualTo(64);
     }
 
     @Test
@@ -122,7 +127,8 @@ class LockOptionsTest {
 
     @Test
     void setter_failing_leavesBuilderUnchanged() {
-        LockOptions.Builder b = LockOptions.builder().leaseTime(Duration.ofSeconds(5)).callbackThreads(3);
+        LockOptions.Builder b =
+                LockOptions.builder().leaseTime(Duration.ofSeconds(5)).callbackThreads(3);
 
         assertThatThrownBy(() -> b.leaseTime(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> b.callbackThreads(100)).isInstanceOf(IllegalArgumentException.class);
@@ -164,7 +170,10 @@ class LockOptionsTest {
     void toBuilder_changed_leavesOriginalUnchanged() {
         LockOptions original = LockOptions.defaults();
 
-        LockOptions changed = original.toBuilder().leaseTime(Duration.ofSeconds(1)).fair(false).build();
+        LockOptions changed = original.toBuilder()
+                .leaseTime(Duration.ofSeconds(1))
+                .fair(false)
+                .build();
 
         assertThat(changed.leaseTime()).isEqualTo(Duration.ofSeconds(1));
         assertThat(changed.fair()).isFalse();
@@ -174,9 +183,8 @@ class LockOptionsTest {
 
     @Test
     void build_connectTimeoutAboveTenSessionTimeouts_throwsIllegalStateNamingBoth() {
-        LockOptions.Builder b = LockOptions.builder()
-                .sessionTimeout(Duration.ofSeconds(1))
-                .connectTimeout(Duration.ofMillis(10_001));
+        LockOptions.Builder b =
+                LockOptions.builder().sessionTimeout(Duration.ofSeconds(1)).connectTimeout(Duration.ofMillis(10_001));
 
         assertThatThrownBy(b::build)
                 .isInstanceOf(IllegalStateException.class)

@@ -63,66 +63,111 @@ public final class BenchCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Option(names = "--workloads", split = ",", paramLabel = "W",
+    @Option(
+            names = "--workloads",
+            split = ",",
+            paramLabel = "W",
             description = "Workloads to run, of W1, W2, W3, W4, COST (default: all).")
     private List<String> workloads = new ArrayList<>(WORKLOADS);
 
-    @Option(names = "--backends", split = ",", paramLabel = "B",
+    @Option(
+            names = "--backends",
+            split = ",",
+            paramLabel = "B",
             description = "Servers to run on, of zookeeper, redis, memcached (default: zookeeper and redis).")
     private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
 
-    @Option(names = "--impls", split = ",", paramLabel = "I",
+    @Option(
+            names = "--impls",
+            split = ",",
+            paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor; and the diagnostic"
                     + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
                     + " diagnostic ones).")
-
     private List<String> impls = new ArrayList<>();
 
-    @Option(names = "--warmup", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
+    @Option(
+            names = "--warmup",
+            paramLabel = "D",
+            converter = DurationConverter.class,
+            defaultValue = "3s",
             description = "Warm-up of each implementation per workload (default: ${DEFAULT-VALUE}).")
     private Duration warmup;
 
-    @Option(names = "--duration", paramLabel = "D", converter = DurationConverter.class, defaultValue = "3s",
+    @Option(
+            names = "--duration",
+            paramLabel = "D",
+            converter = DurationConverter.class,
+            defaultValue = "3s",
             description = "One measured period (default: ${DEFAULT-VALUE}).")
     private Duration duration;
 
-    @Option(names = "--rounds", paramLabel = "N", defaultValue = "3",
-            description = "Measured periods per implementation, interleaved A, B, C, A, B, C (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--rounds",
+            paramLabel = "N",
+            defaultValue = "3",
+            description =
+                    "Measured periods per implementation, interleaved A, B, C, A, B, C (default: ${DEFAULT-VALUE}).")
     private int rounds;
 
-    @Option(names = "--w2-threads", paramLabel = "N", defaultValue = "8", description = "W2 threads (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--w2-threads",
+            paramLabel = "N",
+            defaultValue = "8",
+            description = "W2 threads (default: ${DEFAULT-VALUE}).")
     private int w2Threads;
 
-    @Option(names = "--w3-jvms", paramLabel = "N", defaultValue = "4", description = "W3 worker JVMs (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--w3-jvms",
+            paramLabel = "N",
+            defaultValue = "4",
+            description = "W3 worker JVMs (default: ${DEFAULT-VALUE}).")
     private int w3Jvms;
 
-    @Option(names = "--w3-threads", paramLabel = "N", defaultValue = "2",
+    @Option(
+            names = "--w3-threads",
+            paramLabel = "N",
+            defaultValue = "2",
             description = "W3 threads per worker JVM (default: ${DEFAULT-VALUE}).")
     private int w3Threads;
 
-    @Option(names = "--w4-locks", paramLabel = "N", defaultValue = "100000",
+    @Option(
+            names = "--w4-locks",
+            paramLabel = "N",
+            defaultValue = "100000",
             description = "W4 locks held at once (default: ${DEFAULT-VALUE}).")
     private int w4Locks;
 
-    @Option(names = "--w4-threads", paramLabel = "N", defaultValue = "8",
+    @Option(
+            names = "--w4-threads",
+            paramLabel = "N",
+            defaultValue = "8",
             description = "W4 threads that acquire and release the locks (default: ${DEFAULT-VALUE}).")
     private int w4Threads;
 
-    @Option(names = "--cost-cycles", paramLabel = "N", defaultValue = "5000",
+    @Option(
+            names = "--cost-cycles",
+            paramLabel = "N",
+            defaultValue = "5000",
             description = "Cycles counted for COST (default: ${DEFAULT-VALUE}).")
     private int costCycles;
 
-    @Option(names = "--quick", description = "Smoke-test sizes: 500ms warm-up, 1 round of 1s, 10,000 W4 locks, 200 COST cycles"
-            + " (overrides those options).")
+    @Option(
+            names = "--quick",
+            description = "Smoke-test sizes: 500ms warm-up, 1 round of 1s, 10,000 W4 locks, 200 COST cycles"
+                    + " (overrides those options).")
     private boolean quick;
 
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the JSON lines to FILE.")
     private Path jsonFile;
 
-    @Option(names = "--redis-server", paramLabel = "PATH",
-            description = "The redis-server binary (default: -Ddlock.test.redisServer, $DLOCK_REDIS_SERVER, or the PATH).")
+    @Option(
+            names = "--redis-server",
+            paramLabel = "PATH",
+            description =
+                    "The redis-server binary (default: -Ddlock.test.redisServer, $DLOCK_REDIS_SERVER, or the PATH).")
     private String redisServer;
 
     /**
@@ -141,7 +186,9 @@ public final class BenchCommand implements Callable<Integer> {
     public static void main(String[] args) {
         int status;
         try {
-            status = new CommandLine(new BenchCommand()).setCaseInsensitiveEnumValuesAllowed(true).execute(args);
+            status = new CommandLine(new BenchCommand())
+                    .setCaseInsensitiveEnumValuesAllowed(true)
+                    .execute(args);
         } catch (Throwable e) {
             e.printStackTrace();
             status = 1;
@@ -227,7 +274,8 @@ public final class BenchCommand implements Callable<Integer> {
     }
 
     private void runWorkloads(Workloads w, List<LockImpl> chosen, List<Result> results) throws InterruptedException {
-        List<LockImpl> contendable = chosen.stream().filter(LockImpl::contendable).toList();
+        List<LockImpl> contendable =
+                chosen.stream().filter(LockImpl::contendable).toList();
         for (String workload : WORKLOADS) {
             if (!workloads.contains(workload)) {
                 continue;
@@ -245,8 +293,8 @@ public final class BenchCommand implements Callable<Integer> {
     private RunConfig validate() {
         for (String w : workloads) {
             if (!WORKLOADS.contains(w.toUpperCase(Locale.ROOT))) {
-                throw new CommandLine.ParameterException(spec.commandLine(),
-                        "unknown workload '" + w + "'; known: " + String.join(", ", WORKLOADS));
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(), "unknown workload '" + w + "'; known: " + String.join(", ", WORKLOADS));
             }
         }
         workloads.replaceAll(w -> w.toUpperCase(Locale.ROOT));
@@ -267,29 +315,31 @@ public final class BenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--warmup must not be negative: " + wu);
         }
         if (w4Threads > w4) {
-            throw new CommandLine.ParameterException(spec.commandLine(),
-                    "--w4-threads (" + w4Threads + ") must not exceed --w4-locks (" + w4 + ")");
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--w4-threads (" + w4Threads + ") must not exceed --w4-locks (" + w4 + ")");
         }
         return new RunConfig(wu, d, r, w2Threads, w3Jvms, w3Threads, w4, w4Threads, cc);
     }
 
     private void positive(String option, int value) {
         if (value < 1) {
-            throw new CommandLine.ParameterException(spec.commandLine(), option + " must be at least 1" + (
-                    option.equals("--duration") ? "ms" : "") + ", was " + value);
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(),
+                    option + " must be at least 1" + (option.equals("--duration") ? "ms" : "") + ", was " + value);
         }
     }
 
     private List<Backend> parseBackends() {
         List<Backend> out = new ArrayList<>();
         for (String b : backends) {
-            Backend backend = switch (b.trim().toLowerCase(Locale.ROOT)) {
-                case "zookeeper", "zk" -> Backend.ZOOKEEPER;
-                case "redis" -> Backend.REDIS;
-                case "memcached" -> Backend.MEMCACHED;
-                default -> throw new CommandLine.ParameterException(spec.commandLine(),
-                        "unknown backend '" + b + "'; known: zookeeper, redis, memcached");
-            };
+            Backend backend =
+                    switch (b.trim().toLowerCase(Locale.ROOT)) {
+                        case "zookeeper", "zk" -> Backend.ZOOKEEPER;
+                        case "redis" -> Backend.REDIS;
+                        case "memcached" -> Backend.MEMCACHED;
+                        default -> throw new CommandLine.ParameterException(
+                                spec.commandLine(), "unknown backend '" + b + "'; known: zookeeper, redis, memcached");
+                    };
             if (!out.contains(backend)) {
                 out.add(backend);
             }
@@ -315,8 +365,10 @@ public final class BenchCommand implements Callable<Integer> {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
             if (!chosenBackends.contains(impl.backend())) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "implementation '" + impl.label()
-                        + "' runs on " + impl.backend().label() + ", which is not among --backends " + backends);
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(),
+                        "implementation '" + impl.label() + "' runs on "
+                                + impl.backend().label() + ", which is not among --backends " + backends);
             }
             if (!out.contains(impl)) {
                 out.add(impl);

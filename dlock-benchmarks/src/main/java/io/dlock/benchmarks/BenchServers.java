@@ -32,8 +32,12 @@ import org.apache.zookeeper.server.ZooKeeperServerMain;
 final class BenchServers implements AutoCloseable {
     /** JVM options of the ZooKeeper server: C2, a heap large enough for W4, pauses kept short. */
     static final List<String> ZOOKEEPER_JVM_OPTIONS = List.of(
-            "-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-Dzookeeper.admin.enableServer=false",
-            "-Dzookeeper.4lw.commands.whitelist=*", "-Dzookeeper.jmx.log4j.disable=true",
+            "-Xms512m",
+            "-Xmx1g",
+            "-XX:+UseG1GC",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.4lw.commands.whitelist=*",
+            "-Dzookeeper.jmx.log4j.disable=true",
             "-Dznode.container.checkIntervalMs=60000");
 
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
@@ -110,11 +114,21 @@ final class BenchServers implements AutoCloseable {
         int port = FreePorts.loopback();
         Path work = tempDir("dlock-bench-zk-");
         Path config = work.resolve("zoo.cfg");
-        write(config, List.of("tickTime=500", "minSessionTimeout=1000", "maxSessionTimeout=60000",
-                "dataDir=" + work.resolve("data").toAbsolutePath(), "clientPort=" + port, "clientPortAddress=127.0.0.1",
-                "maxClientCnxns=0", "admin.enableServer=false", "4lw.commands.whitelist=*", "forceSync=no",
-                // Snapshots every 100k txns would stall the server mid-run; W4 writes ~600k.
-                "snapCount=10000000"));
+        write(
+                config,
+                List.of(
+                        "tickTime=500",
+                        "minSessionTimeout=1000",
+                        "maxSessionTimeout=60000",
+                        "dataDir=" + work.resolve("data").toAbsolutePath(),
+                        "clientPort=" + port,
+                        "clientPortAddress=127.0.0.1",
+                        "maxClientCnxns=0",
+                        "admin.enableServer=false",
+                        "4lw.commands.whitelist=*",
+                        "forceSync=no",
+                        // Snapshots every 100k txns would stall the server mid-run; W4 writes ~600k.
+                        "snapCount=10000000"));
         zookeeper = ChildJvm.start(ZooKeeperServerMain.class, List.of(config.toString()), ZOOKEEPER_JVM_OPTIONS);
         zookeeperAddress = "127.0.0.1:" + port;
         long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
@@ -127,8 +141,8 @@ final class BenchServers implements AutoCloseable {
                 // not listening yet
             }
             if (!zookeeper.isAlive() || System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("ZooKeeper at " + zookeeperAddress + " did not start: "
-                        + String.join("\n", zookeeper.lines()));
+                throw new IllegalStateException(
+                        "ZooKeeper at " + zookeeperAddress + " did not start: " + String.join("\n", zookeeper.lines()));
             }
             sleep(50);
         }
@@ -153,10 +167,13 @@ final class BenchServers implements AutoCloseable {
     private void startMemcached() {
         memcached = io.dlock.testkit.MemcachedServer.start(1024);
         memcachedAddress = "127.0.0.1:" + memcached.port();
-        try (io.dlock.LockClient settle = io.dlock.LockClient.connect("memcached://" + memcachedAddress
-                + "?keyPrefix=settle&leaseTime=1s")) {
-            settle.lock("settle").tryAcquire(START_TIMEOUT).orElseThrow(() -> new IllegalStateException(
-                    "memcached at " + memcachedAddress + " granted nothing within " + START_TIMEOUT)).close();
+        try (io.dlock.LockClient settle =
+                io.dlock.LockClient.connect("memcached://" + memcachedAddress + "?keyPrefix=settle&leaseTime=1s")) {
+            settle.lock("settle")
+                    .tryAcquire(START_TIMEOUT)
+                    .orElseThrow(() -> new IllegalStateException(
+                            "memcached at " + memcachedAddress + " granted nothing within " + START_TIMEOUT))
+                    .close();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while settling memcached", e);

@@ -43,7 +43,9 @@ public final class BenchWorker {
      * @param args the zookeeper address, the redis address ({@code -} for none) and the implementations
      */
     public static void main(String[] args) {
-        Servers servers = new Servers(args[0].equals("-") ? null : args[0], args[1].equals("-") ? null : args[1],
+        Servers servers = new Servers(
+                args[0].equals("-") ? null : args[0],
+                args[1].equals("-") ? null : args[1],
                 args.length > 3 && !args[3].equals("-") ? args[3] : null);
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         Map<String, BenchLock> locks = new HashMap<>();
@@ -64,7 +66,8 @@ public final class BenchWorker {
                 }
                 LockImpl impl = LockImpl.parse(w[1]);
                 try {
-                    BenchLock lock = locks.computeIfAbsent(w[1] + "/" + w[2], k -> clients.get(impl).lock(w[2]));
+                    BenchLock lock = locks.computeIfAbsent(
+                            w[1] + "/" + w[2], k -> clients.get(impl).lock(w[2]));
                     Measurement m = Loops.contended(
                             lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
                     write(m, Path.of(w[6]));

@@ -34,8 +34,8 @@ import java.util.function.Consumer;
  * released, so a waiter's continuation never runs under it.
  */
 final class InProcessBackend implements LockBackend, LockProtocol {
-    private static final Set<Capability> CAPABILITIES = Set.copyOf(EnumSet.of(
-            Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.NO_HERD));
+    private static final Set<Capability> CAPABILITIES = Set.copyOf(
+            EnumSet.of(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.NO_HERD));
 
     private final ConcurrentHashMap<String, Queue> queues = new ConcurrentHashMap<>();
     private final AtomicLong tokens = new AtomicLong();
@@ -67,7 +67,8 @@ final class InProcessBackend implements LockBackend, LockProtocol {
         @GuardedBy("this")
         Position positionOf(int i) {
             QueueEntry e = slots.get(i).entry;
-            return i == 0 ? Position.granted(new Grant(e, e.token(), Long.MAX_VALUE))
+            return i == 0
+                    ? Position.granted(new Grant(e, e.token(), Long.MAX_VALUE))
                     : Position.waiting(e, slots.get(i - 1).entry.key());
         }
     }
@@ -105,8 +106,12 @@ final class InProcessBackend implements LockBackend, LockProtocol {
         Queue q = queues.computeIfAbsent(request.lockName(), n -> new Queue());
         synchronized (q) {
             // Tokens are taken in queue order, so grants (which follow the queue) see them increase.
-            QueueEntry e = new QueueEntry(request.lockName(), request.acquisitionId(),
-                    request.lockName() + "/" + keys.incrementAndGet(), 1, tokens.incrementAndGet());
+            QueueEntry e = new QueueEntry(
+                    request.lockName(),
+                    request.acquisitionId(),
+                    request.lockName() + "/" + keys.incrementAndGet(),
+                    1,
+                    tokens.incrementAndGet());
             q.slots.add(new Slot(e));
             return CompletableFuture.completedFuture(q.positionOf(q.slots.size() - 1));
         }

@@ -10,33 +10,68 @@ import java.util.function.Function;
  */
 public enum LockImpl {
     /** dlock's ZooKeeper backend, defaults (fair, reentrant). */
-    DLOCK_ZK("dlock-zk", Backend.ZOOKEEPER, Role.DLOCK, true,
+    DLOCK_ZK(
+            "dlock-zk",
+            Backend.ZOOKEEPER,
+            Role.DLOCK,
+            true,
             s -> DlockAdapter.zookeeper(s.address(Backend.ZOOKEEPER), LockOptions.defaults())),
     /** dlock's ZooKeeper backend with JVM-local queueing off: every waiter stands in ZooKeeper's queue. */
-    DLOCK_ZK_NO_LOCAL_QUEUE("dlock-zk-nolq", Backend.ZOOKEEPER, Role.DLOCK, true,
+    DLOCK_ZK_NO_LOCAL_QUEUE(
+            "dlock-zk-nolq",
+            Backend.ZOOKEEPER,
+            Role.DLOCK,
+            true,
             s -> DlockAdapter.zookeeper(
-                    s.address(Backend.ZOOKEEPER), LockOptions.builder().localQueueing(false).build())),
+                    s.address(Backend.ZOOKEEPER),
+                    LockOptions.builder().localQueueing(false).build())),
     /** Apache Curator's {@code InterProcessMutex}. */
     CURATOR("curator", Backend.ZOOKEEPER, Role.ANCHOR, true, s -> new CuratorAdapter(s.address(Backend.ZOOKEEPER))),
     /** The bare protocol: create an ephemeral-sequential node, delete it. Not a lock: W1 and cost only. */
-    ZK_FLOOR("zk-floor", Backend.ZOOKEEPER, Role.FLOOR, false,
+    ZK_FLOOR(
+            "zk-floor",
+            Backend.ZOOKEEPER,
+            Role.FLOOR,
+            false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER))),
     /** Diagnostic, not in the default set: the floor through ZooKeeper's callback API. */
-    ZK_FLOOR_ASYNC("zk-floor-async", Backend.ZOOKEEPER, Role.FLOOR, false,
+    ZK_FLOOR_ASYNC(
+            "zk-floor-async",
+            Backend.ZOOKEEPER,
+            Role.FLOOR,
+            false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.ASYNC)),
     /** Diagnostic, not in the default set: dlock's three requests (create, getChildren pipelined, delete) without dlock. */
-    ZK_PROTOCOL("zk-protocol", Backend.ZOOKEEPER, Role.FLOOR, false,
+    ZK_PROTOCOL(
+            "zk-protocol",
+            Backend.ZOOKEEPER,
+            Role.FLOOR,
+            false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.PIPELINED)),
     /** dlock's Redis backend, defaults (fair queue in Lua, leases renewed, JVM-local queueing). */
-    DLOCK_REDIS("dlock-redis", Backend.REDIS, Role.DLOCK, true,
+    DLOCK_REDIS(
+            "dlock-redis",
+            Backend.REDIS,
+            Role.DLOCK,
+            true,
             s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.defaults())),
     /** dlock's Redis backend with JVM-local queueing off. */
-    DLOCK_REDIS_NO_LOCAL_QUEUE("dlock-redis-nolq", Backend.REDIS, Role.DLOCK, true,
-            s -> DlockAdapter.redis(s.address(Backend.REDIS), LockOptions.builder().localQueueing(false).build())),
+    DLOCK_REDIS_NO_LOCAL_QUEUE(
+            "dlock-redis-nolq",
+            Backend.REDIS,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.redis(
+                    s.address(Backend.REDIS),
+                    LockOptions.builder().localQueueing(false).build())),
     /** Redisson's {@code RLock} (non-fair, pub/sub wake-ups, watchdog renewal). */
     REDISSON("redisson", Backend.REDIS, Role.ANCHOR, true, s -> new RedissonAdapter(s.address(Backend.REDIS), false)),
     /** Redisson's {@code RFairLock}. */
-    REDISSON_FAIR("redisson-fair", Backend.REDIS, Role.ANCHOR, true,
+    REDISSON_FAIR(
+            "redisson-fair",
+            Backend.REDIS,
+            Role.ANCHOR,
+            true,
             s -> new RedissonAdapter(s.address(Backend.REDIS), true)),
     /** The bare protocol: {@code SET NX PX}, then a compare-and-delete script. W1 and cost only. */
     REDIS_FLOOR("redis-floor", Backend.REDIS, Role.FLOOR, false, s -> new RedisFloorAdapter(s.address(Backend.REDIS))),
@@ -44,21 +79,38 @@ public enum LockImpl {
      * Diagnostic, not in the default set: the least a fenced grant needs without a script ({@code
      * MULTI, SET NX PX, TIME, EXEC}), then the floor's compare-and-delete. W1 and cost only.
      */
-    REDIS_FENCED_FLOOR("redis-fenced-floor", Backend.REDIS, Role.FLOOR, false,
+    REDIS_FENCED_FLOOR(
+            "redis-fenced-floor",
+            Backend.REDIS,
+            Role.FLOOR,
+            false,
             s -> new RedisFloorAdapter(s.address(Backend.REDIS), RedisFloorAdapter.Mode.FENCED)),
     /** dlock's memcached backend, defaults (add lock, CAS-checked release, polling waiters, JVM-local queueing). */
-    DLOCK_MEMCACHED("dlock-memcached", Backend.MEMCACHED, Role.DLOCK, true,
+    DLOCK_MEMCACHED(
+            "dlock-memcached",
+            Backend.MEMCACHED,
+            Role.DLOCK,
+            true,
             s -> DlockAdapter.memcached(s.address(Backend.MEMCACHED), LockOptions.defaults())),
     /** dlock's memcached backend with JVM-local queueing off: every waiter polls memcached. */
-    DLOCK_MEMCACHED_NO_LOCAL_QUEUE("dlock-memcached-nolq", Backend.MEMCACHED, Role.DLOCK, true,
-            s -> DlockAdapter.memcached(s.address(Backend.MEMCACHED),
+    DLOCK_MEMCACHED_NO_LOCAL_QUEUE(
+            "dlock-memcached-nolq",
+            Backend.MEMCACHED,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.memcached(
+                    s.address(Backend.MEMCACHED),
                     LockOptions.builder().localQueueing(false).build())),
     /**
      * The bare {@code add} lock of seed 001: {@code add} with an expiry to acquire, polling with
      * the same back-off as dlock while held elsewhere, a plain {@code delete} to release (no owner
      * check, no token). Contended too, so that W2 and W3 compare against its polling.
      */
-    MEMCACHED_FLOOR("memcached-floor", Backend.MEMCACHED, Role.FLOOR, true,
+    MEMCACHED_FLOOR(
+            "memcached-floor",
+            Backend.MEMCACHED,
+            Role.FLOOR,
+            true,
             s -> new MemcachedFloorAdapter(s.address(Backend.MEMCACHED)));
 
     /** What an implementation is in the comparison. */

@@ -64,38 +64,40 @@ final class Loops {
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             LongList[] lists = collector.newThread(1 << 14);
-            Thread worker = new Thread(() -> {
-                long ops = 0;
-                long overlaps = 0;
-                try {
-                    waitUntil(startAt);
-                    while (true) {
-                        long t0 = System.nanoTime();
-                        if (t0 - endAt >= 0) {
-                            break;
+            Thread worker = new Thread(
+                    () -> {
+                        long ops = 0;
+                        long overlaps = 0;
+                        try {
+                            waitUntil(startAt);
+                            while (true) {
+                                long t0 = System.nanoTime();
+                                if (t0 - endAt >= 0) {
+                                    break;
+                                }
+                                BenchLock.Held held = lock.acquire();
+                                long t1 = System.nanoTime();
+                                if (inside.incrementAndGet() != 1) {
+                                    overlaps++;
+                                }
+                                inside.decrementAndGet();
+                                long t2 = System.nanoTime();
+                                held.release();
+                                if (t1 - endAt > 0) {
+                                    break;
+                                }
+                                lists[0].add(t1 - t0);
+                                lists[1].add(t1);
+                                lists[2].add(t2);
+                                ops++;
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        } finally {
+                            collector.addOps(ops, overlaps);
                         }
-                        BenchLock.Held held = lock.acquire();
-                        long t1 = System.nanoTime();
-                        if (inside.incrementAndGet() != 1) {
-                            overlaps++;
-                        }
-                        inside.decrementAndGet();
-                        long t2 = System.nanoTime();
-                        held.release();
-                        if (t1 - endAt > 0) {
-                            break;
-                        }
-                        lists[0].add(t1 - t0);
-                        lists[1].add(t1);
-                        lists[2].add(t2);
-                        ops++;
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                } finally {
-                    collector.addOps(ops, overlaps);
-                }
-            }, "bench-" + what + "-" + t);
+                    },
+                    "bench-" + what + "-" + t);
             worker.setDaemon(true);
             workers.add(worker);
             worker.start();
@@ -106,8 +108,8 @@ final class Loops {
             worker.join(Math.max(1, left / 1_000_000));
             if (worker.isAlive()) {
                 workers.forEach(Thread::interrupt);
-                throw new IllegalStateException(what + ": " + worker.getName()
-                        + " still waiting for the lock 60 s after the window closed");
+                throw new IllegalStateException(
+                        what + ": " + worker.getName() + " still waiting for the lock 60 s after the window closed");
             }
         }
         if (failure.get() != null) {

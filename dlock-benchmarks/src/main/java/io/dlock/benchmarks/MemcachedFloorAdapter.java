@@ -37,7 +37,8 @@ final class MemcachedFloorAdapter implements BenchClient {
 
     MemcachedFloorAdapter(String address) {
         int colon = address.lastIndexOf(':');
-        this.address = new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)));
+        this.address =
+                new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)));
         conns.get().request("version\r\n"); // fail now if the server is not there
     }
 

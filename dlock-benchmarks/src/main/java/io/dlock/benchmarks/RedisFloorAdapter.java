@@ -132,11 +132,18 @@ final class RedisFloorAdapter implements BenchClient {
     /** One transaction: the fencing token (server microseconds) if granted, else -1. */
     private long fencedGrant(String key, String token) {
         var multi = new AsyncCommand<>(new Command<String, String, String>(Tx.BATCH_MULTI, new StatusOutput<>(CODEC)));
-        var set = new AsyncCommand<>(new Command<String, String, String>(CommandType.SET, new StatusOutput<>(CODEC),
-                new CommandArgs<>(CODEC).addKey(key).addValue(token).add("NX").add("PX").add(30_000)));
+        var set = new AsyncCommand<>(new Command<String, String, String>(
+                CommandType.SET,
+                new StatusOutput<>(CODEC),
+                new CommandArgs<>(CODEC)
+                        .addKey(key)
+                        .addValue(token)
+                        .add("NX")
+                        .add("PX")
+                        .add(30_000)));
         var time = new AsyncCommand<>(new Command<String, String, String>(CommandType.TIME, new StatusOutput<>(CODEC)));
-        var exec = new AsyncCommand<>(new Command<String, String, List<Object>>(Tx.BATCH_EXEC,
-                new NestedMultiOutput<>(CODEC)));
+        var exec = new AsyncCommand<>(
+                new Command<String, String, List<Object>>(Tx.BATCH_EXEC, new NestedMultiOutput<>(CODEC)));
         synchronized (dispatching) {
             connection.dispatch(List.of(multi, set, time, exec));
         }

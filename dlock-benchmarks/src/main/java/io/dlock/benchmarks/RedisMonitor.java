@@ -33,10 +33,12 @@ final class RedisMonitor implements AutoCloseable {
         int colon = address.lastIndexOf(':');
         socket = new Socket();
         try {
-            socket.connect(new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
+            socket.connect(
+                    new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
                     5_000);
             socket.getOutputStream().write("MONITOR\r\n".getBytes(StandardCharsets.US_ASCII));
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+            BufferedReader in =
+                    new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
             String ok = in.readLine();
             if (!"+OK".equals(ok)) {
                 socket.close();

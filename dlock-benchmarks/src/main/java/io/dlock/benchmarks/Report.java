@@ -30,8 +30,10 @@ final class Report {
             return out;
         }
         for (Result other : all) {
-            if (other.workload().equals(r.workload()) && other.impl().backend() == r.impl().backend()
-                    && other.impl().role() != LockImpl.Role.DLOCK && other.primary() > 0) {
+            if (other.workload().equals(r.workload())
+                    && other.impl().backend() == r.impl().backend()
+                    && other.impl().role() != LockImpl.Role.DLOCK
+                    && other.primary() > 0) {
                 out.put(other.impl().label(), r.primary() / other.primary());
             }
         }
@@ -49,17 +51,33 @@ final class Report {
             out.println();
             out.println(TITLES.getOrDefault(w, w));
             boolean cost = w.equals("COST");
-            out.printf(Locale.ROOT, "  %-10s %-17s %12s %10s %10s %9s  %s%n", "backend", "impl",
-                    cost ? "req/cycle" : (w.equals("W4") ? "locks/s" : "ops/s"), "p50 us", "p99 us", "overlaps",
+            out.printf(
+                    Locale.ROOT,
+                    "  %-10s %-17s %12s %10s %10s %9s  %s%n",
+                    "backend",
+                    "impl",
+                    cost ? "req/cycle" : (w.equals("W4") ? "locks/s" : "ops/s"),
+                    "p50 us",
+                    "p99 us",
+                    "overlaps",
                     "more");
             for (Result r : results) {
                 if (!r.workload().equals(w)) {
                     continue;
                 }
                 StringBuilder more = new StringBuilder();
-                r.extra().forEach((k, v) -> more.append(k).append('=').append(format(v)).append(' '));
-                out.printf(Locale.ROOT, "  %-10s %-17s %12s %10s %10s %9d  %s%n", r.impl().backend().label(),
-                        r.impl().label(), format(r.primary()), format(r.p50us()), format(r.p99us()), r.overlaps(),
+                r.extra()
+                        .forEach((k, v) ->
+                                more.append(k).append('=').append(format(v)).append(' '));
+                out.printf(
+                        Locale.ROOT,
+                        "  %-10s %-17s %12s %10s %10s %9d  %s%n",
+                        r.impl().backend().label(),
+                        r.impl().label(),
+                        format(r.primary()),
+                        format(r.p50us()),
+                        format(r.p99us()),
+                        r.overlaps(),
                         more.toString().trim());
             }
             for (Result r : results) {
@@ -68,7 +86,8 @@ final class Report {
                     StringBuilder line = new StringBuilder();
                     ratios.forEach((k, v) -> line.append(line.length() == 0 ? "" : ", ")
                             .append(String.format(Locale.ROOT, "%.2fx %s", v, k)));
-                    out.printf("  ratio %s: %s%s%n", r.impl().label(), line, cost ? " (requests; below 1 is fewer)" : "");
+                    out.printf(
+                            "  ratio %s: %s%s%n", r.impl().label(), line, cost ? " (requests; below 1 is fewer)" : "");
                 }
             }
         }
@@ -98,7 +117,9 @@ final class Report {
         }
         if (v instanceof Map<?, ?> map) {
             StringBuilder sb = new StringBuilder("{");
-            map.forEach((k, x) -> sb.append(sb.length() == 1 ? "" : ",").append(quote(k.toString())).append(':')
+            map.forEach((k, x) -> sb.append(sb.length() == 1 ? "" : ",")
+                    .append(quote(k.toString()))
+                    .append(':')
                     .append(toJson(x)));
             return sb.append('}').toString();
         }

@@ -29,8 +29,16 @@ record Result(
         Map<String, Object> extra) {
 
     static Result of(String workload, LockImpl impl, Measurement m) {
-        return new Result(workload, impl, m.opsPerSecond(), m.ops, m.windowNanos / 1e9, m.percentileMicros(0.50),
-                m.percentileMicros(0.99), m.overlaps(), new LinkedHashMap<>());
+        return new Result(
+                workload,
+                impl,
+                m.opsPerSecond(),
+                m.ops,
+                m.windowNanos / 1e9,
+                m.percentileMicros(0.50),
+                m.percentileMicros(0.99),
+                m.overlaps(),
+                new LinkedHashMap<>());
     }
 
     /** Whether a larger primary figure is better (false for COST, where fewer requests win). */

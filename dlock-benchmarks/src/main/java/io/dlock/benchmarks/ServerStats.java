@@ -29,7 +29,8 @@ final class ServerStats {
     static String fourLetterWord(String address, String word) {
         int colon = address.lastIndexOf(':');
         try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
+            socket.connect(
+                    new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
                     5_000);
             socket.setSoTimeout(5_000);
             OutputStream out = socket.getOutputStream();

@@ -29,11 +29,12 @@ public record Servers(String zookeeper, String redis, String memcached) {
      * @return host and port
      */
     public String address(Backend backend) {
-        String a = switch (backend) {
-            case ZOOKEEPER -> zookeeper;
-            case REDIS -> redis;
-            case MEMCACHED -> memcached;
-        };
+        String a =
+                switch (backend) {
+                    case ZOOKEEPER -> zookeeper;
+                    case REDIS -> redis;
+                    case MEMCACHED -> memcached;
+                };
         if (a == null) {
             throw new IllegalStateException(backend.label() + " server was not started in this run");
         }

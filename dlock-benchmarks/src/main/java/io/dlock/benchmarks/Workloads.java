@@ -40,7 +40,11 @@ final class Workloads {
     private final Map<LockImpl, BenchClient> clients;
     private final PrintWriter log;
 
-    Workloads(RunConfig config, Servers servers, Map<Backend, Long> serverPids, Map<LockImpl, BenchClient> clients,
+    Workloads(
+            RunConfig config,
+            Servers servers,
+            Map<Backend, Long> serverPids,
+            Map<LockImpl, BenchClient> clients,
             PrintWriter log) {
         this.config = config;
         this.servers = servers;
@@ -64,7 +68,12 @@ final class Workloads {
         for (int round = 1; round <= config.rounds(); round++) {
             for (LockImpl impl : impls) {
                 Measurement m = period.run(impl, config.duration());
-                log.printf(Locale.ROOT, "%s round %d %-17s %10.0f ops/s%n", workload, round, impl.label(),
+                log.printf(
+                        Locale.ROOT,
+                        "%s round %d %-17s %10.0f ops/s%n",
+                        workload,
+                        round,
+                        impl.label(),
                         m.opsPerSecond());
                 log.flush();
                 parts.computeIfAbsent(impl, k -> new ArrayList<>()).add(m);
@@ -120,7 +129,10 @@ final class Workloads {
             for (LockImpl impl : impls) {
                 labels.append(labels.length() == 0 ? "" : ",").append(impl.label());
             }
-            List<String> args = List.of(orDash(servers.zookeeper()), orDash(servers.redis()), labels.toString(),
+            List<String> args = List.of(
+                    orDash(servers.zookeeper()),
+                    orDash(servers.redis()),
+                    labels.toString(),
                     orDash(servers.memcached()));
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
@@ -137,13 +149,14 @@ final class Workloads {
                 for (ChildJvm worker : workers) {
                     Path file = dir.resolve("run-" + (runs[0]++) + ".bin");
                     files.add(file);
-                    worker.send(String.format(Locale.ROOT, "RUN %s w3 %d %d %d %s", impl.label(), config.w3Threads(),
-                            w[0], w[1], file));
+                    worker.send(String.format(
+                            Locale.ROOT, "RUN %s w3 %d %d %d %s", impl.label(), config.w3Threads(), w[0], w[1], file));
                 }
                 List<Measurement> parts = new ArrayList<>();
                 Duration timeout = length.plus(Duration.ofSeconds(90));
                 for (int i = 0; i < workers.size(); i++) {
-                    String line = workers.get(i).awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
+                    String line =
+                            workers.get(i).awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
                     if (line.startsWith("FAILED")) {
                         throw new IllegalStateException("W3 worker " + i + ": " + line);
                     }
@@ -166,8 +179,12 @@ final class Workloads {
             for (Result r : results) {
                 long[] shares = perJvm.get(r.impl());
                 if (shares != null) {
-                    r.extra().put("perJvm", java.util.Arrays.stream(shares).mapToObj(Long::toString)
-                            .collect(java.util.stream.Collectors.joining("/")));
+                    r.extra()
+                            .put(
+                                    "perJvm",
+                                    java.util.Arrays.stream(shares)
+                                            .mapToObj(Long::toString)
+                                            .collect(java.util.stream.Collectors.joining("/")));
                     r.extra().put("jainFairness", jain(shares));
                 }
             }
@@ -195,7 +212,9 @@ final class Workloads {
 
     private static String perCycleText(Map<String, Long> counts, int n) {
         StringBuilder sb = new StringBuilder();
-        counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ").append(k).append(':')
+        counts.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : " ")
+                .append(k)
+                .append(':')
                 .append(String.format(Locale.ROOT, "%.2f", v / (double) n)));
         return sb.toString();
     }
@@ -205,7 +224,10 @@ final class Workloads {
         if (pid < 0) {
             return -1;
         }
-        return ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration()).map(Duration::toNanos).orElse(-1L);
+        return ProcessHandle.of(pid)
+                .flatMap(h -> h.info().totalCpuDuration())
+                .map(Duration::toNanos)
+                .orElse(-1L);
     }
 
     /** Jain's fairness index of the workers' hand-offs: 1 when equal, 1/n when one JVM got all. */
@@ -254,28 +276,30 @@ final class Workloads {
         for (int t = 0; t < threads; t++) {
             int from = (int) ((long) n * t / threads);
             int to = (int) ((long) n * (t + 1) / threads);
-            Thread worker = new Thread(() -> {
-                try {
-                    try {
-                        for (int i = from; i < to; i++) {
-                            held[i] = client.lock("w4-" + run + "-" + i).acquire();
+            Thread worker = new Thread(
+                    () -> {
+                        try {
+                            try {
+                                for (int i = from; i < to; i++) {
+                                    held[i] = client.lock("w4-" + run + "-" + i).acquire();
+                                }
+                            } finally {
+                                acquired.countDown();
+                            }
+                            release.await();
+                            for (int i = from; i < to; i++) {
+                                if (held[i] != null) {
+                                    held[i].release();
+                                    held[i] = null;
+                                }
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        } finally {
+                            released.countDown();
                         }
-                    } finally {
-                        acquired.countDown();
-                    }
-                    release.await();
-                    for (int i = from; i < to; i++) {
-                        if (held[i] != null) {
-                            held[i].release();
-                            held[i] = null;
-                        }
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                } finally {
-                    released.countDown();
-                }
-            }, "bench-w4-" + t);
+                    },
+                    "bench-w4-" + t);
             worker.setDaemon(true);
             workers.add(worker);
             worker.start();
@@ -302,11 +326,24 @@ final class Workloads {
         extra.put("acquireSeconds", acquireSeconds);
         extra.put("releaseSeconds", releaseSeconds);
         extra.put("heapBytesPerLock", bytesPerLock);
-        log.printf(Locale.ROOT, "W4 %s: acquired in %.1f s, released in %.1f s, %.0f heap bytes per held lock%n",
-                impl.label(), acquireSeconds, releaseSeconds, bytesPerLock);
+        log.printf(
+                Locale.ROOT,
+                "W4 %s: acquired in %.1f s, released in %.1f s, %.0f heap bytes per held lock%n",
+                impl.label(),
+                acquireSeconds,
+                releaseSeconds,
+                bytesPerLock);
         log.flush();
-        return new Result("W4", impl, n / (acquireSeconds + releaseSeconds), n, acquireSeconds + releaseSeconds,
-                Double.NaN, Double.NaN, 0, extra);
+        return new Result(
+                "W4",
+                impl,
+                n / (acquireSeconds + releaseSeconds),
+                n,
+                acquireSeconds + releaseSeconds,
+                Double.NaN,
+                Double.NaN,
+                0,
+                extra);
     }
 
     /**
@@ -322,8 +359,11 @@ final class Workloads {
         String jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd").toString();
         try {
             Files.createDirectories(file.getParent());
-            Process p = new ProcessBuilder(jcmd, Long.toString(ProcessHandle.current().pid()), "GC.class_histogram")
-                    .redirectErrorStream(true).redirectOutput(file.toFile()).start();
+            Process p = new ProcessBuilder(
+                            jcmd, Long.toString(ProcessHandle.current().pid()), "GC.class_histogram")
+                    .redirectErrorStream(true)
+                    .redirectOutput(file.toFile())
+                    .start();
             if (!p.waitFor(120, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
             }
@@ -405,7 +445,10 @@ final class Workloads {
                                 all.put(k, d);
                             }
                         });
-                        perCycle = monitor.requests().values().stream().mapToLong(Long::longValue).sum() / (double) n;
+                        perCycle = monitor.requests().values().stream()
+                                        .mapToLong(Long::longValue)
+                                        .sum()
+                                / (double) n;
                         extra.put("requests", perCycleText(monitor.requests(), n));
                         extra.put("insideScripts", perCycleText(monitor.inScripts(), n));
                         extra.put("commandstats", perCycleText(all, n));

@@ -112,14 +112,19 @@ final class ZooKeeperFloorAdapter implements BenchClient {
     private BenchLock asyncLock(String parent, String prefix) {
         return () -> {
             java.util.concurrent.CompletableFuture<String> created = new java.util.concurrent.CompletableFuture<>();
-            zk.create(prefix, EMPTY, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL,
+            zk.create(
+                    prefix,
+                    EMPTY,
+                    ZooDefs.Ids.OPEN_ACL_UNSAFE,
+                    CreateMode.EPHEMERAL_SEQUENTIAL,
                     (rc, path, ctx, name) -> {
                         if (rc != 0) {
                             created.completeExceptionally(KeeperException.create(KeeperException.Code.get(rc), path));
                         } else {
                             created.complete(name);
                         }
-                    }, null);
+                    },
+                    null);
             String path;
             if (mode == Mode.PIPELINED) {
                 java.util.concurrent.CompletableFuture<String> listed = new java.util.concurrent.CompletableFuture<>();

@@ -34,7 +34,8 @@ class BenchCommandIT {
 
         String text = out.toString();
         assertThat(status).as("exit status; stderr:%n%s", err).isZero();
-        assertThat(text).startsWith("dlock bench {\"date\":")
+        assertThat(text)
+                .startsWith("dlock bench {\"date\":")
                 .contains(Report.TITLES.get("W3"))
                 .containsPattern("ratio dlock-zk: [0-9.]+x curator");
         // Every real lock on ZooKeeper takes part (dlock with and without local queueing, Curator);
@@ -44,14 +45,19 @@ class BenchCommandIT {
                 .map(LockImpl::label)
                 .toList();
         assertThat(expected).contains("dlock-zk", "curator");
-        List<String> jsonLines = text.lines().filter(l -> l.startsWith("{\"workload\"")).toList();
+        List<String> jsonLines =
+                text.lines().filter(l -> l.startsWith("{\"workload\"")).toList();
         List<String> seen = new ArrayList<>();
         for (String line : jsonLines) {
             Matcher m = JSON_LINE.matcher(line);
             assertThat(m.matches()).as("well-formed: %s", line).isTrue();
             seen.add(m.group(2));
-            assertThat(Long.parseLong(m.group(4))).as("hand-offs of %s", m.group(2)).isPositive();
-            assertThat(Long.parseLong(m.group(5))).as("overlaps of %s", m.group(2)).isZero();
+            assertThat(Long.parseLong(m.group(4)))
+                    .as("hand-offs of %s", m.group(2))
+                    .isPositive();
+            assertThat(Long.parseLong(m.group(5)))
+                    .as("overlaps of %s", m.group(2))
+                    .isZero();
         }
         assertThat(seen).containsExactlyElementsOf(expected);
     }

@@ -55,7 +55,10 @@ class BenchCommandTest {
     void call_unknownImplementation_exits2ListingKnownOnes() {
         Run r = run("--impls", "etcd-lock");
         assertThat(r.status()).isEqualTo(2);
-        assertThat(r.err()).contains("unknown implementation 'etcd-lock'").contains("curator").contains("redisson-fair");
+        assertThat(r.err())
+                .contains("unknown implementation 'etcd-lock'")
+                .contains("curator")
+                .contains("redisson-fair");
     }
 
     @Test

@@ -53,7 +53,10 @@ class RedisFloorAdapterIT {
             assertThat((List<?>) server.command("KEYS", "*")).isEmpty();
             // The connection is left in a usable state: the next grant goes through and is visible.
             BenchLock.Held again = lock.acquire();
-            assertThat((List<?>) server.command("KEYS", "*")).singleElement().asString().endsWith(":shared");
+            assertThat((List<?>) server.command("KEYS", "*"))
+                    .singleElement()
+                    .asString()
+                    .endsWith(":shared");
             again.release();
         }
     }

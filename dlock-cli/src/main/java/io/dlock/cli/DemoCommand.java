@@ -70,7 +70,8 @@ public final class DemoCommand implements Callable<Integer> {
             names = "--stock",
             paramLabel = "N",
             defaultValue = "" + DEFAULT_STOCK,
-            description = "Items in stock at the start of each round, 1 to " + MAX_STOCK + " (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Items in stock at the start of each round, 1 to " + MAX_STOCK + " (default: ${DEFAULT-VALUE}).")
     private int stock;
 
     @Option(
@@ -126,7 +127,8 @@ public final class DemoCommand implements Callable<Integer> {
         out.println("Summary");
         out.print(SummaryTable.render(results));
         out.println();
-        List<String> problems = results.stream().flatMap(r -> r.problems().stream()).toList();
+        List<String> problems =
+                results.stream().flatMap(r -> r.problems().stream()).toList();
         if (problems.isEmpty()) {
             RoundResult unlocked = results.get(0);
             out.printf(
@@ -154,8 +156,8 @@ public final class DemoCommand implements Callable<Integer> {
         if (workers < 2 || workers > MAX_WORKERS) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(),
-                    "Invalid value for option '--workers': must be between 2 and " + MAX_WORKERS + ", was "
-                            + workers + " (rounds 3 and 4 need a second worker to take the lock over)");
+                    "Invalid value for option '--workers': must be between 2 and " + MAX_WORKERS + ", was " + workers
+                            + " (rounds 3 and 4 need a second worker to take the lock over)");
         }
         if (sessionTimeout.compareTo(MIN_SESSION_TIMEOUT) < 0 || sessionTimeout.compareTo(MAX_SESSION_TIMEOUT) > 0) {
             throw new CommandLine.ParameterException(

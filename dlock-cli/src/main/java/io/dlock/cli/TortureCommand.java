@@ -58,50 +58,82 @@ public final class TortureCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Option(names = "--uri", paramLabel = "URI", defaultValue = BackendTargets.EMBEDDED,
-            description = "embedded (a ZooKeeper the torture starts), embedded:zookeeper, or"
-                    + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--uri",
+            paramLabel = "URI",
+            defaultValue = BackendTargets.EMBEDDED,
+            description =
+                    "embedded (a ZooKeeper the torture starts), embedded:zookeeper, or"
+                            + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
     private String uri;
 
-    @Option(names = "--workers", paramLabel = "N", defaultValue = "" + DEFAULT_WORKERS,
+    @Option(
+            names = "--workers",
+            paramLabel = "N",
+            defaultValue = "" + DEFAULT_WORKERS,
             description = "Worker JVMs, 2 to " + MAX_WORKERS + " (default: ${DEFAULT-VALUE}).")
     private int workers;
 
-    @Option(names = "--duration", paramLabel = "DURATION", defaultValue = "60s", converter = DurationConverter.class,
+    @Option(
+            names = "--duration",
+            paramLabel = "DURATION",
+            defaultValue = "60s",
+            converter = DurationConverter.class,
             description = "How long to inject faults, like 60s or 5m (default: ${DEFAULT-VALUE}).")
     private Duration duration;
 
-    @Option(names = "--faults", paramLabel = "LIST", defaultValue = "pause,kill,server-restart,partition",
+    @Option(
+            names = "--faults",
+            paramLabel = "LIST",
+            defaultValue = "pause,kill,server-restart,partition",
             description = "Comma-separated: pause, kill, server-restart, partition, all or none"
                     + " (default: ${DEFAULT-VALUE}; server-restart only with an embedded server).")
     private String faults;
 
-    @Option(names = "--fenced", negatable = true, defaultValue = "true", fallbackValue = "true",
+    @Option(
+            names = "--fenced",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
             description = "The store refuses stale fencing tokens; --no-fenced shows what happens without"
                     + " (default: ${DEFAULT-VALUE}).")
     private boolean fenced;
 
-    @Option(names = {"--session-timeout", "--lease-time"}, paramLabel = "DURATION", defaultValue = "2s",
+    @Option(
+            names = {"--session-timeout", "--lease-time"},
+            paramLabel = "DURATION",
+            defaultValue = "2s",
             converter = DurationConverter.class,
             description = "The workers' session timeout (ZooKeeper) or lease time (Redis): how long a dead or"
                     + " cut-off holder keeps the lock, 1s to 60s (default: ${DEFAULT-VALUE}).")
     private Duration sessionTimeout;
 
-    @Option(names = "--recovery-margin", paramLabel = "DURATION", defaultValue = "2s",
+    @Option(
+            names = "--recovery-margin",
+            paramLabel = "DURATION",
+            defaultValue = "2s",
             converter = DurationConverter.class,
             description = "How long recovery after a fault may take beyond the session timeout"
                     + " (default: ${DEFAULT-VALUE}).")
     private Duration recoveryMargin;
 
-    @Option(names = "--seed", paramLabel = "N",
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
             description = "Seed of the fault schedule, to repeat a run (default: random, printed).")
     private Long seed;
 
-    @Option(names = "--work-ms", paramLabel = "MS", defaultValue = "5",
+    @Option(
+            names = "--work-ms",
+            paramLabel = "MS",
+            defaultValue = "5",
             description = "Time spent inside each critical section, 0 to 1000 ms (default: ${DEFAULT-VALUE}).")
     private long workMs;
 
-    @Option(names = "--max-faults", paramLabel = "N", defaultValue = "1000",
+    @Option(
+            names = "--max-faults",
+            paramLabel = "N",
+            defaultValue = "1000",
             description = "The most faults injected (default: ${DEFAULT-VALUE}).")
     private int maxFaults;
 
@@ -164,13 +196,15 @@ public final class TortureCommand implements Callable<Integer> {
         if (sessionTimeout.compareTo(MIN_SESSION_TIMEOUT) < 0 || sessionTimeout.compareTo(MAX_SESSION_TIMEOUT) > 0) {
             // Both names are one option to picocli: name the one the user typed.
             String named = spec.commandLine().getParseResult().originalArgs().stream()
-                    .anyMatch(a -> a.startsWith("--lease-time")) ? "--lease-time" : "--session-timeout";
-            throw bad(named, "must be between 1s and 60s, was "
-                    + DurationConverter.toParameter(sessionTimeout));
+                            .anyMatch(a -> a.startsWith("--lease-time"))
+                    ? "--lease-time"
+                    : "--session-timeout";
+            throw bad(named, "must be between 1s and 60s, was " + DurationConverter.toParameter(sessionTimeout));
         }
         if (recoveryMargin.isNegative() || recoveryMargin.compareTo(MAX_SESSION_TIMEOUT) > 0) {
-            throw bad("--recovery-margin", "must be between 0s and 60s, was "
-                    + DurationConverter.toParameter(recoveryMargin));
+            throw bad(
+                    "--recovery-margin",
+                    "must be between 0s and 60s, was " + DurationConverter.toParameter(recoveryMargin));
         }
         if (workMs < 0 || workMs > 1_000) {
             throw bad("--work-ms", "must be between 0 and 1000, was " + workMs);
@@ -185,16 +219,18 @@ public final class TortureCommand implements Callable<Integer> {
             throw bad("--faults", e.getMessage());
         }
         if (kinds.contains(FaultKind.SERVER_RESTART) && !BackendTargets.ownsServer(uri)) {
-            throw bad("--faults", "server-restart needs a server the torture starts (--uri embedded); drop it"
-                    + " for an external server");
+            throw bad(
+                    "--faults",
+                    "server-restart needs a server the torture starts (--uri embedded); drop it"
+                            + " for an external server");
         }
         long chosenSeed = seed != null ? seed : new java.util.Random().nextLong() & 0xFFFF_FFFFL;
-        return new TortureConfig(uri, workers, duration, kinds, fenced, chosenSeed, sessionTimeout, recoveryMargin,
-                workMs, maxFaults);
+        return new TortureConfig(
+                uri, workers, duration, kinds, fenced, chosenSeed, sessionTimeout, recoveryMargin, workMs, maxFaults);
     }
 
     private CommandLine.ParameterException bad(String option, String message) {
-        return new CommandLine.ParameterException(spec.commandLine(),
-                "Invalid value for option '" + option + "': " + message);
+        return new CommandLine.ParameterException(
+                spec.commandLine(), "Invalid value for option '" + option + "': " + message);
     }
 }

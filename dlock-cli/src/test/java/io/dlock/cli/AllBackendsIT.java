@@ -25,7 +25,8 @@ class AllBackendsIT {
     @Test
     void everyBackendOnOneClassPath_connectsAndLocks_onOneNetty() throws Exception {
         Map<String, Version> netty = Version.identify();
-        Set<String> versions = netty.values().stream().map(Version::artifactVersion).collect(Collectors.toSet());
+        Set<String> versions =
+                netty.values().stream().map(Version::artifactVersion).collect(Collectors.toSet());
         assertThat(versions).as("Netty artifacts on the class path: %s", netty).hasSize(1);
         assertThat(netty).containsKeys("netty-codec-http2", "netty-handler", "netty-transport");
 
@@ -36,7 +37,9 @@ class AllBackendsIT {
                 LockClient redisClient = LockClient.connect(redis.uri("all"));
                 LockClient etcdClient = LockClient.connect(etcd.uri("all"))) {
             for (LockClient client : List.of(zkClient, redisClient, etcdClient)) {
-                try (Lease lease = client.lock("shared-name").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+                try (Lease lease = client.lock("shared-name")
+                        .tryAcquire(Duration.ofSeconds(10))
+                        .orElseThrow()) {
                     assertThat(lease.fencingToken()).isPositive();
                     assertThat(lease.isValid()).isTrue();
                 }

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
 class DemoCommandTest {
@@ -51,8 +51,14 @@ class DemoCommandTest {
 
         assertThat(status).isZero();
         assertThat(out.toString())
-                .contains("--stock=N", "(default: 20)", "--workers=W", "(default: 3)", "--session-timeout=DURATION",
-                        "(default: 3s)", "Exit codes:");
+                .contains(
+                        "--stock=N",
+                        "(default: 20)",
+                        "--workers=W",
+                        "(default: 3)",
+                        "--session-timeout=DURATION",
+                        "(default: 3s)",
+                        "Exit codes:");
     }
 
     @Test

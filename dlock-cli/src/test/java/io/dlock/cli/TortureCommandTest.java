@@ -60,8 +60,8 @@ class TortureCommandTest {
 
     @Test
     void torture_unreachableExternalServer_failsWithClearMessageAndStatus1() {
-        int status = execute("torture", "--uri", "zookeeper://no-such-host.invalid:2181/x", "--faults", "none",
-                "--duration", "1s");
+        int status = execute(
+                "torture", "--uri", "zookeeper://no-such-host.invalid:2181/x", "--faults", "none", "--duration", "1s");
 
         assertThat(status).isEqualTo(1);
         assertThat(err.toString()).contains("dlock torture: could not run").contains("no-such-host.invalid");
@@ -73,7 +73,15 @@ class TortureCommandTest {
 
         assertThat(status).isZero();
         assertThat(out.toString())
-                .contains("--uri=URI", "--workers=N", "(default: 3)", "--duration=DURATION", "--faults=LIST", "--[no-]fenced", "--session-timeout=DURATION",
-                        "(default: 2s)", "Exit codes:");
+                .contains(
+                        "--uri=URI",
+                        "--workers=N",
+                        "(default: 3)",
+                        "--duration=DURATION",
+                        "--faults=LIST",
+                        "--[no-]fenced",
+                        "--session-timeout=DURATION",
+                        "(default: 2s)",
+                        "Exit codes:");
     }
 }

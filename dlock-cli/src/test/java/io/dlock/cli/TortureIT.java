@@ -36,13 +36,31 @@ class TortureIT {
         // Memcached: after a restart lost every key, nothing is granted for the lease time plus one
         // clock second (the boot marker's quarantine), so recovery may take that much longer.
         String margin = uri.endsWith(":memcached") ? "4s" : "2s";
-        int status = commandLine.execute("torture", "--uri", uri, "--workers", "3", "--duration", "45s",
-                "--faults", "pause,kill,server-restart,partition", "--fenced", "--session-timeout", "2s",
-                "--recovery-margin", margin, "--seed", "5");
+        int status = commandLine.execute(
+                "torture",
+                "--uri",
+                uri,
+                "--workers",
+                "3",
+                "--duration",
+                "45s",
+                "--faults",
+                "pause,kill,server-restart,partition",
+                "--fenced",
+                "--session-timeout",
+                "2s",
+                "--recovery-margin",
+                margin,
+                "--seed",
+                "5");
 
         String output = out + "\n--- stderr ---\n" + err;
         assertThat(status).as(output).isZero();
-        String json = out.toString().lines().filter(l -> l.startsWith("{\"backend\":")).findFirst().orElseThrow();
+        String json = out.toString()
+                .lines()
+                .filter(l -> l.startsWith("{\"backend\":"))
+                .findFirst()
+                .orElseThrow();
         assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
         assertThat(number(json, "lostUpdates")).as(output).isZero();
         assertThat(number(json, "shortfall")).as(output).isZero();

@@ -72,6 +72,7 @@ final class Acquisition {
      * since an acquisition whose entry was lost stands in the queue again with a new one.
      */
     private volatile QueueEntry withdrawn;
+
     private volatile boolean renewing;
     private volatile int localPhase;
     /** Created on the first {@code onLost} registration. */
@@ -120,6 +121,7 @@ final class Acquisition {
 
     /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
     static final int LOCAL_BITS = 10;
+
     static final int LOCAL_NONE = 0;
     static final int LOCAL_WAITING = 1;
     static final int LOCAL_HANDED = 2;
@@ -129,10 +131,18 @@ final class Acquisition {
     volatile LocalQueues.Queue localQueue;
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
+
     private volatile long fencingToken;
 
-    Acquisition(EngineClient client, String name, LockMode mode, int permits, int maxPermits, Thread owner,
-            boolean reentrant, Duration wait) {
+    Acquisition(
+            EngineClient client,
+            String name,
+            LockMode mode,
+            int permits,
+            int maxPermits,
+            Thread owner,
+            boolean reentrant,
+            Duration wait) {
         this.client = client;
         this.id = client.nextAcquisitionId();
         this.name = name;
@@ -192,19 +202,22 @@ final class Acquisition {
         if (timed) {
             // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
             // this backstop bounds the overrun when the backend is slow to answer at all.
-            long backstop = Math.max(0, deadlineNanos - client.ticker.read()) + client.options.connectTimeout().toNanos();
+            long backstop = Math.max(0, deadlineNanos - client.ticker.read())
+                    + client.options.connectTimeout().toNanos();
             cancelTimer();
-            timer = client.schedule(() -> {
-                if (entry == null) {
-                    cancel(new LockTimeoutException(name, client.backendName, wait));
-                    if (entry == null && state == LockState.CANCELLED) {
-                        // The request is still unanswered (a partition; the protocol may retry for
-                        // long): the caller hears of the timeout now, and the reply, whenever it
-                        // comes, withdraws whatever the request made (onPosition/onFailure).
-                        completeCancelled();
-                    }
-                }
-            }, backstop);
+            timer = client.schedule(
+                    () -> {
+                        if (entry == null) {
+                            cancel(new LockTimeoutException(name, client.backendName, wait));
+                            if (entry == null && state == LockState.CANCELLED) {
+                                // The request is still unanswered (a partition; the protocol may retry for
+                                // long): the caller hears of the timeout now, and the reply, whenever it
+                                // comes, withdraws whatever the request made (onPosition/onFailure).
+                                completeCancelled();
+                            }
+                        }
+                    },
+                    backstop);
         }
         client.protocol.enqueue(request()).whenComplete(this::onPosition);
     }
@@ -287,7 +300,13 @@ final class Acquisition {
 
     private LockRequest request() {
         Acquisition write = downgradeOf;
-        return new LockRequest(name, id, mode, permits, maxPermits, write == null ? null : write.entry().key());
+        return new LockRequest(
+                name,
+                id,
+                mode,
+                permits,
+                maxPermits,
+                write == null ? null : write.entry().key());
     }
 
     /**
@@ -365,7 +384,8 @@ final class Acquisition {
             finishCancelled();
             return;
         }
-        Throwable cause = error instanceof LockBackendException || error instanceof IllegalStateException
+        Throwable cause = error instanceof LockBackendException
+                        || error instanceof IllegalStateException
                         || error instanceof IllegalArgumentException
                 ? error
                 : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
@@ -446,7 +466,8 @@ final class Acquisition {
         lookUpAndRemove(0);
         if (!outcome.isDone()) {
             try {
-                client.schedule(this::completeCancelled, client.options.connectTimeout().toNanos());
+                client.schedule(
+                        this::completeCancelled, client.options.connectTimeout().toNanos());
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 completeCancelled(); // the client is closing
             }
@@ -454,7 +475,9 @@ final class Acquisition {
     }
 
     private void lookUpAndRemove(int attempt) {
-        client.protocol.findOwnEntry(name, id).thenCompose(found -> found.isPresent() && claimWithdrawal(found.get())
+        client.protocol
+                .findOwnEntry(name, id)
+                .thenCompose(found -> found.isPresent() && claimWithdrawal(found.get())
                         ? client.protocol.release(found.get())
                         : CompletableFuture.<Void>completedFuture(null))
                 .whenComplete((ok, err) -> {
@@ -462,8 +485,11 @@ final class Acquisition {
                         finishCancelled();
                         return;
                     }
-                    log.debug("[lock={} state=CANCELLED] looking for the entry of {} failed ({}); looking again",
-                            name, id, err.toString());
+                    log.debug(
+                            "[lock={} state=CANCELLED] looking for the entry of {} failed ({}); looking again",
+                            name,
+                            id,
+                            err.toString());
                     try {
                         client.schedule(() -> lookUpAndRemove(attempt + 1), backoffNanos(attempt));
                     } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -591,7 +617,9 @@ final class Acquisition {
             return done;
         }
         QueueEntry e = entry;
-        CompletableFuture<Void> done = client.protocol.release(e).toCompletableFuture()
+        CompletableFuture<Void> done = client.protocol
+                .release(e)
+                .toCompletableFuture()
                 .handle((ok, err) -> {
                     if (err != null) {
                         log.warn("[lock={} state=RELEASING] release of {} failed: {}", name, e.key(), err.toString());
@@ -750,7 +778,6 @@ final class Acquisition {
         }
         return t;
     }
-
 
     @Override
     public String toString() {

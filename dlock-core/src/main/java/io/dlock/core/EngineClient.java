@@ -84,11 +84,13 @@ final class EngineClient implements LockClient {
     final ExecutorService callbacks;
     /** Runs {@code onLost} listeners and nothing else, so users' continuations cannot delay them. */
     final ExecutorService listeners;
+
     private final ScheduledThreadPoolExecutor timer;
     final StallDetector stallDetector;
     final Renewer renewer;
     /** JVM-local queues of exclusive acquisitions (a no-op when the option is off). */
     final LocalQueues local;
+
     final LockMetrics metrics;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
@@ -97,6 +99,7 @@ final class EngineClient implements LockClient {
     private final AtomicLong suspension = new AtomicLong();
     /** Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. */
     private final String idPrefix = java.util.UUID.randomUUID().toString();
+
     private final AtomicLong ids = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
 
@@ -112,11 +115,22 @@ final class EngineClient implements LockClient {
             backend.close(); // refused before anything else was started
             throw e;
         }
-        this.callbacks = new ThreadPoolExecutor(options.callbackThreads(), options.callbackThreads(), 0,
-                TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), daemonThreads("dlock-" + backendName + "-callback"),
+        this.callbacks = new ThreadPoolExecutor(
+                options.callbackThreads(),
+                options.callbackThreads(),
+                0,
+                TimeUnit.MILLISECONDS,
+                new LinkedBlockingQueue<>(),
+                daemonThreads("dlock-" + backendName + "-callback"),
                 (task, pool) -> task.run()); // after close, complete inline rather than drop a user's future
-        this.listeners = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
-                daemonThreads("dlock-" + backendName + "-listener"), (task, pool) -> task.run());
+        this.listeners = new ThreadPoolExecutor(
+                1,
+                1,
+                0,
+                TimeUnit.MILLISECONDS,
+                new LinkedBlockingQueue<>(),
+                daemonThreads("dlock-" + backendName + "-listener"),
+                (task, pool) -> task.run());
         this.timer = new ScheduledThreadPoolExecutor(1, daemonThreads("dlock-" + backendName + "-timer"));
         this.timer.setRemoveOnCancelPolicy(true);
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
@@ -139,7 +153,8 @@ final class EngineClient implements LockClient {
         checkOpen();
         LockNames.validate(name);
         require(Capability.READ_WRITE, "read-write locks");
-        return new EngineReadWriteLock(name,
+        return new EngineReadWriteLock(
+                name,
                 new EngineLock(this, name, LockMode.READ, options.reentrant()),
                 new EngineLock(this, name, LockMode.WRITE, options.reentrant()));
     }
@@ -224,8 +239,9 @@ final class EngineClient implements LockClient {
             } else {
                 a.cancel(new IllegalStateException(backendName + " client closed"));
                 // A grant that landed after the state check is released once it has settled.
-                pending.add(a.outcome.handle((x, e) -> x).thenCompose(x -> x != null ? x.release()
-                        : CompletableFuture.<Void>completedFuture(null)));
+                pending.add(a.outcome
+                        .handle((x, e) -> x)
+                        .thenCompose(x -> x != null ? x.release() : CompletableFuture.<Void>completedFuture(null)));
             }
         }
         try {
@@ -382,11 +398,16 @@ final class EngineClient implements LockClient {
                 long epoch = suspension.incrementAndGet();
                 Duration bound = backend.maxSuspension();
                 try {
-                    timer.schedule(() -> {
-                        if (suspended.get() && suspension.get() == epoch) {
-                            loseAll(LockMetrics.LossCause.SUSPENDED, "connection suspended for longer than " + bound);
-                        }
-                    }, bound.toNanos(), TimeUnit.NANOSECONDS);
+                    timer.schedule(
+                            () -> {
+                                if (suspended.get() && suspension.get() == epoch) {
+                                    loseAll(
+                                            LockMetrics.LossCause.SUSPENDED,
+                                            "connection suspended for longer than " + bound);
+                                }
+                            },
+                            bound.toNanos(),
+                            TimeUnit.NANOSECONDS);
                 } catch (java.util.concurrent.RejectedExecutionException e) {
                     // closing
                 }
@@ -404,8 +425,10 @@ final class EngineClient implements LockClient {
     }
 
     private void onStall(Duration stalled) {
-        loseAll(LockMetrics.LossCause.STALL, "the JVM stalled for " + stalled.toMillis() + " ms (GC pause or process pause), longer than "
-                + backend.maxSuspension().toMillis() + " ms: the server may have expired the session");
+        loseAll(
+                LockMetrics.LossCause.STALL,
+                "the JVM stalled for " + stalled.toMillis() + " ms (GC pause or process pause), longer than "
+                        + backend.maxSuspension().toMillis() + " ms: the server may have expired the session");
     }
 
     private void loseAll(LockMetrics.LossCause why, String reason) {

@@ -53,7 +53,9 @@ final class EngineLease implements Lease {
         if (lost != null) {
             throw lost;
         }
-        throw new LockLostException(acquisition.name, acquisition.client.backendName,
+        throw new LockLostException(
+                acquisition.name,
+                acquisition.client.backendName,
                 closed.get() ? "the lease was closed" : "the lease is no longer valid (" + acquisition.state() + ")",
                 null);
     }

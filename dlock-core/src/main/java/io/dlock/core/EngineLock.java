@@ -178,7 +178,7 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
 
     @Override
     public String toString() {
-        return "DistributedLock[" + name + (mode == LockMode.EXCLUSIVE ? "" : " " + mode) + " on "
-                + client.backendName + "]";
+        return "DistributedLock[" + name + (mode == LockMode.EXCLUSIVE ? "" : " " + mode) + " on " + client.backendName
+                + "]";
     }
 }

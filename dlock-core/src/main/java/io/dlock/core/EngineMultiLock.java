@@ -95,7 +95,11 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
         return result;
     }
 
-    private void next(int index, long deadline, List<Lease> held, AtomicReference<CompletableFuture<Lease>> inFlight,
+    private void next(
+            int index,
+            long deadline,
+            List<Lease> held,
+            AtomicReference<CompletableFuture<Lease>> inFlight,
             CompletableFuture<Lease> result) {
         if (index == parts.size()) {
             if (!result.complete(new MultiLease(name, held))) {
@@ -103,8 +107,8 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
             }
             return;
         }
-        CompletableFuture<Lease> part = parts.get(index)
-                .acquireAsync(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
+        CompletableFuture<Lease> part =
+                parts.get(index).acquireAsync(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
         inFlight.set(part);
         if (result.isDone()) {
             part.cancel(true); // the caller gave up before this part was in flight for the handler above
@@ -115,8 +119,8 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
                     held.add(lease);
                 }
                 closeAll(held);
-                result.completeExceptionally(Acquisition.unwrap(error != null ? error
-                        : new java.util.concurrent.CancellationException("cancelled")));
+                result.completeExceptionally(Acquisition.unwrap(
+                        error != null ? error : new java.util.concurrent.CancellationException("cancelled")));
                 return;
             }
             held.add(lease);

@@ -45,8 +45,8 @@ final class EngineSemaphore implements DistributedSemaphore {
 
     private Optional<Lease> take(int count, Duration wait) throws InterruptedException {
         if (count < 1 || count > permits) {
-            throw new IllegalArgumentException("semaphore '" + name + "' on " + client.backendName
-                    + ": cannot take " + count + " permits; it has " + permits);
+            throw new IllegalArgumentException("semaphore '" + name + "' on " + client.backendName + ": cannot take "
+                    + count + " permits; it has " + permits);
         }
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring semaphore '" + name + "'");

@@ -74,7 +74,7 @@ final class JavaLockView implements Lock {
 
     @Override
     public Condition newCondition() {
-        throw new UnsupportedOperationException("lock '" + lock.name() + "' on " + backendName
-                + ": conditions are not supported by distributed locks");
+        throw new UnsupportedOperationException(
+                "lock '" + lock.name() + "' on " + backendName + ": conditions are not supported by distributed locks");
     }
 }

@@ -28,6 +28,7 @@ final class LocalQueues {
         Acquisition carrier;
         /** Local waiters in arrival order; allocated on first contention. */
         ArrayDeque<Acquisition> waiters;
+
         boolean dead;
     }
 

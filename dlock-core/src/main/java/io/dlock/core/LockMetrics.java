@@ -51,8 +51,8 @@ interface LockMetrics {
         try {
             return MicrometerLockMetrics.bind(registry, options.metricsPerLockName(), client);
         } catch (NoClassDefFoundError e) {
-            throw new IllegalArgumentException("metricsRegistry needs Micrometer (io.micrometer:micrometer-core) on"
-                    + " the class path", e);
+            throw new IllegalArgumentException(
+                    "metricsRegistry needs Micrometer (io.micrometer:micrometer-core) on" + " the class path", e);
         }
     }
 }

@@ -27,8 +27,13 @@ final class LockNames {
         }
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);
-            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                    || c == '_' || c == '-' || c == '.' || c == ':';
+            boolean ok = (c >= 'a' && c <= 'z')
+                    || (c >= 'A' && c <= 'Z')
+                    || (c >= '0' && c <= '9')
+                    || c == '_'
+                    || c == '-'
+                    || c == '.'
+                    || c == ':';
             if (!ok) {
                 throw new IllegalArgumentException("lock name '" + printable(name) + "' has character "
                         + (Character.isISOControl(c) ? String.format("U+%04X", (int) c) : "'" + c + "'")

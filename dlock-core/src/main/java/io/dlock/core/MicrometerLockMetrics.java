@@ -42,6 +42,7 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final Tags base;
     /** [kind][outcome]; null with per-lock-name tags. */
     private final Timer[][] timers;
+
     private final Counter[] lost;
     private final Counter renewedOk;
     private final Counter renewalFailed;
@@ -53,10 +54,14 @@ final class MicrometerLockMetrics implements LockMetrics {
         this.perLockName = perLockName;
         this.base = Tags.of(TAG_BACKEND, client.backendName);
         Tags clientTags = base.and("client", Integer.toString(CLIENTS.incrementAndGet()));
-        gauges.add(Gauge.builder(HELD, client, EngineClient::heldCount).tags(clientTags)
-                .description("leases this client holds").register(registry));
-        gauges.add(Gauge.builder(WAITING, client, EngineClient::waitingCount).tags(clientTags)
-                .description("acquisitions of this client waiting").register(registry));
+        gauges.add(Gauge.builder(HELD, client, EngineClient::heldCount)
+                .tags(clientTags)
+                .description("leases this client holds")
+                .register(registry));
+        gauges.add(Gauge.builder(WAITING, client, EngineClient::waitingCount)
+                .tags(clientTags)
+                .description("acquisitions of this client waiting")
+                .register(registry));
         if (perLockName) {
             timers = null;
             lost = null;
@@ -131,7 +136,8 @@ final class MicrometerLockMetrics implements LockMetrics {
             return 1;
         }
         if (e instanceof CancellationException
-                || (e instanceof IllegalStateException && String.valueOf(e.getMessage()).contains("closed"))) {
+                || (e instanceof IllegalStateException
+                        && String.valueOf(e.getMessage()).contains("closed"))) {
             return 3;
         }
         return 2;
@@ -147,22 +153,34 @@ final class MicrometerLockMetrics implements LockMetrics {
     }
 
     private Timer timer(Tags tags, LockMode mode, int outcome) {
-        return Timer.builder(ACQUIRE).tags(tags).tag(TAG_KIND, kindOf(mode)).tag(TAG_OUTCOME, OUTCOMES[outcome])
-                .description("time from an acquire call to its outcome").register(registry);
+        return Timer.builder(ACQUIRE)
+                .tags(tags)
+                .tag(TAG_KIND, kindOf(mode))
+                .tag(TAG_OUTCOME, OUTCOMES[outcome])
+                .description("time from an acquire call to its outcome")
+                .register(registry);
     }
 
     private Counter lostCounter(Tags tags, LossCause cause) {
-        return Counter.builder(LEASE_LOST).tags(tags).tag(TAG_CAUSE, cause.tag)
-                .description("leases lost, not released by their owner").register(registry);
+        return Counter.builder(LEASE_LOST)
+                .tags(tags)
+                .tag(TAG_CAUSE, cause.tag)
+                .description("leases lost, not released by their owner")
+                .register(registry);
     }
 
     private Counter renewalCounter(Tags tags, boolean ok) {
-        return Counter.builder(RENEWAL).tags(tags).tag(TAG_OUTCOME, ok ? "ok" : "failed")
-                .description("lease renewals").register(registry);
+        return Counter.builder(RENEWAL)
+                .tags(tags)
+                .tag(TAG_OUTCOME, ok ? "ok" : "failed")
+                .description("lease renewals")
+                .register(registry);
     }
 
     private Counter handOffCounter(Tags tags) {
-        return Counter.builder(LOCAL_HANDOFF).tags(tags)
-                .description("grants passed to a waiter of the same client without a round trip").register(registry);
+        return Counter.builder(LOCAL_HANDOFF)
+                .tags(tags)
+                .description("grants passed to a waiter of the same client without a round trip")
+                .register(registry);
     }
 }

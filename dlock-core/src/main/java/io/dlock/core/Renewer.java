@@ -87,9 +87,12 @@ final class Renewer {
                 Grant g = a.grant();
                 if (g.validUntilNanos() - now < lossThresholdNanos()) {
                     tracked.remove(a);
-                    a.lose(LockMetrics.LossCause.EXPIRED, renewal
-                            ? "the lease could not be renewed before it ran out"
-                            : "the lease ran out (renewal is off)", a.lastRenewalFailure);
+                    a.lose(
+                            LockMetrics.LossCause.EXPIRED,
+                            renewal
+                                    ? "the lease could not be renewed before it ran out"
+                                    : "the lease ran out (renewal is off)",
+                            a.lastRenewalFailure);
                 } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
                     renew(a, g, now);
                 }
@@ -111,7 +114,10 @@ final class Renewer {
             Throwable cause = Acquisition.unwrap(error);
             if (cause instanceof EntryLostException) {
                 tracked.remove(a);
-                a.lose(LockMetrics.LossCause.REMOVED, "renewal found the lock gone on the server: " + cause.getMessage(), cause);
+                a.lose(
+                        LockMetrics.LossCause.REMOVED,
+                        "renewal found the lock gone on the server: " + cause.getMessage(),
+                        cause);
             } else {
                 a.lastRenewalFailure = cause;
                 log.debug("[lock={} state=HELD] renewal failed, retrying: {}", a.name, cause.toString());

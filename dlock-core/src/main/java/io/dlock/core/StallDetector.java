@@ -30,8 +30,8 @@ final class StallDetector {
     StallDetector(Ticker ticker, Duration bound, Consumer<Duration> onStall) {
         this.ticker = ticker;
         this.boundNanos = bound.toNanos();
-        this.periodNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(10),
-                Math.min(boundNanos / 4, TimeUnit.MILLISECONDS.toNanos(250)));
+        this.periodNanos = Math.max(
+                TimeUnit.MILLISECONDS.toNanos(10), Math.min(boundNanos / 4, TimeUnit.MILLISECONDS.toNanos(250)));
         this.onStall = onStall;
         this.lastTick = ticker.read();
     }

@@ -16,7 +16,8 @@ public record Position(QueueEntry entry, Grant grant, String predecessor) {
     public Position {
         Objects.requireNonNull(entry, "entry");
         if ((grant == null) == (predecessor == null)) {
-            throw new IllegalArgumentException("a position is either granted or waiting: " + grant + ", " + predecessor);
+            throw new IllegalArgumentException(
+                    "a position is either granted or waiting: " + grant + ", " + predecessor);
         }
     }
 

@@ -1,7 +1,5 @@
 package io.dlock.core;
 
-import io.dlock.spi.LockMode;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -16,6 +14,7 @@ import io.dlock.LockOptions;
 import io.dlock.LockTimeoutException;
 import io.dlock.Ticker;
 import io.dlock.spi.ConnectionState;
+import io.dlock.spi.LockMode;
 import io.dlock.spi.QueueEntry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -88,8 +87,13 @@ class EngineClientTest {
 
     /** A client whose waiting threads each stand in the backend queue (no JVM-local queueing). */
     private LockClient clientWithoutLocalQueueing() {
-        LockClient c = LockEngine.newClient(server.connect(),
-                LockOptions.builder().ticker(ticker).callbackThreads(1).localQueueing(false).build());
+        LockClient c = LockEngine.newClient(
+                server.connect(),
+                LockOptions.builder()
+                        .ticker(ticker)
+                        .callbackThreads(1)
+                        .localQueueing(false)
+                        .build());
         clients.add(c);
         return c;
     }
@@ -338,7 +342,8 @@ class EngineClientTest {
     void cancel_whileEnqueueReplyInFlight_withdrawsEntryWhenReplyArrives() throws Exception {
         EngineClient engine = (EngineClient) client;
         backend.holdEnqueueReplies(true);
-        Acquisition a = engine.newAcquisition("orders", LockMode.EXCLUSIVE, 1, 1, Thread.currentThread(), true, Duration.ofMillis(20));
+        Acquisition a = engine.newAcquisition(
+                "orders", LockMode.EXCLUSIVE, 1, 1, Thread.currentThread(), true, Duration.ofMillis(20));
         a.start();
         eventually().until(() -> backend.heldReplies() == 1);
         assertThat(backend.queue("orders")).hasSize(1); // the server granted it; the reply is in flight
@@ -351,14 +356,20 @@ class EngineClientTest {
 
         assertThatThrownBy(() -> a.outcome.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(LockTimeoutException.class);
         assertThat(backend.queue("orders")).isEmpty(); // withdrawn before the outcome completed
-        assertThat(engine.heldBy("orders", LockMode.EXCLUSIVE, Thread.currentThread())).isNull();
+        assertThat(engine.heldBy("orders", LockMode.EXCLUSIVE, Thread.currentThread()))
+                .isNull();
     }
 
     @Test
     void tryAcquire_requestUnansweredPastWaitAndConnectTimeout_returnsEmptyAndWithdrawsOnReply() throws Exception {
         InMemoryBackend b = server.connect();
-        LockClient c = LockEngine.newClient(b, LockOptions.builder().ticker(ticker).callbackThreads(1)
-                .connectTimeout(Duration.ofMillis(300)).build());
+        LockClient c = LockEngine.newClient(
+                b,
+                LockOptions.builder()
+                        .ticker(ticker)
+                        .callbackThreads(1)
+                        .connectTimeout(Duration.ofMillis(300))
+                        .build());
         clients.add(c);
         b.holdEnqueueReplies(true); // a partition: the reply does not come back
 
@@ -367,7 +378,9 @@ class EngineClientTest {
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
 
         assertThat(got).isEmpty();
-        assertThat(tookMs).as("bounded by wait + connectTimeout, not by the unanswered request").isLessThan(4_000);
+        assertThat(tookMs)
+                .as("bounded by wait + connectTimeout, not by the unanswered request")
+                .isLessThan(4_000);
         assertThat(b.heldReplies()).isEqualTo(1); // still unanswered when the caller gave up
         assertThat(b.queue("orders")).hasSize(1); // and it was granted on the server
 
@@ -652,8 +665,7 @@ class EngineClientTest {
         Lease lease = client.lock("orders").acquire();
         ScheduledExecutorService reporter = Executors.newSingleThreadScheduledExecutor();
         try {
-            reporter.scheduleAtFixedRate(
-                    () -> backend.emit(ConnectionState.SUSPENDED), 0, 100, TimeUnit.MILLISECONDS);
+            reporter.scheduleAtFixedRate(() -> backend.emit(ConnectionState.SUSPENDED), 0, 100, TimeUnit.MILLISECONDS);
 
             await().atMost(Duration.ofSeconds(3))
                     .pollInterval(Duration.ofMillis(10))
@@ -675,7 +687,8 @@ class EngineClientTest {
 
         client.close();
 
-        assertThat(((EngineClient) client).callbacks.awaitTermination(5, TimeUnit.SECONDS)).isTrue();
+        assertThat(((EngineClient) client).callbacks.awaitTermination(5, TimeUnit.SECONDS))
+                .isTrue();
         assertThat(fired).hasValue(0);
         assertThat(lease.isValid()).isFalse();
         assertThat(async.isValid()).isFalse();
@@ -697,12 +710,8 @@ class EngineClientTest {
 
         client.close();
 
-        assertThatThrownBy(() -> blocking.get(5, TimeUnit.SECONDS))
-                .cause()
-                .isInstanceOf(IllegalStateException.class);
-        assertThatThrownBy(() -> async.get(5, TimeUnit.SECONDS))
-                .cause()
-                .isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> blocking.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> async.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(IllegalStateException.class);
         assertThat(backend.queue("orders")).hasSize(1);
         assertThat(held.isValid()).isTrue();
         held.close();
@@ -745,8 +754,8 @@ class EngineClientTest {
             assertThatThrownBy(() -> client.withLock("orders", Duration.ofMillis(50), () -> ran.getAndSet(true)))
                     .isInstanceOf(LockTimeoutException.class)
                     .hasMessageStartingWith("lock 'orders' on inmemory: ")
-                    .satisfies(e -> assertThat(((LockTimeoutException) e).waitTime())
-                            .isEqualTo(Duration.ofMillis(50)));
+                    .satisfies(e ->
+                            assertThat(((LockTimeoutException) e).waitTime()).isEqualTo(Duration.ofMillis(50)));
             assertThat(backend.queue("orders")).hasSize(1);
         }
         assertThat(ran).isFalse();
@@ -896,8 +905,9 @@ class EngineClientTest {
 
         backend.expire(waiting); // e.g. the waiter's session expired on the server
 
-        eventually().until(() -> backend.queue("orders").size() == 2
-                && !backend.queue("orders").get(1).key().equals(waiting.key()));
+        eventually()
+                .until(() -> backend.queue("orders").size() == 2
+                        && !backend.queue("orders").get(1).key().equals(waiting.key()));
         assertThat(backend.queue("orders").get(1).acquisitionId()).isEqualTo(waiting.acquisitionId());
         assertThat(waiter).isNotDone();
         held.close();

@@ -82,6 +82,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
         final AtomicInteger renewals = new AtomicInteger();
         /** Lifetime of grants: validUntil = ticker + lifetime; null for session-bound grants. */
         private volatile Ticker grantTicker;
+
         private volatile Duration grantLifetime;
 
         InMemoryBackend connect() {
@@ -128,7 +129,9 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
         /** The entry's position; the caller holds {@code lock}. */
         private Position positionOf(List<Slot> q, int index) {
             Slot s = q.get(index);
-            return index == 0 ? Position.granted(grantOf(s.entry)) : Position.waiting(s.entry, q.get(index - 1).entry.key());
+            return index == 0
+                    ? Position.granted(grantOf(s.entry))
+                    : Position.waiting(s.entry, q.get(index - 1).entry.key());
         }
 
         private static int indexOf(List<Slot> q, String key) {
@@ -473,23 +476,27 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
-        return CompletableFuture.supplyAsync(() -> {
-            lookups.incrementAndGet();
-            if (failLookups.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                throw failure(lockName, "lookup failed (test)");
-            }
-            return server.find(lockName, acquisitionId, session);
-        }, REPLIES);
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    lookups.incrementAndGet();
+                    if (failLookups.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        throw failure(lockName, "lookup failed (test)");
+                    }
+                    return server.find(lockName, acquisitionId, session);
+                },
+                REPLIES);
     }
 
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
-        return CompletableFuture.supplyAsync(() -> {
-            if (failRenewals.get()) {
-                throw failure(grant.entry().lockName(), "renewal refused (test)");
-            }
-            return server.renew(grant.entry());
-        }, REPLIES);
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    if (failRenewals.get()) {
+                        throw failure(grant.entry().lockName(), "renewal refused (test)");
+                    }
+                    return server.renew(grant.entry());
+                },
+                REPLIES);
     }
 
     private LockBackendException failure(String lockName, String detail) {

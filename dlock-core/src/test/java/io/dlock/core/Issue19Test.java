@@ -67,9 +67,8 @@ class Issue19Test {
         return c;
     }
 
-    private static final java.util.Set<io.dlock.Capability> WITH_MULTI_LOCK = java.util.Set.copyOf(
-            java.util.EnumSet.of(io.dlock.Capability.MULTI_LOCK, InMemoryBackend.DEFAULT_CAPABILITIES.toArray(
-                    new io.dlock.Capability[0])));
+    private static final java.util.Set<io.dlock.Capability> WITH_MULTI_LOCK = java.util.Set.copyOf(java.util.EnumSet.of(
+            io.dlock.Capability.MULTI_LOCK, InMemoryBackend.DEFAULT_CAPABILITIES.toArray(new io.dlock.Capability[0])));
 
     private LockClient open() {
         return open(server.connect(WITH_MULTI_LOCK), LockOptions.builder().callbackThreads(1));
@@ -96,7 +95,8 @@ class Issue19Test {
             int form = trials % 5;
             String name = trials % 2 == 0 ? "busy" : "free-" + trials; // waiting or granted at once
             String other = "other-" + trials;
-            LockClient c = LockEngine.newClient(server.connect(WITH_MULTI_LOCK),
+            LockClient c = LockEngine.newClient(
+                    server.connect(WITH_MULTI_LOCK),
                     LockOptions.builder().callbackThreads(1).build());
             CyclicBarrier start = new CyclicBarrier(2);
             Future<Object> call = threads.submit(() -> {
@@ -105,7 +105,9 @@ class Issue19Test {
                     return switch (form) {
                         case 0 -> c.lock(name).acquire();
                         case 1 -> c.lock(name).tryAcquire(Duration.ofMinutes(1));
-                        case 2 -> c.lock(name).acquireAsync(Duration.ofMinutes(1)).get();
+                        case 2 -> c.lock(name)
+                                .acquireAsync(Duration.ofMinutes(1))
+                                .get();
                         case 3 -> c.multiLock(List.of(name, other)).acquire();
                         default -> {
                             Lock l = c.lock(name).asJavaLock();
@@ -123,8 +125,10 @@ class Issue19Test {
             try {
                 outcome = call.get(5, TimeUnit.SECONDS);
             } catch (TimeoutException e) {
-                throw new AssertionError("trial " + trials + " (form " + form + ", " + name
-                        + "): the caller was still blocked 5 s after close() returned", e);
+                throw new AssertionError(
+                        "trial " + trials + " (form " + form + ", " + name
+                                + "): the caller was still blocked 5 s after close() returned",
+                        e);
             }
             if (outcome instanceof ExecutionException ee) {
                 assertThat(ee.getCause()).as("trial %d", trials).isInstanceOf(IllegalStateException.class);
@@ -137,7 +141,9 @@ class Issue19Test {
             trials++;
         }
         assertThat(trials).isGreaterThanOrEqualTo(200);
-        assertThat(closedSeen).as("trials whose caller was told the client closed").isPositive();
+        assertThat(closedSeen)
+                .as("trials whose caller was told the client closed")
+                .isPositive();
         // Nothing of the closed clients is left on the server: only the holder's entry.
         eventually().until(() -> server.totalEntries() == 1);
         assertThat(held.isValid()).isTrue();
@@ -166,7 +172,9 @@ class Issue19Test {
 
         LockClient other = open();
         assertThat(other.lock("b").tryAcquire(Duration.ZERO)).as("b released").isPresent();
-        assertThat(other.lock("a").tryAcquire(Duration.ofSeconds(5))).as("a's entry cleaned up").isPresent();
+        assertThat(other.lock("a").tryAcquire(Duration.ofSeconds(5)))
+                .as("a's entry cleaned up")
+                .isPresent();
         assertThatThrownBy(multi::unlock).isInstanceOf(IllegalMonitorStateException.class);
     }
 
@@ -177,12 +185,15 @@ class Issue19Test {
         LockClient holder = open();
         Lease b = holder.lock("b").acquire();
         LockClient c = open();
-        CompletableFuture<Lease> f = c.multiLock(List.of("a", "b")).acquireAsync(Duration.ofMinutes(1))
+        CompletableFuture<Lease> f = c.multiLock(List.of("a", "b"))
+                .acquireAsync(Duration.ofMinutes(1))
                 .orTimeout(200, TimeUnit.MILLISECONDS);
         assertThatThrownBy(() -> f.get(5, TimeUnit.SECONDS)).hasCauseInstanceOf(TimeoutException.class);
 
         LockClient other = open();
-        assertThat(other.lock("a").tryAcquire(Duration.ofSeconds(2))).as("part a given back").isPresent();
+        assertThat(other.lock("a").tryAcquire(Duration.ofSeconds(2)))
+                .as("part a given back")
+                .isPresent();
         eventually().until(() -> server.queue("b").size() == 1); // only the holder's entry
         b.close();
     }
@@ -222,20 +233,27 @@ class Issue19Test {
         Lease lease = c.lock("x").acquire();
         CountDownLatch busy = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        c.lock("y").acquireAsync(Duration.ZERO).thenAccept(l -> { // a user's slow critical section
-            busy.countDown();
-            try {
-                release.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        assertThat(busy.await(5, TimeUnit.SECONDS)).as("the only callback thread is busy").isTrue();
+        c.lock("y")
+                .acquireAsync(Duration.ZERO)
+                .thenAccept(
+                        l -> { // a user's slow critical section
+                            busy.countDown();
+                            try {
+                                release.await(10, TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        });
+        assertThat(busy.await(5, TimeUnit.SECONDS))
+                .as("the only callback thread is busy")
+                .isTrue();
         CountDownLatch ran = new CountDownLatch(1);
         lease.onLost(e -> ran.countDown());
         try {
             ((EngineLease) lease).acquisition().lose(LockMetrics.LossCause.REMOVED, "lost for the test", null);
-            assertThat(ran.await(2, TimeUnit.SECONDS)).as("listener ran while the callback pool was busy").isTrue();
+            assertThat(ran.await(2, TimeUnit.SECONDS))
+                    .as("listener ran while the callback pool was busy")
+                    .isTrue();
         } finally {
             release.countDown();
         }
@@ -313,7 +331,9 @@ class Issue19Test {
             first.interrupt();
             Thread.sleep(20); // give an interrupt time to (wrongly) withdraw and re-enqueue
         }
-        assertThat(server.queue("x").get(1).acquisitionId()).as("first waiter kept its entry").isEqualTo(firstEntry);
+        assertThat(server.queue("x").get(1).acquisitionId())
+                .as("first waiter kept its entry")
+                .isEqualTo(firstEntry);
 
         held.close();
         first.join(5_000);
@@ -360,7 +380,8 @@ class Issue19Test {
         Lease held = holder.lock("x").acquire();
         LockClient c = open();
         AtomicBoolean flag = new AtomicBoolean();
-        java.util.concurrent.atomic.AtomicReference<Throwable> thrown = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
+                new java.util.concurrent.atomic.AtomicReference<>();
         Thread t = new Thread(() -> {
             try {
                 c.withLock("x", Duration.ofMinutes(1), () -> "never");
@@ -373,7 +394,8 @@ class Issue19Test {
         eventually().until(() -> server.queue("x").size() == 2);
         t.interrupt();
         t.join(5_000);
-        assertThat(thrown.get()).isInstanceOf(LockInterruptedException.class)
+        assertThat(thrown.get())
+                .isInstanceOf(LockInterruptedException.class)
                 .hasCauseInstanceOf(InterruptedException.class);
         assertThat(((LockInterruptedException) thrown.get()).lockName()).isEqualTo("x");
         assertThat(flag).isTrue();
@@ -386,9 +408,11 @@ class Issue19Test {
     @Test
     void lostEnqueueReply_lookupsFailForAWhile_theEntryIsFoundAndRemovedLater() throws Exception {
         InMemoryBackend backend = server.connect();
-        LockClient c = open(backend, LockOptions.builder()
-                .connectTimeout(Duration.ofMillis(300))
-                .retryPolicy(RetryPolicy.exponentialBackoff(Duration.ofMillis(20), Duration.ofMillis(100), 3)));
+        LockClient c = open(
+                backend,
+                LockOptions.builder()
+                        .connectTimeout(Duration.ofMillis(300))
+                        .retryPolicy(RetryPolicy.exponentialBackoff(Duration.ofMillis(20), Duration.ofMillis(100), 3)));
         LockClient holder = open();
         Lease held = holder.lock("x").acquire();
         backend.failNextEnqueue(InMemoryBackend.FailMode.AFTER_APPLY);
@@ -400,7 +424,9 @@ class Issue19Test {
         eventually().until(() -> server.queue("x").size() == 1);
         assertThat(backend.lookups()).isGreaterThan(8);
         held.close();
-        assertThat(open().lock("x").tryAcquire(Duration.ofSeconds(2))).as("nobody blocks the lock").isPresent();
+        assertThat(open().lock("x").tryAcquire(Duration.ofSeconds(2)))
+                .as("nobody blocks the lock")
+                .isPresent();
     }
 
     // ---- item 14: an entry lost while waiting, racing a cancel, leaves nothing behind
@@ -420,7 +446,9 @@ class Issue19Test {
                 server.connect().expire(q.get(1));
             }
             assertThat(waiter.get(5, TimeUnit.SECONDS)).isEmpty();
-            eventually().alias("trial " + i + " leaves only the holder's entry").until(() -> server.queue("x").size() == 1);
+            eventually()
+                    .alias("trial " + i + " leaves only the holder's entry")
+                    .until(() -> server.queue("x").size() == 1);
         }
         assertThat(held.isValid()).isTrue();
     }

@@ -57,8 +57,13 @@ class LocalQueueingTest {
     }
 
     private LockClient client(InMemoryBackend backend, int maxLocalHandoffs) {
-        LockClient c = LockEngine.newClient(backend, LockOptions.builder().ticker(ticker).callbackThreads(1)
-                .maxLocalHandoffs(maxLocalHandoffs).build());
+        LockClient c = LockEngine.newClient(
+                backend,
+                LockOptions.builder()
+                        .ticker(ticker)
+                        .callbackThreads(1)
+                        .maxLocalHandoffs(maxLocalHandoffs)
+                        .build());
         clients.add(c);
         return c;
     }
@@ -117,7 +122,9 @@ class LocalQueueingTest {
         for (int i = 0; i < 5; i++) {
             fromA.add(a.lock("job").acquireAsync(LONG));
         }
-        assertThat(server.queue("job")).as("local waiters stay out of the backend").hasSize(2);
+        assertThat(server.queue("job"))
+                .as("local waiters stay out of the backend")
+                .hasSize(2);
 
         List<String> order = new ArrayList<>();
         long lastToken = first.fencingToken();
@@ -170,8 +177,7 @@ class LocalQueueingTest {
         assertThat(zero.get(5, TimeUnit.SECONDS)).isEmpty();
         assertThat(timed.get(5, TimeUnit.SECONDS)).isEmpty();
         Future<Integer> withLock = threads.submit(() -> a.withLock("job", Duration.ofMillis(20), () -> 1));
-        assertThatThrownBy(() -> withLock.get(5, TimeUnit.SECONDS))
-                .cause().isInstanceOf(LockTimeoutException.class);
+        assertThatThrownBy(() -> withLock.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(LockTimeoutException.class);
         assertThat(server.enqueues.get()).isEqualTo(1);
         assertThat(held.isValid()).isTrue();
         held.close();
@@ -230,13 +236,15 @@ class LocalQueueingTest {
         a.close();
         assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS))
                 .isInstanceOf(ExecutionException.class)
-                .cause().isInstanceOf(IllegalStateException.class);
+                .cause()
+                .isInstanceOf(IllegalStateException.class);
         assertThat(server.totalEntries()).isZero();
     }
 
     @Test
     void offEveryWaiterStandsInTheBackend() throws Exception {
-        LockClient a = LockEngine.newClient(server.connect(),
+        LockClient a = LockEngine.newClient(
+                server.connect(),
                 LockOptions.builder().ticker(ticker).localQueueing(false).build());
         clients.add(a);
         Lease held = a.lock("job").acquire();
@@ -248,7 +256,10 @@ class LocalQueueingTest {
         held.close();
         while (!waiters.isEmpty()) { // in grant order (concurrent enqueues may arrive in any order)
             eventually().until(() -> waiters.stream().anyMatch(CompletableFuture::isDone));
-            CompletableFuture<Lease> w = waiters.stream().filter(CompletableFuture::isDone).findFirst().orElseThrow();
+            CompletableFuture<Lease> w = waiters.stream()
+                    .filter(CompletableFuture::isDone)
+                    .findFirst()
+                    .orElseThrow();
             waiters.remove(w);
             Lease l = w.get();
             assertThat(l.fencingToken() % 1024).isZero();
@@ -260,8 +271,10 @@ class LocalQueueingTest {
     @Test
     void optionsRejectOutOfRangeBound() {
         assertThatThrownBy(() -> LockOptions.builder().maxLocalHandoffs(-1))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxLocalHandoffs");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("maxLocalHandoffs");
         assertThatThrownBy(() -> LockOptions.builder().maxLocalHandoffs(1024))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1023");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1023");
     }
 }

@@ -89,7 +89,9 @@ class LockStateTest {
     void canMoveTo_terminalStates_haveNoWayOut() {
         for (LockState terminal : List.of(RELEASED, LOST, CANCELLED)) {
             for (LockState next : LockState.values()) {
-                assertThat(terminal.canMoveTo(next)).as("%s -> %s", terminal, next).isFalse();
+                assertThat(terminal.canMoveTo(next))
+                        .as("%s -> %s", terminal, next)
+                        .isFalse();
             }
         }
     }

@@ -35,7 +35,8 @@ class MetricsTest {
     }
 
     private LockClient open(InMemoryBackend backend, LockOptions.Builder options) {
-        LockClient c = LockEngine.newClient(backend, options.ticker(ticker).metricsRegistry(registry).build());
+        LockClient c = LockEngine.newClient(
+                backend, options.ticker(ticker).metricsRegistry(registry).build());
         clients.add(c);
         return c;
     }
@@ -45,7 +46,10 @@ class MetricsTest {
     }
 
     private long acquires(String outcome) {
-        var timer = registry.find(LockMetricNames.ACQUIRE).tag("kind", "lock").tag("outcome", outcome).timer();
+        var timer = registry.find(LockMetricNames.ACQUIRE)
+                .tag("kind", "lock")
+                .tag("outcome", outcome)
+                .timer();
         return timer == null ? 0 : timer.count();
     }
 
@@ -55,7 +59,9 @@ class MetricsTest {
     }
 
     private double gauge(String name) {
-        return registry.find(name).tag("backend", "inmemory").gauges().stream().mapToDouble(g -> g.value()).sum();
+        return registry.find(name).tag("backend", "inmemory").gauges().stream()
+                .mapToDouble(g -> g.value())
+                .sum();
     }
 
     @Test
@@ -67,8 +73,13 @@ class MetricsTest {
         // Recorded as the outcome completes, which may be just after the caller woke up.
         await().atMost(Duration.ofSeconds(5)).until(() -> acquires("acquired") == 1 && acquires("timeout") == 1);
         assertThat(acquires("error")).isZero();
-        assertThat(registry.find(LockMetricNames.ACQUIRE).tag("outcome", "acquired").timer().getId()
-                .getTag(LockMetricNames.TAG_LOCK)).as("no lock-name tag unless asked").isNull();
+        assertThat(registry.find(LockMetricNames.ACQUIRE)
+                        .tag("outcome", "acquired")
+                        .timer()
+                        .getId()
+                        .getTag(LockMetricNames.TAG_LOCK))
+                .as("no lock-name tag unless asked")
+                .isNull();
         lease.close();
     }
 
@@ -86,7 +97,9 @@ class MetricsTest {
         assertThat(gauge(LockMetricNames.WAITING)).isZero();
 
         other.close();
-        assertThat(registry.find(LockMetricNames.HELD).gauges()).as("a closed client's gauges are removed").hasSize(1);
+        assertThat(registry.find(LockMetricNames.HELD).gauges())
+                .as("a closed client's gauges are removed")
+                .hasSize(1);
     }
 
     @Test
@@ -107,7 +120,8 @@ class MetricsTest {
         await().atMost(Duration.ofSeconds(5)).until(() -> gauge(LockMetricNames.WAITING) == 1);
         first.close();
         second.get(5, TimeUnit.SECONDS).close();
-        assertThat(counter(LockMetricNames.LOCAL_HANDOFF, "backend", "inmemory")).isEqualTo(1);
+        assertThat(counter(LockMetricNames.LOCAL_HANDOFF, "backend", "inmemory"))
+                .isEqualTo(1);
     }
 
     @Test
@@ -128,16 +142,25 @@ class MetricsTest {
     void perLockName_tagsMetersWithTheName() throws Exception {
         LockClient c = open(server.connect(), LockOptions.builder().metricsPerLockName(true));
         c.lock("orders").acquire().close();
-        await().atMost(Duration.ofSeconds(5)).until(() -> registry.find(LockMetricNames.ACQUIRE).tag("lock", "orders")
-                .tag("outcome", "acquired").timer() != null);
-        assertThat(registry.find(LockMetricNames.ACQUIRE).tag("lock", "orders").tag("outcome", "acquired").timer()
-                .count()).isEqualTo(1);
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> registry.find(LockMetricNames.ACQUIRE)
+                                .tag("lock", "orders")
+                                .tag("outcome", "acquired")
+                                .timer()
+                        != null);
+        assertThat(registry.find(LockMetricNames.ACQUIRE)
+                        .tag("lock", "orders")
+                        .tag("outcome", "acquired")
+                        .timer()
+                        .count())
+                .isEqualTo(1);
     }
 
     @Test
     void metricsRegistry_notAMeterRegistry_refusedAndTheBackendClosed() {
         InMemoryBackend backend = server.connect();
-        LockOptions options = LockOptions.builder().metricsRegistry("not a registry").build();
+        LockOptions options =
+                LockOptions.builder().metricsRegistry("not a registry").build();
         assertThatThrownBy(() -> LockEngine.newClient(backend, options))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("MeterRegistry")

@@ -41,8 +41,14 @@ class RenewerTest {
 
     private LockClient open(boolean renewal) {
         backend = server.connect();
-        client = LockEngine.newClient(backend,
-                LockOptions.builder().ticker(ticker).leaseTime(LEASE).renewal(renewal).callbackThreads(1).build());
+        client = LockEngine.newClient(
+                backend,
+                LockOptions.builder()
+                        .ticker(ticker)
+                        .leaseTime(LEASE)
+                        .renewal(renewal)
+                        .callbackThreads(1)
+                        .build());
         return client;
     }
 
@@ -59,7 +65,10 @@ class RenewerTest {
 
     /** Asserts that {@code condition} stays true for {@code period} (many renewer ticks). */
     private static void holdsFor(Duration period, java.util.concurrent.Callable<Boolean> condition) {
-        await().during(period).atMost(period.plusSeconds(5)).pollInterval(Duration.ofMillis(5)).until(condition);
+        await().during(period)
+                .atMost(period.plusSeconds(5))
+                .pollInterval(Duration.ofMillis(5))
+                .until(condition);
     }
 
     private static long validUntil(Lease lease) {
@@ -125,7 +134,9 @@ class RenewerTest {
         assertThat(server.renewals.get()).isZero();
         backend.failRenewals(false);
         lease.close();
-        assertThat(backend.queue("job")).as("closing a lost lease removes what is left").isEmpty();
+        assertThat(backend.queue("job"))
+                .as("closing a lost lease removes what is left")
+                .isEmpty();
         // The lock is usable again.
         try (Lease again = client.lock("job").acquire()) {
             assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());

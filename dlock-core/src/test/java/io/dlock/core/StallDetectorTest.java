@@ -139,19 +139,23 @@ class StallDetectorTest {
         first.start();
         assertThat(reporting.await(5, TimeUnit.SECONDS)).isTrue();
         AtomicBoolean sawReported = new AtomicBoolean();
-        Thread second = new Thread(() -> {
-            detector.check();
-            sawReported.set(reported.get());
-        }, "resuming-user");
+        Thread second = new Thread(
+                () -> {
+                    detector.check();
+                    sawReported.set(reported.get());
+                },
+                "resuming-user");
 
         second.start();
-        await().atMost(Duration.ofSeconds(5)).until(() -> second.getState() != Thread.State.RUNNABLE
-                && second.getState() != Thread.State.NEW);
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> second.getState() != Thread.State.RUNNABLE && second.getState() != Thread.State.NEW);
         finishReport.countDown();
         second.join(5_000);
         first.join(5_000);
 
-        assertThat(sawReported).as("check() returned while the stall was still being reported").isTrue();
+        assertThat(sawReported)
+                .as("check() returned while the stall was still being reported")
+                .isTrue();
     }
 
     // ---- through the engine
@@ -216,7 +220,8 @@ class StallDetectorTest {
             assertThat(client.lock("orders").isHeldByCurrentThread()).isFalse();
             assertThat(lease.isValid()).isFalse();
             // A fresh acquisition after the stall gets a new grant with a higher token.
-            try (Lease again = client.lock("orders").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+            try (Lease again =
+                    client.lock("orders").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
                 assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
             }
         }

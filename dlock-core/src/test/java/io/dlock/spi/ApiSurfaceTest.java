@@ -50,12 +50,14 @@ class ApiSurfaceTest {
 
     private static List<String> surface(Class<?> anchor, String pkg)
             throws IOException, URISyntaxException, ClassNotFoundException {
-        Path root = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path root = Path.of(
+                anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
         TreeSet<String> lines = new TreeSet<>();
         List<String> names = new ArrayList<>();
         // In a reactor build the package is a classes directory; built alone, an installed jar.
         try (FileSystem jar = Files.isDirectory(root) ? null : FileSystems.newFileSystem(root);
-                Stream<Path> files = Files.list((jar == null ? root : jar.getPath("/")).resolve(pkg.replace('.', '/')))) {
+                Stream<Path> files =
+                        Files.list((jar == null ? root : jar.getPath("/")).resolve(pkg.replace('.', '/')))) {
             files.map(p -> p.getFileName().toString())
                     .filter(n -> n.endsWith(".class") && !n.equals("package-info.class"))
                     .forEach(n -> names.add(pkg + "." + n.substring(0, n.length() - ".class".length())));
@@ -68,10 +70,20 @@ class ApiSurfaceTest {
             String type = c.getName();
             lines.add(type + " : " + Modifier.toString(c.getModifiers() & ~Modifier.STRICT & ~Modifier.INTERFACE) + " "
                     + (c.isInterface() ? "interface" : c.isEnum() ? "enum" : c.isRecord() ? "record" : "class")
-                    + (c.getGenericSuperclass() != null && c.getSuperclass() != Object.class
-                            && !c.isEnum() && !c.isRecord() ? " extends " + c.getGenericSuperclass().getTypeName() : "")
-                    + (c.getGenericInterfaces().length > 0 ? " implements " + String.join(", ",
-                            Stream.of(c.getGenericInterfaces()).map(t -> t.getTypeName()).toList()) : ""));
+                    + (c.getGenericSuperclass() != null
+                                    && c.getSuperclass() != Object.class
+                                    && !c.isEnum()
+                                    && !c.isRecord()
+                            ? " extends " + c.getGenericSuperclass().getTypeName()
+                            : "")
+                    + (c.getGenericInterfaces().length > 0
+                            ? " implements "
+                                    + String.join(
+                                            ", ",
+                                            Stream.of(c.getGenericInterfaces())
+                                                    .map(t -> t.getTypeName())
+                                                    .toList())
+                            : ""));
             for (Constructor<?> k : c.getDeclaredConstructors()) {
                 if (visible(k.getModifiers())) {
                     lines.add(type + " : " + k.toGenericString());

@@ -59,6 +59,7 @@ final class EtcdBackend implements LockBackend {
     final Client client;
     /** Whether {@link #client} is ours to close. */
     private final boolean ownsClient;
+
     final ScheduledThreadPoolExecutor timer;
     final Duration requestTimeout;
     private final EtcdLockProtocol protocol;
@@ -79,6 +80,7 @@ final class EtcdBackend implements LockBackend {
     private final java.util.Map<Long, EtcdLease> live = new java.util.concurrent.ConcurrentHashMap<>();
     /** A grant of a new lease in flight, or null. Guarded by this. */
     private CompletableFuture<EtcdLease> granting;
+
     private volatile ScheduledFuture<?> keepAliveTask;
 
     /** One etcd lease of this client, with the lock-delay lease that goes with it (0 without). */
@@ -88,6 +90,7 @@ final class EtcdBackend implements LockBackend {
         final long ttlNanos;
         /** Ticker reading until which etcd is known to keep the lease: last confirmed send + TTL. */
         volatile long confirmedUntil;
+
         volatile boolean alive = true;
 
         EtcdLease(long id, long delayId, long ttlNanos, long confirmedUntil) {
@@ -115,7 +118,8 @@ final class EtcdBackend implements LockBackend {
         // The lock-delay lease outlives the main one by the delay, plus a keep-alive period in case
         // its last keep-alive was one tick older than the main lease's.
         long delayMs = uri.lockDelay().toMillis();
-        this.delayTtlSeconds = delayMs == 0 ? 0
+        this.delayTtlSeconds = delayMs == 0
+                ? 0
                 : ttlSeconds + (delayMs + 999) / 1000 + (TimeUnit.NANOSECONDS.toMillis(keepAliveNanos) + 999) / 1000;
         this.maxSuspension = Duration.ofSeconds(ttlSeconds).dividedBy(2);
         this.timer = new ScheduledThreadPoolExecutor(1, r -> {
@@ -124,9 +128,17 @@ final class EtcdBackend implements LockBackend {
             return t;
         });
         timer.setRemoveOnCancelPolicy(true);
-        this.capabilities = Set.copyOf(EnumSet.of(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS,
-                Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL));
+        this.capabilities = Set.copyOf(EnumSet.of(
+                Capability.EXCLUSIVE,
+                Capability.FAIR,
+                Capability.FENCING_TOKENS,
+                Capability.READ_WRITE,
+                Capability.SEMAPHORE,
+                Capability.MULTI_LOCK,
+                Capability.LOST_DETECTION,
+                Capability.CRASH_RELEASE,
+                Capability.NO_HERD,
+                Capability.RENEWAL));
         this.protocol = new EtcdLockProtocol(this);
     }
 
@@ -179,19 +191,22 @@ final class EtcdBackend implements LockBackend {
 
     private static EtcdBackend start(EtcdBackend backend) {
         try {
-            backend.await(backend.client.getKVClient().get(bytes(backend.uri.namespace() + "/"),
-                    GetOption.builder().withCountOnly(true).build()));
+            backend.await(backend.client
+                    .getKVClient()
+                    .get(
+                            bytes(backend.uri.namespace() + "/"),
+                            GetOption.builder().withCountOnly(true).build()));
             backend.await(backend.lease());
         } catch (RuntimeException e) {
             backend.close();
-            throw new LockBackendException(null, NAME, "cannot connect to " + backend.uri.hostList() + ": "
-                    + describe(e, backend.uri), e);
+            throw new LockBackendException(
+                    null, NAME, "cannot connect to " + backend.uri.hostList() + ": " + describe(e, backend.uri), e);
         }
         if (!backend.options.renewal()) {
             return backend; // grants run out at the lease time; nothing keeps the lease alive
         }
-        backend.keepAliveTask = backend.timer.scheduleWithFixedDelay(backend::keepAlive, backend.keepAliveNanos,
-                backend.keepAliveNanos, TimeUnit.NANOSECONDS);
+        backend.keepAliveTask = backend.timer.scheduleWithFixedDelay(
+                backend::keepAlive, backend.keepAliveNanos, backend.keepAliveNanos, TimeUnit.NANOSECONDS);
         log.debug("[client={}] connected to {}", NAME, backend.uri);
         return backend;
     }
@@ -205,8 +220,8 @@ final class EtcdBackend implements LockBackend {
         } catch (ExecutionException e) {
             throw new CompletionException(e.getCause());
         } catch (TimeoutException e) {
-            throw new CompletionException(new TimeoutException("no answer within " + requestTimeout
-                    + " (is etcd running there?)"));
+            throw new CompletionException(
+                    new TimeoutException("no answer within " + requestTimeout + " (is etcd running there?)"));
         }
     }
 
@@ -262,7 +277,9 @@ final class EtcdBackend implements LockBackend {
         }
         long now = now();
         // With renewal off nobody keeps a lease alive: each serves new grants for half its TTL.
-        if (current != null && current.alive && (options.renewal() || current.confirmedUntil - now > current.ttlNanos / 2)) {
+        if (current != null
+                && current.alive
+                && (options.renewal() || current.confirmedUntil - now > current.ttlNanos / 2)) {
             return CompletableFuture.completedFuture(current);
         }
         live.values().removeIf(l -> now - l.confirmedUntil > 0);
@@ -270,11 +287,18 @@ final class EtcdBackend implements LockBackend {
             return granting;
         }
         long sentAt = now;
-        CompletableFuture<Long> delay = delayTtlSeconds == 0 ? CompletableFuture.completedFuture(0L)
+        CompletableFuture<Long> delay = delayTtlSeconds == 0
+                ? CompletableFuture.completedFuture(0L)
                 : client.getLeaseClient().grant(delayTtlSeconds).thenApply(r -> r.getID());
-        CompletableFuture<EtcdLease> g = client.getLeaseClient().grant(ttlSeconds)
-                .thenCombine(delay, (r, d) -> new EtcdLease(r.getID(), d, TimeUnit.SECONDS.toNanos(r.getTTL()),
-                        sentAt + TimeUnit.SECONDS.toNanos(r.getTTL())))
+        CompletableFuture<EtcdLease> g = client.getLeaseClient()
+                .grant(ttlSeconds)
+                .thenCombine(
+                        delay,
+                        (r, d) -> new EtcdLease(
+                                r.getID(),
+                                d,
+                                TimeUnit.SECONDS.toNanos(r.getTTL()),
+                                sentAt + TimeUnit.SECONDS.toNanos(r.getTTL())))
                 .orTimeout(requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
         granting = g;
         g.whenComplete((l, err) -> {
@@ -286,7 +310,11 @@ final class EtcdBackend implements LockBackend {
                     } else {
                         current = l;
                         live.put(l.id, l);
-                        log.debug("[client={}] granted {} (ttl {} s)", NAME, l, TimeUnit.NANOSECONDS.toSeconds(l.ttlNanos));
+                        log.debug(
+                                "[client={}] granted {} (ttl {} s)",
+                                NAME,
+                                l,
+                                TimeUnit.NANOSECONDS.toSeconds(l.ttlNanos));
                     }
                 }
             }
@@ -313,13 +341,18 @@ final class EtcdBackend implements LockBackend {
         }
         long sentAt = now();
         if (sentAt - l.confirmedUntil > 0) {
-            lost(l, "etcd lease " + Long.toHexString(l.id) + " ran out: no keep-alive was confirmed for "
-                    + TimeUnit.NANOSECONDS.toMillis(l.ttlNanos) + " ms", null);
+            lost(
+                    l,
+                    "etcd lease " + Long.toHexString(l.id) + " ran out: no keep-alive was confirmed for "
+                            + TimeUnit.NANOSECONDS.toMillis(l.ttlNanos) + " ms",
+                    null);
             return;
         }
-        CompletableFuture<Void> delay = l.delayId == 0 ? CompletableFuture.completedFuture(null)
+        CompletableFuture<Void> delay = l.delayId == 0
+                ? CompletableFuture.completedFuture(null)
                 : client.getLeaseClient().keepAliveOnce(l.delayId).thenApply(r -> null);
-        client.getLeaseClient().keepAliveOnce(l.id)
+        client.getLeaseClient()
+                .keepAliveOnce(l.id)
                 .thenCombine(delay, (r, x) -> r)
                 .orTimeout(Math.max(1, TimeUnit.NANOSECONDS.toMillis(keepAliveNanos)), TimeUnit.MILLISECONDS)
                 .whenComplete((r, err) -> {
@@ -329,7 +362,9 @@ final class EtcdBackend implements LockBackend {
                             l.confirmedUntil = until;
                         }
                     } else if (isLeaseGone(err)) {
-                        lost(l, "etcd lease " + Long.toHexString(l.id) + " is gone on the server (revoked or expired)",
+                        lost(
+                                l,
+                                "etcd lease " + Long.toHexString(l.id) + " is gone on the server (revoked or expired)",
                                 err);
                     } else {
                         log.debug("[client={}] keep-alive of {} failed: {}", NAME, l, err.toString());
@@ -373,13 +408,13 @@ final class EtcdBackend implements LockBackend {
         }
         protocol.leaseLost(l, reason);
         // Only the main lease: the lock-delay lease must run out on its own, keeping the delay.
-        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> { });
+        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> {});
     }
 
     private void revoke(EtcdLease l) {
-        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> { });
+        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> {});
         if (l.delayId != 0) {
-            client.getLeaseClient().revoke(l.delayId).whenComplete((r, e) -> { });
+            client.getLeaseClient().revoke(l.delayId).whenComplete((r, e) -> {});
         }
     }
 

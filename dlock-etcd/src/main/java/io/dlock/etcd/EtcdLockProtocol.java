@@ -126,25 +126,42 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     private static GetOption prefix() {
-        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
-                .withSortOrder(GetOption.SortOrder.ASCEND).build();
+        return GetOption.builder()
+                .isPrefix(true)
+                .withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.ASCEND)
+                .build();
     }
 
     /** The two newest keys of a prefix: an entry just put, and the one right before it. */
     private static GetOption newestTwo() {
-        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
-                .withSortOrder(GetOption.SortOrder.DESCEND).withLimit(2).withKeysOnly(true).build();
+        return GetOption.builder()
+                .isPrefix(true)
+                .withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.DESCEND)
+                .withLimit(2)
+                .withKeysOnly(true)
+                .build();
     }
 
     /** The newest key created before {@code ownRevision}: the predecessor. */
     private static GetOption before(long ownRevision) {
-        return GetOption.builder().isPrefix(true).withSortField(GetOption.SortTarget.CREATE)
-                .withSortOrder(GetOption.SortOrder.DESCEND).withLimit(1).withKeysOnly(true)
-                .withMaxCreateRevision(ownRevision - 1).build();
+        return GetOption.builder()
+                .isPrefix(true)
+                .withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.DESCEND)
+                .withLimit(1)
+                .withKeysOnly(true)
+                .withMaxCreateRevision(ownRevision - 1)
+                .build();
     }
 
     private static GetOption anyTwo() {
-        return GetOption.builder().isPrefix(true).withLimit(2).withKeysOnly(true).build();
+        return GetOption.builder()
+                .isPrefix(true)
+                .withLimit(2)
+                .withKeysOnly(true)
+                .build();
     }
 
     // ---- enqueue
@@ -166,8 +183,8 @@ final class EtcdLockProtocol implements LockProtocol {
         });
     }
 
-    private void put(LockRequest request, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result,
-            int attempt) {
+    private void put(
+            LockRequest request, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result, int attempt) {
         String name = request.lockName();
         String key = familyPrefix(name, request.mode()) + request.acquisitionId();
         boolean downgrade = request.mode() == LockMode.READ && request.grantedDespite() != null;
@@ -179,7 +196,10 @@ final class EtcdLockProtocol implements LockProtocol {
         }
         String family = familyPrefix(name, request.mode());
         List<Op> then = new ArrayList<>();
-        then.add(Op.put(k, bytes(value(request, downgrade)), PutOption.builder().withLeaseId(lease.id).build()));
+        then.add(Op.put(
+                k,
+                bytes(value(request, downgrade)),
+                PutOption.builder().withLeaseId(lease.id).build()));
         if (request.mode() == LockMode.EXCLUSIVE) {
             then.add(Op.get(bytes(family), newestTwo()));
             if (lockDelay) {
@@ -190,7 +210,9 @@ final class EtcdLockProtocol implements LockProtocol {
         }
         List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
         if (downgrade) {
-            otherwise.add(Op.get(bytes(request.grantedDespite()), GetOption.builder().withCountOnly(true).build()));
+            otherwise.add(Op.get(
+                    bytes(request.grantedDespite()),
+                    GetOption.builder().withCountOnly(true).build()));
         }
         txn(ifs, then, otherwise).whenComplete((r, err) -> {
             if (err != null) {
@@ -207,7 +229,9 @@ final class EtcdLockProtocol implements LockProtocol {
                     if (request.mode() == LockMode.EXCLUSIVE) {
                         List<KeyValue> two = r.getGetResponses().get(0).getKvs();
                         String predecessor = two.size() > 1 ? string(two.get(1).getKey()) : null;
-                        String tomb = lockDelay ? foreignTombstone(r.getGetResponses().get(1).getKvs(), request) : null;
+                        String tomb = lockDelay
+                                ? foreignTombstone(r.getGetResponses().get(1).getKvs(), request)
+                                : null;
                         settleExclusive(entry, predecessor, tomb, revision, lease, result);
                     } else {
                         complete(result, entry, r.getGetResponses().get(0).getKvs(), revision, lease);
@@ -217,13 +241,16 @@ final class EtcdLockProtocol implements LockProtocol {
                 List<KeyValue> own = r.getGetResponses().get(0).getKvs();
                 if (own.isEmpty()) {
                     // Only a downgrade gets here without its key: the write entry is gone; an ordinary read.
-                    put(new LockRequest(name, request.acquisitionId(), LockMode.READ, 1, 1, null), lease, result,
+                    put(
+                            new LockRequest(name, request.acquisitionId(), LockMode.READ, 1, 1, null),
+                            lease,
+                            result,
                             attempt);
                     return;
                 }
                 KeyValue kv = own.get(0);
-                QueueEntry entry = new QueueEntry(name, request.acquisitionId(), key, kv.getLease(),
-                        kv.getCreateRevision());
+                QueueEntry entry =
+                        new QueueEntry(name, request.acquisitionId(), key, kv.getLease(), kv.getCreateRevision());
                 if (kv.getLease() == lease.id) {
                     log.debug("[lock={} state=QUEUED] adopted own key {} after a lost reply", name, key);
                     readPosition(entry, result);
@@ -255,24 +282,31 @@ final class EtcdLockProtocol implements LockProtocol {
             return;
         }
         if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
-            result.completeExceptionally(failure(request.lockName(), "enqueue failed after " + (attempt + 1)
-                    + " attempt(s)", cause));
+            result.completeExceptionally(
+                    failure(request.lockName(), "enqueue failed after " + (attempt + 1) + " attempt(s)", cause));
             return;
         }
-        backend.schedule(() -> findOwnEntry(request.lockName(), request.acquisitionId()).whenComplete((found, e) -> {
-            if (e == null && found.isPresent()) {
-                readPosition(found.get(), result);
-            } else if (e == null) {
-                enqueue(request, result, attempt + 1);
-            } else {
-                retryOrFail(request, result, attempt + 1, e);
-            }
-        }), backoffMillis(attempt + 1));
+        backend.schedule(
+                () -> findOwnEntry(request.lockName(), request.acquisitionId()).whenComplete((found, e) -> {
+                    if (e == null && found.isPresent()) {
+                        readPosition(found.get(), result);
+                    } else if (e == null) {
+                        enqueue(request, result, attempt + 1);
+                    } else {
+                        retryOrFail(request, result, attempt + 1, e);
+                    }
+                }),
+                backoffMillis(attempt + 1));
     }
 
     /** Where an exclusive entry stands, given its predecessor and, with lock-delay, a foreign tombstone. */
-    private void settleExclusive(QueueEntry entry, String predecessor, String tombstone, long revision,
-            EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
+    private void settleExclusive(
+            QueueEntry entry,
+            String predecessor,
+            String tombstone,
+            long revision,
+            EtcdBackend.EtcdLease lease,
+            CompletableFuture<Position> result) {
         if (predecessor != null) {
             result.complete(Position.waiting(entry, predecessor + "@" + revision));
         } else if (tombstone != null) {
@@ -287,9 +321,14 @@ final class EtcdLockProtocol implements LockProtocol {
     /** Puts the holder's tombstone while its entry exists; only then is the grant reported. */
     private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
         ByteSequence tomb = bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId());
-        txn(List.of(new Cmp(bytes(entry.key()), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
-                List.of(Op.put(tomb, bytes("d"), PutOption.builder().withLeaseId(lease.delayId).build())),
-                List.of()).whenComplete((r, err) -> {
+        txn(
+                        List.of(new Cmp(bytes(entry.key()), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                        List.of(Op.put(
+                                tomb,
+                                bytes("d"),
+                                PutOption.builder().withLeaseId(lease.delayId).build())),
+                        List.of())
+                .whenComplete((r, err) -> {
                     if (err != null) {
                         result.completeExceptionally(failure(entry.lockName(), "writing the lock-delay key", err));
                     } else if (!r.isSucceeded()) {
@@ -307,8 +346,12 @@ final class EtcdLockProtocol implements LockProtocol {
         return new Grant(entry, entry.token(), lease.confirmedUntil);
     }
 
-    private void complete(CompletableFuture<Position> result, QueueEntry entry, List<KeyValue> family,
-            long revision, EtcdBackend.EtcdLease lease) {
+    private void complete(
+            CompletableFuture<Position> result,
+            QueueEntry entry,
+            List<KeyValue> family,
+            long revision,
+            EtcdBackend.EtcdLease lease) {
         try {
             result.complete(position(entry, family, revision, lease));
         } catch (EntryLostException | IllegalArgumentException e) {
@@ -369,7 +412,9 @@ final class EtcdLockProtocol implements LockProtocol {
             }
             waitFor = taken + Integer.parseInt(mine[1]) <= max ? null : WATCH_FAMILY;
         } // "rd": a downgrade's read is granted
-        return waitFor == null ? Position.granted(grant(entry, lease)) : Position.waiting(entry, waitFor + "@" + revision);
+        return waitFor == null
+                ? Position.granted(grant(entry, lease))
+                : Position.waiting(entry, waitFor + "@" + revision);
     }
 
     // ---- waiting
@@ -418,31 +463,37 @@ final class EtcdLockProtocol implements LockProtocol {
             option.isPrefix(true);
         }
         try {
-            wait.watcher = backend.client.getWatchClient().watch(bytes(key), option.build(), Watch.listener(
-                    response -> {
-                        if (response.isCreatedNotify()) {
-                            recheck(entry, target, result);
-                            return;
-                        }
-                        for (WatchEvent event : response.getEvents()) {
-                            if (event.getEventType() == WatchEvent.EventType.DELETE && !result.isDone()) {
-                                readPosition(entry, result);
-                                return;
-                            }
-                        }
-                    },
-                    error -> {
-                        // jetcd resumes the watch from its last revision after transient errors; a
-                        // compaction or a halt ends it: then read where we stand instead.
-                        if (String.valueOf(error.getMessage()).contains("compact")) {
-                            readPosition(entry, result);
-                        }
-                    },
-                    () -> {
-                        if (!result.isDone()) {
-                            readPosition(entry, result);
-                        }
-                    }));
+            wait.watcher = backend.client
+                    .getWatchClient()
+                    .watch(
+                            bytes(key),
+                            option.build(),
+                            Watch.listener(
+                                    response -> {
+                                        if (response.isCreatedNotify()) {
+                                            recheck(entry, target, result);
+                                            return;
+                                        }
+                                        for (WatchEvent event : response.getEvents()) {
+                                            if (event.getEventType() == WatchEvent.EventType.DELETE
+                                                    && !result.isDone()) {
+                                                readPosition(entry, result);
+                                                return;
+                                            }
+                                        }
+                                    },
+                                    error -> {
+                                        // jetcd resumes the watch from its last revision after transient errors; a
+                                        // compaction or a halt ends it: then read where we stand instead.
+                                        if (String.valueOf(error.getMessage()).contains("compact")) {
+                                            readPosition(entry, result);
+                                        }
+                                    },
+                                    () -> {
+                                        if (!result.isDone()) {
+                                            readPosition(entry, result);
+                                        }
+                                    }));
         } catch (RuntimeException e) {
             result.completeExceptionally(failure(entry.lockName(), "watching " + key, e));
         }
@@ -486,7 +537,8 @@ final class EtcdLockProtocol implements LockProtocol {
         LockMode fam = familyMode(entry.key());
         String family = familyOf(entry.key()) + "/";
         List<Op> reads = new ArrayList<>();
-        reads.add(Op.get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build()));
+        reads.add(Op.get(
+                bytes(entry.key()), GetOption.builder().withKeysOnly(true).build()));
         if (fam == LockMode.EXCLUSIVE) {
             reads.add(Op.get(bytes(family), before(entry.token())));
             if (lockDelay) {
@@ -513,9 +565,13 @@ final class EtcdLockProtocol implements LockProtocol {
                 long revision = r.getHeader().getRevision();
                 if (fam == LockMode.EXCLUSIVE) {
                     List<KeyValue> before = gets.get(1).getKvs();
-                    String predecessor = before.isEmpty() ? null : string(before.get(0).getKey());
-                    String tomb = lockDelay ? foreignTombstone(gets.get(2).getKvs(),
-                            LockRequest.exclusive(entry.lockName(), entry.acquisitionId())) : null;
+                    String predecessor =
+                            before.isEmpty() ? null : string(before.get(0).getKey());
+                    String tomb = lockDelay
+                            ? foreignTombstone(
+                                    gets.get(2).getKvs(),
+                                    LockRequest.exclusive(entry.lockName(), entry.acquisitionId()))
+                            : null;
                     settleExclusive(entry, predecessor, tomb, revision, lease, result);
                 } else {
                     complete(result, entry, gets.get(1).getKvs(), revision, lease);
@@ -537,8 +593,8 @@ final class EtcdLockProtocol implements LockProtocol {
 
     void close() {
         for (Wait w : waits) {
-            w.result.completeExceptionally(new LockBackendException(w.entry.lockName(), EtcdBackend.NAME,
-                    "client closed", null));
+            w.result.completeExceptionally(
+                    new LockBackendException(w.entry.lockName(), EtcdBackend.NAME, "client closed", null));
         }
     }
 
@@ -557,7 +613,9 @@ final class EtcdLockProtocol implements LockProtocol {
             return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
         }
         long validUntil = lease.confirmedUntil;
-        return backend.client.getKVClient().get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
+        return backend.client
+                .getKVClient()
+                .get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
                 .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
                 .thenApply(r -> {
                     if (r.getKvs().isEmpty() || r.getKvs().get(0).getCreateRevision() != entry.token()) {
@@ -590,8 +648,11 @@ final class EtcdLockProtocol implements LockProtocol {
             if (err == null) {
                 done.complete(null);
             } else if (attempt + 1 >= maxAttempts() * 4) {
-                log.warn("[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease", entry.lockName(),
-                        entry.key(), err.toString());
+                log.warn(
+                        "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
+                        entry.lockName(),
+                        entry.key(),
+                        err.toString());
                 done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), err));
             } else {
                 backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1));
@@ -601,8 +662,10 @@ final class EtcdLockProtocol implements LockProtocol {
 
     /** Deletes {@code kv} if it has not changed since it was read. */
     private CompletableFuture<TxnResponse> deleteIf(KeyValue kv) {
-        return txn(List.of(new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision()))),
-                List.of(Op.delete(kv.getKey(), DeleteOption.DEFAULT)), List.of());
+        return txn(
+                List.of(new Cmp(kv.getKey(), Cmp.Op.EQUAL, CmpTarget.modRevision(kv.getModRevision()))),
+                List.of(Op.delete(kv.getKey(), DeleteOption.DEFAULT)),
+                List.of());
     }
 
     // ---- recovery
@@ -610,19 +673,25 @@ final class EtcdLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         EtcdBackend.EtcdLease lease = backend.currentLease();
-        return backend.client.getKVClient().get(bytes(ns + "/" + lockName + "/"), GetOption.builder().isPrefix(true)
-                        .withKeysOnly(true).build())
+        return backend.client
+                .getKVClient()
+                .get(
+                        bytes(ns + "/" + lockName + "/"),
+                        GetOption.builder().isPrefix(true).withKeysOnly(true).build())
                 .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
                 .thenApply(r -> {
                     for (KeyValue kv : r.getKvs()) {
                         String key = string(kv.getKey());
                         if (key.endsWith("/" + acquisitionId) && familyMode(key) != null) {
                             if (lease != null && kv.getLease() == lease.id) {
-                                return Optional.of(new QueueEntry(lockName, acquisitionId, key, lease.id,
-                                        kv.getCreateRevision()));
+                                return Optional.of(
+                                        new QueueEntry(lockName, acquisitionId, key, lease.id, kv.getCreateRevision()));
                             }
-                            log.debug("[lock={} state=QUEUED] not adopting {}: on lease {}, not the current one",
-                                    lockName, key, Long.toHexString(kv.getLease()));
+                            log.debug(
+                                    "[lock={} state=QUEUED] not adopting {}: on lease {}, not the current one",
+                                    lockName,
+                                    key,
+                                    Long.toHexString(kv.getLease()));
                         }
                     }
                     return Optional.<QueueEntry>empty();
@@ -633,7 +702,9 @@ final class EtcdLockProtocol implements LockProtocol {
 
     private CompletableFuture<TxnResponse> txn(List<Cmp> ifs, List<Op> then, List<Op> otherwise) {
         try {
-            return backend.client.getKVClient().txn()
+            return backend.client
+                    .getKVClient()
+                    .txn()
                     .If(ifs.toArray(new Cmp[0]))
                     .Then(then.toArray(new Op[0]))
                     .Else(otherwise.toArray(new Op[0]))

@@ -27,8 +27,16 @@ import java.util.Set;
  * @param lockDelay how long a lost holder's lock stays ungranted; zero for none
  * @param options the client's options
  */
-record EtcdUri(List<URI> endpoints, String namespace, String user, String password, boolean tls, Path ca,
-        String authority, Duration lockDelay, LockOptions options) {
+record EtcdUri(
+        List<URI> endpoints,
+        String namespace,
+        String user,
+        String password,
+        boolean tls,
+        Path ca,
+        String authority,
+        Duration lockDelay,
+        LockOptions options) {
     static final String DEFAULT_NAMESPACE = "dlock";
     static final int DEFAULT_PORT = 2379;
     static final Set<String> PARAMETERS = Set.of("lockDelay", "ca", "authority");
@@ -67,7 +75,15 @@ record EtcdUri(List<URI> endpoints, String namespace, String user, String passwo
         if (authority != null && !tls) {
             throw new IllegalArgumentException("etcd URI '" + uri + "': parameter 'authority' needs etcds://");
         }
-        return new EtcdUri(List.copyOf(endpoints), namespace, uri.user(), uri.password(), tls, ca, authority, lockDelay,
+        return new EtcdUri(
+                List.copyOf(endpoints),
+                namespace,
+                uri.user(),
+                uri.password(),
+                tls,
+                ca,
+                authority,
+                lockDelay,
                 uri.options());
     }
 
@@ -123,7 +139,9 @@ record EtcdUri(List<URI> endpoints, String namespace, String user, String passwo
         if (endpoints.isEmpty()) {
             return "etcd (the application's client)";
         }
-        return String.join(",", endpoints.stream().map(e -> e.getHost() + ":" + e.getPort()).toList());
+        return String.join(
+                ",",
+                endpoints.stream().map(e -> e.getHost() + ":" + e.getPort()).toList());
     }
 
     /** The etcd lease TTL in whole seconds: the lease time rounded up, at least 1. */

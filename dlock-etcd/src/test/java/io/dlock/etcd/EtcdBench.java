@@ -65,9 +65,15 @@ public final class EtcdBench {
         @Override
         public Object acquire(String name) throws Exception {
             ByteSequence key = bytes("floor/" + name + "/" + seq.incrementAndGet());
-            client.getKVClient().txn().If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-                    .Then(Op.put(key, bytes("x"), PutOption.builder().withLeaseId(lease).build()))
-                    .commit().get();
+            client.getKVClient()
+                    .txn()
+                    .If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+                    .Then(Op.put(
+                            key,
+                            bytes("x"),
+                            PutOption.builder().withLeaseId(lease).build()))
+                    .commit()
+                    .get();
             return key;
         }
 
@@ -100,7 +106,10 @@ public final class EtcdBench {
 
         @Override
         public Object acquire(String name) throws Exception {
-            return client.getLockClient().lock(bytes("jetcd/" + name), lease.get()).get().getKey();
+            return client.getLockClient()
+                    .lock(bytes("jetcd/" + name), lease.get())
+                    .get()
+                    .getKey();
         }
 
         @Override
@@ -158,8 +167,13 @@ public final class EtcdBench {
             return;
         }
         List<String> impls = List.of("floor", "jetcd-lock", "dlock-etcd");
-        System.out.printf("EtcdBench: %d rounds, warm-up %s, measure %s; JVM %s; %d CPUs%n", ROUNDS, WARMUP, MEASURE,
-                System.getProperty("java.vm.version"), Runtime.getRuntime().availableProcessors());
+        System.out.printf(
+                "EtcdBench: %d rounds, warm-up %s, measure %s; JVM %s; %d CPUs%n",
+                ROUNDS,
+                WARMUP,
+                MEASURE,
+                System.getProperty("java.vm.version"),
+                Runtime.getRuntime().availableProcessors());
         try (EtcdServer server = EtcdServer.start()) {
             double[][] w1 = new double[impls.size()][ROUNDS];
             double[][] w1p50 = new double[impls.size()][ROUNDS];
@@ -171,30 +185,48 @@ public final class EtcdBench {
                         double[] r = run(impl, "w1-" + round, 1, WARMUP, MEASURE);
                         w1[i][round] = r[0];
                         w1p50[i][round] = r[1];
-                        System.out.printf(Locale.ROOT, "W1 %-11s round %d: %,.0f cycles/s, p50 %.0f us%n",
-                                impls.get(i), round, r[0], r[1]);
+                        System.out.printf(
+                                Locale.ROOT,
+                                "W1 %-11s round %d: %,.0f cycles/s, p50 %.0f us%n",
+                                impls.get(i),
+                                round,
+                                r[0],
+                                r[1]);
                     }
                 }
                 for (int i = 1; i < impls.size(); i++) { // the floor is no lock: W2/W3 only for locks
                     try (Impl impl = open(impls.get(i), server)) {
                         w2[i][round] = run(impl, "w2-" + round, 8, WARMUP, MEASURE)[0];
-                        System.out.printf(Locale.ROOT, "W2 %-11s round %d: %,.0f hand-offs/s%n", impls.get(i), round,
+                        System.out.printf(
+                                Locale.ROOT,
+                                "W2 %-11s round %d: %,.0f hand-offs/s%n",
+                                impls.get(i),
+                                round,
                                 w2[i][round]);
                     }
                     w3[i][round] = w3(impls.get(i), server, "w3-" + round);
-                    System.out.printf(Locale.ROOT, "W3 %-11s round %d: %,.0f hand-offs/s%n", impls.get(i), round,
-                            w3[i][round]);
+                    System.out.printf(
+                            Locale.ROOT, "W3 %-11s round %d: %,.0f hand-offs/s%n", impls.get(i), round, w3[i][round]);
                 }
             }
             System.out.println();
             for (int i = 0; i < impls.size(); i++) {
-                System.out.printf(Locale.ROOT, "%-11s W1 %,8.0f/s (p50 %4.0f us)  W2 %,8.0f/s  W3 %,8.0f/s%n",
-                        impls.get(i), median(w1[i]), median(w1p50[i]), median(w2[i]), median(w3[i]));
+                System.out.printf(
+                        Locale.ROOT,
+                        "%-11s W1 %,8.0f/s (p50 %4.0f us)  W2 %,8.0f/s  W3 %,8.0f/s%n",
+                        impls.get(i),
+                        median(w1[i]),
+                        median(w1p50[i]),
+                        median(w2[i]),
+                        median(w3[i]));
             }
             for (int i = 1; i < impls.size(); i++) {
                 try (Impl impl = open(impls.get(i), server)) {
-                    System.out.printf(Locale.ROOT, "W4 %-11s %,.0f heap bytes per held lock (10,000 held)%n",
-                            impls.get(i), w4(impl, 10_000));
+                    System.out.printf(
+                            Locale.ROOT,
+                            "W4 %-11s %,.0f heap bytes per held lock (10,000 held)%n",
+                            impls.get(i),
+                            w4(impl, 10_000));
                 }
             }
         }
@@ -242,7 +274,11 @@ public final class EtcdBench {
         for (Thread th : ts) {
             th.join(TimeUnit.MINUTES.toMillis(1));
         }
-        long[] all = Arrays.stream(latencies).filter(a -> a != null).flatMapToLong(Arrays::stream).sorted().toArray();
+        long[] all = Arrays.stream(latencies)
+                .filter(a -> a != null)
+                .flatMapToLong(Arrays::stream)
+                .sorted()
+                .toArray();
         double p50 = all.length == 0 ? 0 : all[all.length / 2] / 1000.0;
         return new double[] {count.get() / (elapsed / 1e9), p50};
     }
@@ -252,8 +288,16 @@ public final class EtcdBench {
         List<ChildJvm> jvms = new ArrayList<>();
         try {
             for (int j = 0; j < 4; j++) {
-                jvms.add(ChildJvm.start(EtcdBench.class, List.of("worker", impl, server.connectString(),
-                        server.uri("bench"), name, "" + WARMUP.toMillis(), "" + MEASURE.toMillis()),
+                jvms.add(ChildJvm.start(
+                        EtcdBench.class,
+                        List.of(
+                                "worker",
+                                impl,
+                                server.connectString(),
+                                server.uri("bench"),
+                                name,
+                                "" + WARMUP.toMillis(),
+                                "" + MEASURE.toMillis()),
                         List.of("-Xmx256m", "-XX:+UseSerialGC")));
             }
             double total = 0;
@@ -270,13 +314,18 @@ public final class EtcdBench {
     private static void worker(String[] args) throws Exception {
         String impl = args[1];
         String endpoint = "http://" + args[2];
-        Impl i = switch (impl) {
-            case "jetcd-lock" -> new JetcdLock(endpoint);
-            case "dlock-etcd" -> new Dlock(args[3]);
-            default -> new Floor(endpoint);
-        };
+        Impl i =
+                switch (impl) {
+                    case "jetcd-lock" -> new JetcdLock(endpoint);
+                    case "dlock-etcd" -> new Dlock(args[3]);
+                    default -> new Floor(endpoint);
+                };
         try (i) {
-            double[] r = run(i, args[4], 2, Duration.ofMillis(Long.parseLong(args[5])),
+            double[] r = run(
+                    i,
+                    args[4],
+                    2,
+                    Duration.ofMillis(Long.parseLong(args[5])),
                     Duration.ofMillis(Long.parseLong(args[6])));
             System.out.println("COUNT " + r[0]);
         }

@@ -30,25 +30,31 @@ class EtcdClientIT extends EtcdTestSupport {
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("cannot connect to 127.0.0.1:" + port)
                 .hasMessageContaining("etcd");
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(scaled(10).toMillis());
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+                .isLessThan(scaled(10).toMillis());
     }
 
     @Test
     void connect_badUri_illegalArgumentAndNothingOnTheServer() {
         String at = server.connectString();
         assertThatThrownBy(() -> LockClient.connect("etcd://" + at + "/" + prefix + "?leaseTime=forever"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("leaseTime");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("leaseTime");
         assertThatThrownBy(() -> LockClient.connect("etcd://" + at + "/" + prefix + "?lockdelay=1s"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lockdelay");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("lockdelay");
         assertThatThrownBy(() -> LockClient.connect("etcd:///" + prefix))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no host");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no host");
         assertThat(keys(prefix + "/")).isEmpty();
     }
 
     @Test
     void authEnabled_rightPasswordWorks_wrongOrMissingOneIsRefusedWithoutEchoingIt() throws Exception {
         try (EtcdServer secured = EtcdServer.start();
-                Client admin = Client.builder().endpoints("http://" + secured.connectString()).build()) {
+                Client admin = Client.builder()
+                        .endpoints("http://" + secured.connectString())
+                        .build()) {
             var auth = admin.getAuthClient();
             auth.roleAdd(bytes("root")).get(10, TimeUnit.SECONDS);
             auth.userAdd(bytes("root"), bytes("rootpw")).get(10, TimeUnit.SECONDS);
@@ -88,7 +94,12 @@ class EtcdClientIT extends EtcdTestSupport {
             assertThat(lease.fencingToken()).isPositive();
         }
         locks.close();
-        assertThat(inspector.getKVClient().get(bytes(prefix)).get(10, TimeUnit.SECONDS).getKvs()).isEmpty();
+        assertThat(inspector
+                        .getKVClient()
+                        .get(bytes(prefix))
+                        .get(10, TimeUnit.SECONDS)
+                        .getKvs())
+                .isEmpty();
         assertThat(other.lock("shared").tryAcquire(Duration.ZERO)).isPresent();
         assertThatThrownBy(() -> EtcdLocks.connect(inspector, "a//b", LockOptions.defaults()))
                 .isInstanceOf(IllegalArgumentException.class);
@@ -96,8 +107,17 @@ class EtcdClientIT extends EtcdTestSupport {
 
     @Test
     void capabilities_areTruthful() {
-        assertThat(client("").capabilities()).containsExactlyInAnyOrder(Capability.EXCLUSIVE, Capability.FAIR,
-                Capability.FENCING_TOKENS, Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK,
-                Capability.LOST_DETECTION, Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL);
+        assertThat(client("").capabilities())
+                .containsExactlyInAnyOrder(
+                        Capability.EXCLUSIVE,
+                        Capability.FAIR,
+                        Capability.FENCING_TOKENS,
+                        Capability.READ_WRITE,
+                        Capability.SEMAPHORE,
+                        Capability.MULTI_LOCK,
+                        Capability.LOST_DETECTION,
+                        Capability.CRASH_RELEASE,
+                        Capability.NO_HERD,
+                        Capability.RENEWAL);
     }
 }

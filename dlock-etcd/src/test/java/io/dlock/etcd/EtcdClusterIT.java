@@ -44,13 +44,18 @@ class EtcdClusterIT {
 
     /** The member that is leader now, asked of every live member until one answers. */
     static EtcdServer leader() throws Exception {
-        try (Client c = Client.builder().endpoints(cluster.members().stream().filter(EtcdServer::isAlive)
-                .map(m -> "http://" + m.connectString()).toArray(String[]::new)).build()) {
+        try (Client c = Client.builder()
+                .endpoints(cluster.members().stream()
+                        .filter(EtcdServer::isAlive)
+                        .map(m -> "http://" + m.connectString())
+                        .toArray(String[]::new))
+                .build()) {
             for (EtcdServer m : cluster.members()) {
                 if (!m.isAlive()) {
                     continue;
                 }
-                var status = c.getMaintenanceClient().statusMember("http://" + m.connectString())
+                var status = c.getMaintenanceClient()
+                        .statusMember("http://" + m.connectString())
                         .get(5, TimeUnit.SECONDS);
                 if (status.getLeader() == status.getHeader().getMemberId()) {
                     return m;
@@ -75,7 +80,11 @@ class EtcdClusterIT {
             EtcdServer leader = leader();
             CompletableFuture<Contention.Result> run = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return Contention.run(new LockClient[] {clients.get(1), clients.get(2)}, "counter", 4, 200,
+                    return Contention.run(
+                            new LockClient[] {clients.get(1), clients.get(2)},
+                            "counter",
+                            4,
+                            200,
                             Duration.ofMinutes(3));
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
@@ -104,13 +113,23 @@ class EtcdClusterIT {
             }
         }
         cluster.awaitHealthy(Timing.scale(Duration.ofSeconds(30)));
-        try (Client c = Client.builder().endpoints("http://" + cluster.members().get(0).connectString(),
-                "http://" + cluster.members().get(1).connectString(),
-                "http://" + cluster.members().get(2).connectString()).build()) {
-            await().atMost(Duration.ofSeconds(10)).until(() -> c.getKVClient()
-                    .get(ByteSequence.from(ns + "/", StandardCharsets.UTF_8), GetOption.builder().isPrefix(true)
-                            .withCountOnly(true).build())
-                    .get(5, TimeUnit.SECONDS).getCount() == 0);
+        try (Client c = Client.builder()
+                .endpoints(
+                        "http://" + cluster.members().get(0).connectString(),
+                        "http://" + cluster.members().get(1).connectString(),
+                        "http://" + cluster.members().get(2).connectString())
+                .build()) {
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> c.getKVClient()
+                                    .get(
+                                            ByteSequence.from(ns + "/", StandardCharsets.UTF_8),
+                                            GetOption.builder()
+                                                    .isPrefix(true)
+                                                    .withCountOnly(true)
+                                                    .build())
+                                    .get(5, TimeUnit.SECONDS)
+                                    .getCount()
+                            == 0);
         }
     }
 }

@@ -34,7 +34,8 @@ class EtcdLeaseIT extends EtcdTestSupport {
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(6500);
             int attempts = 0;
             while (System.nanoTime() < until) { // bounded: about 6.5 s
-                assertThat(other.lock("kept").tryAcquire(Duration.ofMillis(300))).isEmpty();
+                assertThat(other.lock("kept").tryAcquire(Duration.ofMillis(300)))
+                        .isEmpty();
                 attempts++;
             }
             assertThat(attempts).isGreaterThanOrEqualTo(10);
@@ -57,7 +58,9 @@ class EtcdLeaseIT extends EtcdTestSupport {
         inspector.getLeaseClient().revoke(key.getLease()).get(10, TimeUnit.SECONDS);
         await().atMost(scaled(5)).until(() -> lost.size() == 1);
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - revokedAt);
-        assertThat(tookMs).as("noticed within about a keep-alive period").isLessThan(scaled(3).toMillis());
+        assertThat(tookMs)
+                .as("noticed within about a keep-alive period")
+                .isLessThan(scaled(3).toMillis());
         assertThat(lease.isValid()).isFalse();
         lease.close();
         try (Lease again = holder.lock("revoked").tryAcquire(scaled(10)).orElseThrow()) {
@@ -112,7 +115,8 @@ class EtcdLeaseIT extends EtcdTestSupport {
         try {
             await().atMost(scaled(6)).until(() -> lost.size() == 1);
             // Lost before etcd could have expired the lease (2 s after the last keep-alive).
-            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt)).isLessThan(2000);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pausedAt))
+                    .isLessThan(2000);
             assertThat(lease.isValid()).isFalse();
         } finally {
             server.resume();
@@ -127,9 +131,10 @@ class EtcdLeaseIT extends EtcdTestSupport {
     @Test
     void holderPausedPastItsLease_anotherAcquires_andThePausedLeaseIsInvalidWithALowerToken() throws Exception {
         LockClient other = client("leaseTime=2s");
-        try (ChildJvm holder = track(ChildJvm.start(LockWorker.class,
-                List.of("hold-check", uri("leaseTime=2s"), "paused")))) {
-            long pausedToken = Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
+        try (ChildJvm holder =
+                track(ChildJvm.start(LockWorker.class, List.of("hold-check", uri("leaseTime=2s"), "paused")))) {
+            long pausedToken =
+                    Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
             holder.pause();
             Optional<Lease> taken;
             try {

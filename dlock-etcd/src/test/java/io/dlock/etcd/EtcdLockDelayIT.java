@@ -27,23 +27,28 @@ class EtcdLockDelayIT extends EtcdTestSupport {
     void holderKilled_lockStaysFreeForTheDelayAfterItsEntryIsGone() throws Exception {
         LockClient waiter = client(DELAYED);
         try (ChildJvm holder = track(ChildJvm.start(LockWorker.class, List.of("hold", uri(DELAYED), "delayed")))) {
-            long holderToken = Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
+            long holderToken =
+                    Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
             assertThat(keys(prefix + "/delayed/d/")).hasSize(1); // the holder's tombstone
             CompletableFuture<Lease> next = waiter.lock("delayed").acquireAsync(Duration.ofMinutes(1));
             await().until(() -> entries("delayed").size() == 2);
             String holderKey = entries("delayed").get(0);
             long killedAt = System.nanoTime();
             holder.kill();
-            await().atMost(scaled(10)).pollInterval(Duration.ofMillis(20))
-                    .until(() -> !entries("delayed").contains(holderKey));
+            await().atMost(scaled(10)).pollInterval(Duration.ofMillis(20)).until(() -> !entries("delayed")
+                    .contains(holderKey));
             long goneAt = System.nanoTime();
             assertThat(next).isNotDone();
-            assertThat(keys(prefix + "/delayed/d/")).as("the dead holder's tombstone").hasSize(1);
+            assertThat(keys(prefix + "/delayed/d/"))
+                    .as("the dead holder's tombstone")
+                    .hasSize(1);
             Lease lease = next.get(30, TimeUnit.SECONDS);
             long grantedAt = System.nanoTime();
-            assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - goneAt)).as("free for the delay")
+            assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - goneAt))
+                    .as("free for the delay")
                     .isGreaterThanOrEqualTo(DELAY_MS - 100);
-            assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - killedAt)).as("lease + delay + slack")
+            assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - killedAt))
+                    .as("lease + delay + slack")
                     .isLessThan(scaled(12).toMillis());
             assertThat(lease.fencingToken()).isGreaterThan(holderToken);
             lease.close();
@@ -61,7 +66,8 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         long releasedAt = System.nanoTime();
         held.close();
         Lease lease = next.get(10, TimeUnit.SECONDS);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt)).isLessThan(1000);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt))
+                .isLessThan(1000);
         assertThat(keys(prefix + "/clean/d/")).hasSize(1); // the new holder's own
         lease.close();
         assertThat(keys(prefix + "/clean/")).isEmpty();

@@ -34,7 +34,8 @@ abstract class EtcdTestSupport extends LockFixtureSupport {
     @BeforeAll
     static void startServer() {
         server = EtcdServer.start();
-        inspector = Client.builder().endpoints("http://" + server.connectString()).build();
+        inspector =
+                Client.builder().endpoints("http://" + server.connectString()).build();
     }
 
     @AfterAll
@@ -84,15 +85,24 @@ abstract class EtcdTestSupport extends LockFixtureSupport {
 
     /** Every key under {@code keyPrefix}, by create revision, with the prefix's namespace stripped of nothing. */
     static List<String> keys(String keyPrefix) {
-        return kvs(keyPrefix).stream().map(kv -> kv.getKey().toString(StandardCharsets.UTF_8)).toList();
+        return kvs(keyPrefix).stream()
+                .map(kv -> kv.getKey().toString(StandardCharsets.UTF_8))
+                .toList();
     }
 
     static List<KeyValue> kvs(String keyPrefix) {
         try {
-            return inspector.getKVClient().get(bytes(keyPrefix), GetOption.builder().isPrefix(true)
-                            .withSortField(GetOption.SortTarget.CREATE).withSortOrder(GetOption.SortOrder.ASCEND)
-                            .build())
-                    .get(10, TimeUnit.SECONDS).getKvs();
+            return inspector
+                    .getKVClient()
+                    .get(
+                            bytes(keyPrefix),
+                            GetOption.builder()
+                                    .isPrefix(true)
+                                    .withSortField(GetOption.SortTarget.CREATE)
+                                    .withSortOrder(GetOption.SortOrder.ASCEND)
+                                    .build())
+                    .get(10, TimeUnit.SECONDS)
+                    .getKvs();
         } catch (Exception e) {
             throw new IllegalStateException("cannot read " + keyPrefix + " from " + server, e);
         }

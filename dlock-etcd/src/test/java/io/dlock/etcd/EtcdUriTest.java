@@ -52,20 +52,28 @@ class EtcdUriTest {
     @Test
     void parse_badInput_clearErrors() {
         for (String bad : List.of("etcd://h1:notaport/n", "etcd://h1:0/n", "etcd://h1,/n", "etcd://:2379/n")) {
-            assertThatThrownBy(() -> parse(bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
+            assertThatThrownBy(() -> parse(bad))
+                    .as(bad)
+                    .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("etcd URI");
         }
-        assertThatThrownBy(() -> parse("etcd://h1/n?lockDelay=soon")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcd://h1/n?lockDelay=soon"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("lockDelay");
-        assertThatThrownBy(() -> parse("etcd://h1/n?bogus=1")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcd://h1/n?bogus=1"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("bogus");
-        assertThatThrownBy(() -> parse("etcd://h1/n?ca=/etc/hosts")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcd://h1/n?ca=/etc/hosts"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("etcds://");
-        assertThatThrownBy(() -> parse("etcds://h1/n?ca=/no/such/ca.pem")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcds://h1/n?ca=/no/such/ca.pem"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("not readable");
-        assertThatThrownBy(() -> parse("etcd://alice@h1/n")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcd://alice@h1/n"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("no password");
-        assertThatThrownBy(() -> parse("etcd://h1/a//b")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("etcd://h1/a//b"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("namespace");
     }
 }

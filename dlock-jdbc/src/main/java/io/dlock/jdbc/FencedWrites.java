@@ -117,8 +117,8 @@ public final class FencedWrites {
             }
         }
         // Elsewhere: a conditional update, else read the row under lock, else insert it.
-        try (PreparedStatement ps = transaction.prepareStatement("UPDATE " + table + " SET token = ?"
-                + " WHERE resource = ? AND token <= ?")) {
+        try (PreparedStatement ps = transaction.prepareStatement(
+                "UPDATE " + table + " SET token = ?" + " WHERE resource = ? AND token <= ?")) {
             ps.setLong(1, token);
             ps.setString(2, resource);
             ps.setLong(3, token);
@@ -126,8 +126,8 @@ public final class FencedWrites {
                 return;
             }
         }
-        try (PreparedStatement ps = transaction.prepareStatement("SELECT token FROM " + table
-                + " WHERE resource = ? FOR UPDATE")) {
+        try (PreparedStatement ps =
+                transaction.prepareStatement("SELECT token FROM " + table + " WHERE resource = ? FOR UPDATE")) {
             ps.setString(1, resource);
             try (ResultSet rs = ps.executeQuery()) {
                 if (rs.next()) {
@@ -138,8 +138,8 @@ public final class FencedWrites {
                 }
             }
         }
-        try (PreparedStatement ps = transaction.prepareStatement("INSERT INTO " + table + " (resource, token)"
-                + " VALUES (?, ?)")) {
+        try (PreparedStatement ps =
+                transaction.prepareStatement("INSERT INTO " + table + " (resource, token)" + " VALUES (?, ?)")) {
             ps.setString(1, resource);
             ps.setLong(2, token);
             ps.executeUpdate();

@@ -90,8 +90,8 @@ final class JdbcBackend implements LockBackend {
         String h = ProcessHandle.current().pid() + "@" + host;
         this.holder = h.length() > 255 ? h.substring(0, 255) : h;
         AtomicInteger n = new AtomicInteger();
-        this.workers = new ThreadPoolExecutor(uri.maxConnections(), uri.maxConnections(), 30, TimeUnit.SECONDS,
-                new LinkedBlockingQueue<>(), r -> {
+        this.workers = new ThreadPoolExecutor(
+                uri.maxConnections(), uri.maxConnections(), 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "dlock-jdbc-" + n.incrementAndGet());
                     t.setDaemon(true);
                     return t;
@@ -103,8 +103,14 @@ final class JdbcBackend implements LockBackend {
             return t;
         });
         this.timer.setRemoveOnCancelPolicy(true);
-        EnumSet<Capability> caps = EnumSet.of(Capability.EXCLUSIVE, Capability.FENCING_TOKENS, Capability.MULTI_LOCK,
-                Capability.LOST_DETECTION, Capability.CRASH_RELEASE, Capability.RENEWAL, Capability.NO_HERD);
+        EnumSet<Capability> caps = EnumSet.of(
+                Capability.EXCLUSIVE,
+                Capability.FENCING_TOKENS,
+                Capability.MULTI_LOCK,
+                Capability.LOST_DETECTION,
+                Capability.CRASH_RELEASE,
+                Capability.RENEWAL,
+                Capability.NO_HERD);
         if (options.fair()) {
             caps.add(Capability.FAIR);
         }
@@ -123,8 +129,12 @@ final class JdbcBackend implements LockBackend {
         try {
             driver = DriverManager.getDriver(uri.jdbcUrl());
         } catch (SQLException e) {
-            throw new LockBackendException(null, NAME, "no JDBC driver on the classpath accepts '"
-                    + JdbcUri.redact(uri.jdbcUrl(), uri.password()) + "': add " + driverArtifact(uri.dialect()), null);
+            throw new LockBackendException(
+                    null,
+                    NAME,
+                    "no JDBC driver on the classpath accepts '" + JdbcUri.redact(uri.jdbcUrl(), uri.password())
+                            + "': add " + driverArtifact(uri.dialect()),
+                    null);
         }
         return start(new JdbcBackend(uri, new OwnConnections(driver, uri)));
     }
@@ -164,8 +174,12 @@ final class JdbcBackend implements LockBackend {
             c = connections.borrow();
             JdbcDialect actual = JdbcDialect.ofProduct(c.getMetaData().getDatabaseProductName());
             if (actual != null && actual != uri.dialect()) {
-                throw new LockBackendException(null, NAME, "the DataSource is a " + actual.id
-                        + " database, but dlock was configured for " + uri.dialect().id, null);
+                throw new LockBackendException(
+                        null,
+                        NAME,
+                        "the DataSource is a " + actual.id + " database, but dlock was configured for "
+                                + uri.dialect().id,
+                        null);
             }
             try (Statement s = c.createStatement()) {
                 s.executeQuery(sql.probe).close();
@@ -175,9 +189,14 @@ final class JdbcBackend implements LockBackend {
                     throw e;
                 }
                 if (!uri.createTable()) {
-                    throw new LockBackendException(null, NAME, "lock table " + uri.table() + " or "
-                            + sql.waiters + " does not exist (" + e.getMessage() + "). Create it with the DDL below,"
-                            + " or set createTable=true to let dlock create it:\n" + uri.dialect().ddl(uri.table()),
+                    throw new LockBackendException(
+                            null,
+                            NAME,
+                            "lock table " + uri.table() + " or "
+                                    + sql.waiters + " does not exist (" + e.getMessage()
+                                    + "). Create it with the DDL below,"
+                                    + " or set createTable=true to let dlock create it:\n"
+                                    + uri.dialect().ddl(uri.table()),
                             null);
                 }
             }
@@ -261,8 +280,12 @@ final class JdbcBackend implements LockBackend {
     /** Whether the connection should be dropped: a connection-class error or one from which it may not recover. */
     static boolean brokenConnection(SQLException e) {
         String state = e.getSQLState();
-        return state == null || state.startsWith("08") || state.startsWith("57") || state.startsWith("53")
-                || e instanceof java.sql.SQLRecoverableException || e instanceof SQLTransientConnectionException;
+        return state == null
+                || state.startsWith("08")
+                || state.startsWith("57")
+                || state.startsWith("53")
+                || e instanceof java.sql.SQLRecoverableException
+                || e instanceof SQLTransientConnectionException;
     }
 
     /** Whether a failure may heal by itself (a dropped connection, a restart), not a pool's timeout. */
@@ -275,8 +298,11 @@ final class JdbcBackend implements LockBackend {
             }
             if (c instanceof SQLException e) {
                 String state = String.valueOf(e.getSQLState());
-                if (state.startsWith("08") || state.startsWith("57") || state.startsWith("40")
-                        || e instanceof java.sql.SQLRecoverableException || e instanceof java.sql.SQLTransientException) {
+                if (state.startsWith("08")
+                        || state.startsWith("57")
+                        || state.startsWith("40")
+                        || e instanceof java.sql.SQLRecoverableException
+                        || e instanceof java.sql.SQLTransientException) {
                     return true;
                 }
             }
@@ -417,7 +443,7 @@ final class JdbcBackend implements LockBackend {
                     props.setProperty("connectTimeout", Long.toString(seconds * 1000));
                     props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30) * 1000));
                 }
-                default -> { }
+                default -> {}
             }
             Connection c = driver.connect(uri.jdbcUrl(), props);
             if (c == null) {

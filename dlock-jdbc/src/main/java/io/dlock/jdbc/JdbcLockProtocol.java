@@ -224,7 +224,10 @@ final class JdbcLockProtocol implements LockProtocol {
         try {
             deleteWaiter(c, acquisition);
         } catch (SQLException e) {
-            log.warn("[lock={} state=HELD] could not delete the waiter row of granted {}: {}", name, acquisition,
+            log.warn(
+                    "[lock={} state=HELD] could not delete the waiter row of granted {}: {}",
+                    name,
+                    acquisition,
                     backend.message(e));
         }
     }
@@ -267,50 +270,56 @@ final class JdbcLockProtocol implements LockProtocol {
      * tried again with the same acquisition id, and the retry first looks for what the failed try
      * may have written.
      */
-    private void enqueue(QueueEntry entry, Waiter w, CompletableFuture<Position> result, int attempt,
-            long firstSentAt) {
+    private void enqueue(
+            QueueEntry entry, Waiter w, CompletableFuture<Position> result, int attempt, long firstSentAt) {
         String name = entry.lockName();
         String acq = entry.acquisitionId();
         // A grant found by a retry may have been made by the first try: validity counts from there.
         long t0 = firstSentAt;
         backend.submit(c -> {
-            if (attempt > 0) {
-                Outcome earlier = findOwn(c, name, acq);
-                if (earlier != null) {
-                    return earlier;
-                }
-            }
-            Long token = grant(c, name, acq, Long.MAX_VALUE);
-            if (token != null) {
-                return new Outcome(token, 0);
-            }
-            long seq = insertWaiter(c, name, acq);
-            token = grant(c, name, acq, seq);
-            if (token != null) {
-                deleteGrantedWaiter(c, name, acq);
-            }
-            return new Outcome(token, seq);
-        }).whenComplete((outcome, error) -> {
-            if (error != null) {
-                if (JdbcBackend.transientFailure(error) && attempt < backend.options.retryPolicy().maxRetries()
-                        && !backend.isClosed() && !w.isCancelled()
-                        && backend.schedule(() -> enqueue(entry, w, result, attempt + 1, firstSentAt), backoffMs(attempt)) != null) {
-                    return;
-                }
-                waiters.remove(acq, w);
-                w.cancel();
-                result.completeExceptionally(failure(name, "acquire", error));
-                return;
-            }
-            if (outcome.token() != null) {
-                waiters.remove(acq, w);
-                w.cancel();
-                result.complete(Position.granted(granted(entry, outcome.token(), t0)));
-                return;
-            }
-            w.seq(outcome.seq());
-            result.complete(Position.waiting(entry, ANY));
-        });
+                    if (attempt > 0) {
+                        Outcome earlier = findOwn(c, name, acq);
+                        if (earlier != null) {
+                            return earlier;
+                        }
+                    }
+                    Long token = grant(c, name, acq, Long.MAX_VALUE);
+                    if (token != null) {
+                        return new Outcome(token, 0);
+                    }
+                    long seq = insertWaiter(c, name, acq);
+                    token = grant(c, name, acq, seq);
+                    if (token != null) {
+                        deleteGrantedWaiter(c, name, acq);
+                    }
+                    return new Outcome(token, seq);
+                })
+                .whenComplete((outcome, error) -> {
+                    if (error != null) {
+                        if (JdbcBackend.transientFailure(error)
+                                && attempt < backend.options.retryPolicy().maxRetries()
+                                && !backend.isClosed()
+                                && !w.isCancelled()
+                                && backend.schedule(
+                                                () -> enqueue(entry, w, result, attempt + 1, firstSentAt),
+                                                backoffMs(attempt))
+                                        != null) {
+                            return;
+                        }
+                        waiters.remove(acq, w);
+                        w.cancel();
+                        result.completeExceptionally(failure(name, "acquire", error));
+                        return;
+                    }
+                    if (outcome.token() != null) {
+                        waiters.remove(acq, w);
+                        w.cancel();
+                        result.complete(Position.granted(granted(entry, outcome.token(), t0)));
+                        return;
+                    }
+                    w.seq(outcome.seq());
+                    result.complete(Position.waiting(entry, ANY));
+                });
     }
 
     /** What an earlier try of this acquisition left: a grant, a waiter row, or nothing (null). */
@@ -394,12 +403,13 @@ final class JdbcLockProtocol implements LockProtocol {
             String name = entry.lockName();
             String acq = entry.acquisitionId();
             backend.submit(c -> {
-                Long token = grant(c, name, acq, bound);
-                if (token != null) {
-                    deleteGrantedWaiter(c, name, acq);
-                }
-                return token;
-            }).whenComplete((token, error) -> onReply(token, error, t0));
+                        Long token = grant(c, name, acq, bound);
+                        if (token != null) {
+                            deleteGrantedWaiter(c, name, acq);
+                        }
+                        return token;
+                    })
+                    .whenComplete((token, error) -> onReply(token, error, t0));
         }
 
         private void onReply(Long token, Throwable error, long t0) {
@@ -416,7 +426,9 @@ final class JdbcLockProtocol implements LockProtocol {
                     if (error != null) {
                         // Transient or not, keep waiting: the poller tries again, and the waiter row
                         // expires if the database stays away, which ends in EntryLostException.
-                        log.debug("[lock={} state=QUEUED] grant attempt failed: {}", entry.lockName(),
+                        log.debug(
+                                "[lock={} state=QUEUED] grant attempt failed: {}",
+                                entry.lockName(),
                                 backend.message(error));
                     }
                     done = null;
@@ -461,8 +473,8 @@ final class JdbcLockProtocol implements LockProtocol {
                 done = pending;
             }
             waiters.remove(entry.acquisitionId(), this);
-            done.completeExceptionally(new EntryLostException(entry,
-                    "its waiter row is gone (it expired while this client could not refresh it)"));
+            done.completeExceptionally(new EntryLostException(
+                    entry, "its waiter row is gone (it expired while this client could not refresh it)"));
         }
 
         synchronized void cancel() {
@@ -557,56 +569,58 @@ final class JdbcLockProtocol implements LockProtocol {
         long now = ticker.read();
         boolean beat = now - lastBeatNanos >= TimeUnit.MILLISECONDS.toNanos(waiterMs / 3);
         backend.submit(c -> {
-            if (beat) {
-                try (PreparedStatement ps = c.prepareStatement(sql.heartbeat)) {
-                    ps.setLong(1, waiterMs);
-                    ps.setString(2, backend.clientId);
-                    ps.executeUpdate();
-                }
-            }
-            Map<String, Row> rows = new HashMap<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.status)) {
-                ps.setString(1, backend.clientId);
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        long remaining = rs.getLong(4);
-                        rows.put(rs.getString(1), new Row(rs.getLong(2), rs.getString(3),
-                                rs.wasNull() ? null : remaining));
+                    if (beat) {
+                        try (PreparedStatement ps = c.prepareStatement(sql.heartbeat)) {
+                            ps.setLong(1, waiterMs);
+                            ps.setString(2, backend.clientId);
+                            ps.executeUpdate();
+                        }
                     }
-                }
-            }
-            return rows;
-        }).whenComplete((rows, error) -> {
-            long next;
-            boolean again;
-            synchronized (this) {
-                polling = false;
-                again = pollAgain;
-                pollDelayMs = Math.min(pollDelayMs * 2, maxPollMs());
-                next = pollDelayMs;
-            }
-            if (error != null) {
-                log.debug("[client={}] waiter poll failed: {}", JdbcBackend.NAME, backend.message(error));
-            } else {
-                if (beat) {
-                    lastBeatNanos = now;
-                }
-                for (Waiter w : judged) {
-                    if (!w.awaiting()) {
-                        continue;
+                    Map<String, Row> rows = new HashMap<>();
+                    try (PreparedStatement ps = c.prepareStatement(sql.status)) {
+                        ps.setString(1, backend.clientId);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) {
+                                long remaining = rs.getLong(4);
+                                rows.put(
+                                        rs.getString(1),
+                                        new Row(rs.getLong(2), rs.getString(3), rs.wasNull() ? null : remaining));
+                            }
+                        }
                     }
-                    Row r = rows.get(w.entry.acquisitionId());
-                    if (r == null) {
-                        w.lost();
-                    } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
-                        w.check();
+                    return rows;
+                })
+                .whenComplete((rows, error) -> {
+                    long next;
+                    boolean again;
+                    synchronized (this) {
+                        polling = false;
+                        again = pollAgain;
+                        pollDelayMs = Math.min(pollDelayMs * 2, maxPollMs());
+                        next = pollDelayMs;
+                    }
+                    if (error != null) {
+                        log.debug("[client={}] waiter poll failed: {}", JdbcBackend.NAME, backend.message(error));
                     } else {
-                        next = Math.min(next, r.remainingMs() + 2);
+                        if (beat) {
+                            lastBeatNanos = now;
+                        }
+                        for (Waiter w : judged) {
+                            if (!w.awaiting()) {
+                                continue;
+                            }
+                            Row r = rows.get(w.entry.acquisitionId());
+                            if (r == null) {
+                                w.lost();
+                            } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
+                                w.check();
+                            } else {
+                                next = Math.min(next, r.remainingMs() + 2);
+                            }
+                        }
                     }
-                }
-            }
-            schedulePoll(again ? MIN_POLL_MS : next, false);
-        });
+                    schedulePoll(again ? MIN_POLL_MS : next, false);
+                });
     }
 
     // ---- release, renewal, recovery
@@ -624,28 +638,32 @@ final class JdbcLockProtocol implements LockProtocol {
 
     private void release(QueueEntry entry, boolean waiting, CompletableFuture<Void> done, int attempt, long start) {
         backend.submit(c -> {
-            if (waiting) {
-                deleteWaiter(c, entry.acquisitionId());
-            }
-            releaseHeld(c, entry.lockName(), entry.acquisitionId());
-            return null;
-        }).whenComplete((x, error) -> {
-            if (error == null) {
-                done.complete(null);
-                if (!backend.notified() && !waiters.isEmpty()) {
-                    schedulePoll(0, true); // a waiter of this client may be next
-                }
-                return;
-            }
-            // Retried through a database restart while the entry could still block others; after
-            // its lease it stops counting by itself.
-            if (JdbcBackend.transientFailure(error) && !backend.isClosed() && ticker.read() - start < leaseNanos
-                    && backend.schedule(() -> release(entry, waiting, done, attempt + 1, start),
-                            backoffMs(attempt)) != null) {
-                return;
-            }
-            done.completeExceptionally(failure(entry.lockName(), "release", error));
-        });
+                    if (waiting) {
+                        deleteWaiter(c, entry.acquisitionId());
+                    }
+                    releaseHeld(c, entry.lockName(), entry.acquisitionId());
+                    return null;
+                })
+                .whenComplete((x, error) -> {
+                    if (error == null) {
+                        done.complete(null);
+                        if (!backend.notified() && !waiters.isEmpty()) {
+                            schedulePoll(0, true); // a waiter of this client may be next
+                        }
+                        return;
+                    }
+                    // Retried through a database restart while the entry could still block others; after
+                    // its lease it stops counting by itself.
+                    if (JdbcBackend.transientFailure(error)
+                            && !backend.isClosed()
+                            && ticker.read() - start < leaseNanos
+                            && backend.schedule(
+                                            () -> release(entry, waiting, done, attempt + 1, start), backoffMs(attempt))
+                                    != null) {
+                        return;
+                    }
+                    done.completeExceptionally(failure(entry.lockName(), "release", error));
+                });
     }
 
     @Override
@@ -653,54 +671,57 @@ final class JdbcLockProtocol implements LockProtocol {
         QueueEntry entry = grant.entry();
         long t0 = ticker.read();
         return backend.submit(c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.renew)) {
-                ps.setLong(1, leaseMs);
-                ps.setString(2, entry.lockName());
-                ps.setString(3, entry.acquisitionId());
-                ps.setLong(4, grant.fencingToken());
-                return ps.executeUpdate();
-            }
-        }).handle((count, error) -> {
-            if (error != null) {
-                throw new CompletionException(failure(entry.lockName(), "renewal", error));
-            }
-            if (count != 1) {
-                throw new CompletionException(new EntryLostException(entry,
-                        "its grant (token " + grant.fencingToken() + ") is no longer in the lock table"));
-            }
-            return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
-        });
+                    try (PreparedStatement ps = c.prepareStatement(sql.renew)) {
+                        ps.setLong(1, leaseMs);
+                        ps.setString(2, entry.lockName());
+                        ps.setString(3, entry.acquisitionId());
+                        ps.setLong(4, grant.fencingToken());
+                        return ps.executeUpdate();
+                    }
+                })
+                .handle((count, error) -> {
+                    if (error != null) {
+                        throw new CompletionException(failure(entry.lockName(), "renewal", error));
+                    }
+                    if (count != 1) {
+                        throw new CompletionException(new EntryLostException(
+                                entry,
+                                "its grant (token " + grant.fencingToken() + ") is no longer in the lock table"));
+                    }
+                    return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                });
     }
 
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         return backend.submit(c -> {
-            try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
-                ps.setString(1, lockName);
-                ps.setString(2, acquisitionId);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (rs.next()) {
-                        return Optional.of(new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0,
-                                rs.getLong(1)));
+                    try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
+                        ps.setString(1, lockName);
+                        ps.setString(2, acquisitionId);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            if (rs.next()) {
+                                return Optional.of(new QueueEntry(
+                                        lockName, acquisitionId, lockName + "#" + acquisitionId, 0, rs.getLong(1)));
+                            }
+                        }
                     }
-                }
-            }
-            try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
-                ps.setString(1, acquisitionId);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (rs.next()) {
-                        return Optional.of(new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0,
-                                0));
+                    try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+                        ps.setString(1, acquisitionId);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            if (rs.next()) {
+                                return Optional.of(
+                                        new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0, 0));
+                            }
+                        }
                     }
-                }
-            }
-            return Optional.<QueueEntry>empty();
-        }).handle((found, error) -> {
-            if (error != null) {
-                throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId, error));
-            }
-            return found;
-        });
+                    return Optional.<QueueEntry>empty();
+                })
+                .handle((found, error) -> {
+                    if (error != null) {
+                        throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId, error));
+                    }
+                    return found;
+                });
     }
 
     /** Stops every waiter and deletes this client's waiter rows. */
@@ -736,13 +757,19 @@ final class JdbcLockProtocol implements LockProtocol {
         while (cause instanceof CompletionException && cause.getCause() != null) {
             cause = cause.getCause();
         }
-        if (cause instanceof LockBackendException || cause instanceof EntryLostException
-                || cause instanceof IllegalArgumentException || cause instanceof UnsupportedOperationException) {
+        if (cause instanceof LockBackendException
+                || cause instanceof EntryLostException
+                || cause instanceof IllegalArgumentException
+                || cause instanceof UnsupportedOperationException) {
             return (RuntimeException) cause;
         }
         String hint = cause instanceof java.sql.SQLTransientConnectionException
-                ? " (no connection could be had from the DataSource in time: is its pool exhausted?)" : "";
-        return new LockBackendException(lockName, JdbcBackend.NAME, what + " on " + backend.describe() + " failed: "
-                + backend.message(cause) + hint, cause);
+                ? " (no connection could be had from the DataSource in time: is its pool exhausted?)"
+                : "";
+        return new LockBackendException(
+                lockName,
+                JdbcBackend.NAME,
+                what + " on " + backend.describe() + " failed: " + backend.message(cause) + hint,
+                cause);
     }
 }

@@ -164,17 +164,34 @@ public final class JdbcLocks {
                 dialect = JdbcDialect.ofProduct(product);
                 url = String.valueOf(c.getMetaData().getURL());
                 if (dialect == null) {
-                    throw new LockBackendException(null, JdbcBackend.NAME, "the DataSource's database is " + product
-                            + "; dlock-jdbc supports PostgreSQL, MariaDB/MySQL and H2", null);
+                    throw new LockBackendException(
+                            null,
+                            JdbcBackend.NAME,
+                            "the DataSource's database is " + product
+                                    + "; dlock-jdbc supports PostgreSQL, MariaDB/MySQL and H2",
+                            null);
                 }
             } catch (SQLException e) {
-                throw new LockBackendException(null, JdbcBackend.NAME, "cannot get a connection from the DataSource: "
-                        + e.getClass().getSimpleName() + ": " + JdbcUri.redact(e.getMessage(), null), null);
+                throw new LockBackendException(
+                        null,
+                        JdbcBackend.NAME,
+                        "cannot get a connection from the DataSource: "
+                                + e.getClass().getSimpleName() + ": " + JdbcUri.redact(e.getMessage(), null),
+                        null);
             }
             int q = url.indexOf('?');
-            JdbcUri uri = JdbcUri.of(dialect, q < 0 ? url : url.substring(0, q), null, Map.of(
-                    "dlockTable", table, "createTable", Boolean.toString(createTable), "maxConnections",
-                    Integer.toString(maxConnections)), options);
+            JdbcUri uri = JdbcUri.of(
+                    dialect,
+                    q < 0 ? url : url.substring(0, q),
+                    null,
+                    Map.of(
+                            "dlockTable",
+                            table,
+                            "createTable",
+                            Boolean.toString(createTable),
+                            "maxConnections",
+                            Integer.toString(maxConnections)),
+                    options);
             return LockEngine.newClient(JdbcBackend.open(dataSource, uri), options);
         }
     }

@@ -94,8 +94,8 @@ final class JdbcStatements {
             default -> throw new AssertionError(dialect);
         }
         renew = "UPDATE " + table + " SET expires_ms = " + now + " + ? WHERE name = ? AND owner = ? AND token = ?";
-        insertWaiter = "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms) VALUES (?, ?, ?, " + now
-                + " + ?)";
+        insertWaiter =
+                "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms) VALUES (?, ?, ?, " + now + " + ?)";
         purgeWaiters = "DELETE FROM " + waiters + " WHERE name = ? AND expires_ms < " + now;
         deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
         heartbeat = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE client = ?";

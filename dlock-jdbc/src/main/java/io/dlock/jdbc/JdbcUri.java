@@ -27,8 +27,14 @@ import java.util.regex.Pattern;
  *     for LISTEN)
  * @param options the client's options
  */
-record JdbcUri(JdbcDialect dialect, String jdbcUrl, String password, String table, boolean createTable,
-        int maxConnections, LockOptions options) {
+record JdbcUri(
+        JdbcDialect dialect,
+        String jdbcUrl,
+        String password,
+        String table,
+        boolean createTable,
+        int maxConnections,
+        LockOptions options) {
 
     /** The default lock table. */
     static final String DEFAULT_TABLE = "dlock_locks";
@@ -90,7 +96,8 @@ record JdbcUri(JdbcDialect dialect, String jdbcUrl, String password, String tabl
             }
         }
         if (dialect == JdbcDialect.H2 && !driver.isEmpty()) {
-            throw new IllegalArgumentException("unknown parameter '" + driver.get(0).split("=")[0]
+            throw new IllegalArgumentException("unknown parameter '"
+                    + driver.get(0).split("=")[0]
                     + "' in dlock URI '" + redact(uri, password) + "': H2 takes its settings as ;KEY=value; dlock's"
                     + " parameters are " + new java.util.TreeSet<>(union()));
         }
@@ -100,27 +107,33 @@ record JdbcUri(JdbcDialect dialect, String jdbcUrl, String password, String tabl
         } catch (URISyntaxException e) {
             throw new IllegalArgumentException("malformed dlock parameters in '" + redact(uri, password) + "'");
         }
-        return of(dialect, head + (driver.isEmpty() ? "" : "?" + String.join("&", driver)), password,
-                parsed.parameters(), parsed.options());
+        return of(
+                dialect,
+                head + (driver.isEmpty() ? "" : "?" + String.join("&", driver)),
+                password,
+                parsed.parameters(),
+                parsed.options());
     }
 
     /** Builds the record from dlock's own parameters; checks the table and the numbers. */
-    static JdbcUri of(JdbcDialect dialect, String jdbcUrl, String password, Map<String, String> params,
-            LockOptions options) {
+    static JdbcUri of(
+            JdbcDialect dialect, String jdbcUrl, String password, Map<String, String> params, LockOptions options) {
         String table = params.getOrDefault("dlockTable", DEFAULT_TABLE);
         checkTable(table);
-        boolean create = switch (params.getOrDefault("createTable", "false")) {
-            case "true" -> true;
-            case "false" -> false;
-            default -> throw new IllegalArgumentException("parameter 'createTable' must be true or false: '"
-                    + params.get("createTable") + "'");
-        };
+        boolean create =
+                switch (params.getOrDefault("createTable", "false")) {
+                    case "true" -> true;
+                    case "false" -> false;
+                    default -> throw new IllegalArgumentException(
+                            "parameter 'createTable' must be true or false: '" + params.get("createTable") + "'");
+                };
         int max;
         try {
-            max = Integer.parseInt(params.getOrDefault("maxConnections", "" + DEFAULT_MAX_CONNECTIONS).trim());
+            max = Integer.parseInt(params.getOrDefault("maxConnections", "" + DEFAULT_MAX_CONNECTIONS)
+                    .trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("parameter 'maxConnections' must be an integer: '"
-                    + params.get("maxConnections") + "'");
+            throw new IllegalArgumentException(
+                    "parameter 'maxConnections' must be an integer: '" + params.get("maxConnections") + "'");
         }
         checkMaxConnections(max);
         return new JdbcUri(dialect, jdbcUrl, password, table, create, max, options);

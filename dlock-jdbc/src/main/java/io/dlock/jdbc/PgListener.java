@@ -43,8 +43,8 @@ final class PgListener {
         try {
             listen();
         } catch (SQLException e) {
-            throw new io.dlock.LockBackendException(null, JdbcBackend.NAME, "cannot LISTEN on " + backend.describe()
-                    + ": " + backend.message(e), null);
+            throw new io.dlock.LockBackendException(
+                    null, JdbcBackend.NAME, "cannot LISTEN on " + backend.describe() + ": " + backend.message(e), null);
         }
         thread.start();
     }

@@ -15,8 +15,12 @@ public final class StaleTokenException extends DistributedLockException {
     private final long token;
 
     StaleTokenException(String resource, long token) {
-        super(null, JdbcBackend.NAME, "fenced write to resource '" + resource + "' refused: token " + token
-                + " is older than the one already recorded; roll the transaction back", null);
+        super(
+                null,
+                JdbcBackend.NAME,
+                "fenced write to resource '" + resource + "' refused: token " + token
+                        + " is older than the one already recorded; roll the transaction back",
+                null);
         this.resource = resource;
         this.token = token;
     }

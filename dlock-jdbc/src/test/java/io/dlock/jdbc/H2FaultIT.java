@@ -17,14 +17,16 @@ class H2FaultIT extends JdbcTestSupport {
 
     @Test
     void embeddedInMemory_noServer_locksWithRisingTokens() throws Exception {
-        try (LockClient a = LockClient.connect("jdbc:h2:mem:embedded-" + table + ";DB_CLOSE_DELAY=-1?createTable=true");
-                LockClient b = LockClient.connect("jdbc:h2:mem:embedded-" + table
-                        + ";DB_CLOSE_DELAY=-1?createTable=true")) {
+        try (LockClient a =
+                        LockClient.connect("jdbc:h2:mem:embedded-" + table + ";DB_CLOSE_DELAY=-1?createTable=true");
+                LockClient b =
+                        LockClient.connect("jdbc:h2:mem:embedded-" + table + ";DB_CLOSE_DELAY=-1?createTable=true")) {
             long previous = 0;
             for (int i = 0; i < 6; i++) {
                 try (Lease lease = (i % 2 == 0 ? a : b).lock("job").acquire()) {
                     assertThat(lease.fencingToken()).isGreaterThan(previous);
-                    assertThat((i % 2 == 0 ? b : a).lock("job").tryAcquire(Duration.ZERO)).isEmpty();
+                    assertThat((i % 2 == 0 ? b : a).lock("job").tryAcquire(Duration.ZERO))
+                            .isEmpty();
                     previous = lease.fencingToken();
                 }
             }

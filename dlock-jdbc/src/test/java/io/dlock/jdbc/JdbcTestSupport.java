@@ -101,7 +101,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     /** Rows that hold or wait: "owner" rows of the lock table, then waiter rows. */
     List<String> liveRows() throws SQLException {
         List<String> out = new ArrayList<>();
-        try (Connection c = connect(); Statement s = c.createStatement()) {
+        try (Connection c = connect();
+                Statement s = c.createStatement()) {
             try (ResultSet rs = s.executeQuery("SELECT name, owner FROM " + table + " WHERE owner IS NOT NULL")) {
                 while (rs.next()) {
                     out.add("held " + rs.getString(1) + " by " + rs.getString(2));
@@ -126,8 +127,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     public List<String> entries(String lock) {
         List<String> out = new ArrayList<>();
         try (Connection c = connect()) {
-            try (PreparedStatement ps = c.prepareStatement("SELECT owner FROM " + table
-                    + " WHERE name = ? AND owner IS NOT NULL")) {
+            try (PreparedStatement ps =
+                    c.prepareStatement("SELECT owner FROM " + table + " WHERE name = ? AND owner IS NOT NULL")) {
                 ps.setString(1, lock);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -135,8 +136,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                     }
                 }
             }
-            try (PreparedStatement ps = c.prepareStatement("SELECT acquisition FROM " + table
-                    + "_waiters WHERE name = ? ORDER BY seq")) {
+            try (PreparedStatement ps =
+                    c.prepareStatement("SELECT acquisition FROM " + table + "_waiters WHERE name = ? ORDER BY seq")) {
                 ps.setString(1, lock);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -155,7 +156,9 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
 
     /** Runs one query and returns the first column of the first row as a long. */
     long queryLong(String query) throws SQLException {
-        try (Connection c = connect(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(query)) {
+        try (Connection c = connect();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(query)) {
             assertThat(rs.next()).as("a row from %s", query).isTrue();
             return rs.getLong(1);
         }
@@ -167,7 +170,9 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
      */
     void checkDatabaseClockIsEpochMillis(JdbcDialect dialect) throws Exception {
         long db = queryLong("SELECT " + dialect.now);
-        assertThat(Math.abs(db - System.currentTimeMillis())).as("database clock %d", db).isLessThan(5_000);
+        assertThat(Math.abs(db - System.currentTimeMillis()))
+                .as("database clock %d", db)
+                .isLessThan(5_000);
     }
 
     /**
@@ -176,20 +181,24 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
      */
     void checkFencedWrites() throws Exception {
         FencedWrites fence = FencedWrites.of(table + "_fence");
-        try (Connection c = connect(); Statement s = c.createStatement()) {
+        try (Connection c = connect();
+                Statement s = c.createStatement()) {
             fence.createTable(c);
             s.execute("CREATE TABLE " + table + "_stock (id INT PRIMARY KEY, qty INT NOT NULL)");
             s.execute("INSERT INTO " + table + "_stock VALUES (42, 5)");
         }
-        assertThat(sell(fence, 2048)).isTrue();  // first write: the guard row is created
-        assertThat(sell(fence, 2048)).isTrue();  // the same holder again
-        assertThat(sell(fence, 5120)).isTrue();  // a later holder
+        assertThat(sell(fence, 2048)).isTrue(); // first write: the guard row is created
+        assertThat(sell(fence, 2048)).isTrue(); // the same holder again
+        assertThat(sell(fence, 5120)).isTrue(); // a later holder
         assertThat(sell(fence, 2048)).isFalse(); // the former holder, late: refused
-        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42")).isEqualTo(2);
-        assertThat(queryLong("SELECT token FROM " + table + "_fence WHERE resource = 'stock-42'")).isEqualTo(5120);
+        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42"))
+                .isEqualTo(2);
+        assertThat(queryLong("SELECT token FROM " + table + "_fence WHERE resource = 'stock-42'"))
+                .isEqualTo(5120);
         try (Connection c = connect()) {
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> fence.check(c, "stock-42", 9999))
-                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("autocommit");
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("autocommit");
         }
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> FencedWrites.of("f; DROP TABLE x"))
                 .isInstanceOf(IllegalArgumentException.class);
@@ -201,8 +210,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
             c.setAutoCommit(false);
             try {
                 fence.check(c, "stock-42", token);
-                try (PreparedStatement ps = c.prepareStatement("UPDATE " + table + "_stock SET qty = qty - 1"
-                        + " WHERE id = 42")) {
+                try (PreparedStatement ps =
+                        c.prepareStatement("UPDATE " + table + "_stock SET qty = qty - 1" + " WHERE id = 42")) {
                     ps.executeUpdate();
                 }
                 c.commit();

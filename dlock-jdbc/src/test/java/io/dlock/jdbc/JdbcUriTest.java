@@ -13,8 +13,10 @@ class JdbcUriTest {
 
     @Test
     void parse_postgresUri_splitsDlockAndDriverParameters() {
-        JdbcUri u = JdbcUri.parse("jdbc:postgresql://db:5432/app?user=u&password=s3cret&leaseTime=3s"
-                + "&dlockTable=app.locks&ssl=true&maxConnections=2&fair=false", LockOptions.defaults());
+        JdbcUri u = JdbcUri.parse(
+                "jdbc:postgresql://db:5432/app?user=u&password=s3cret&leaseTime=3s"
+                        + "&dlockTable=app.locks&ssl=true&maxConnections=2&fair=false",
+                LockOptions.defaults());
         assertThat(u.dialect()).isEqualTo(JdbcDialect.POSTGRESQL);
         assertThat(u.jdbcUrl()).isEqualTo("jdbc:postgresql://db:5432/app?user=u&password=s3cret&ssl=true");
         assertThat(u.table()).isEqualTo("app.locks");
@@ -34,16 +36,23 @@ class JdbcUriTest {
                     assertThat(u.createTable()).isTrue();
                     assertThat(u.table()).isEqualTo("dlock_locks");
                 });
-        assertThat(JdbcUri.parse("jdbc:mariadb://h/db", LockOptions.defaults()).dialect()).isEqualTo(JdbcDialect.MARIADB);
-        assertThat(JdbcUri.parse("jdbc:mysql://h/db", LockOptions.defaults()).dialect()).isEqualTo(JdbcDialect.MARIADB);
+        assertThat(JdbcUri.parse("jdbc:mariadb://h/db", LockOptions.defaults()).dialect())
+                .isEqualTo(JdbcDialect.MARIADB);
+        assertThat(JdbcUri.parse("jdbc:mysql://h/db", LockOptions.defaults()).dialect())
+                .isEqualTo(JdbcDialect.MARIADB);
     }
 
     @Test
     void parse_badTableNames_refusedNamingTheParameter() {
-        for (String bad : new String[] {"a'b", "locks;drop table x", "locks--", "1locks", "a b", "x.y.z", "\"q\"",
-                "locks)", "a".repeat(10_000), ""}) {
-            assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?dlockTable=" + bad.replace(" ", "%20")
-                    .replace("\"", "%22").replace("'", "%27"), LockOptions.defaults()))
+        for (String bad : new String[] {
+            "a'b", "locks;drop table x", "locks--", "1locks", "a b", "x.y.z", "\"q\"", "locks)", "a".repeat(10_000), ""
+        }) {
+            assertThatThrownBy(() -> JdbcUri.parse(
+                            "jdbc:h2:mem:x?dlockTable="
+                                    + bad.replace(" ", "%20")
+                                            .replace("\"", "%22")
+                                            .replace("'", "%27"),
+                            LockOptions.defaults()))
                     .as(bad.length() > 20 ? bad.substring(0, 20) : bad)
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("dlockTable");
@@ -53,15 +62,20 @@ class JdbcUriTest {
     @Test
     void parse_badValues_refusedNamingTheParameter() {
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?leaseTime=soon", LockOptions.defaults()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("leaseTime");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("leaseTime");
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?maxConnections=0", LockOptions.defaults()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxConnections");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("maxConnections");
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?createTable=yes", LockOptions.defaults()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("createTable");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("createTable");
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?bogus=1", LockOptions.defaults()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bogus");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("bogus");
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:oracle:thin:@h:1521:x", LockOptions.defaults()))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jdbc:postgresql:");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("jdbc:postgresql:");
     }
 
     @Test
@@ -76,8 +90,10 @@ class JdbcUriTest {
     @Test
     void ddl_shippedForEveryDialect_withTheTableName() {
         for (JdbcDialect d : JdbcDialect.values()) {
-            assertThat(d.ddl("app.locks")).contains("CREATE TABLE IF NOT EXISTS app.locks (")
-                    .contains("CREATE TABLE IF NOT EXISTS app.locks_waiters (").doesNotContain("dlock_locks");
+            assertThat(d.ddl("app.locks"))
+                    .contains("CREATE TABLE IF NOT EXISTS app.locks (")
+                    .contains("CREATE TABLE IF NOT EXISTS app.locks_waiters (")
+                    .doesNotContain("dlock_locks");
             assertThat(d.ddlStatements("app.locks")).hasSizeGreaterThanOrEqualTo(2);
         }
     }

@@ -51,15 +51,19 @@ class MariaDbFaultIT extends JdbcTestSupport {
     @Test
     void databaseClock_decides_slowTickerCannotKeepTheLock() throws Exception {
         long start = System.nanoTime();
-        LockOptions slow = LockOptions.builder().leaseTime(Duration.ofSeconds(1)).renewal(false)
-                .ticker(() -> start + (System.nanoTime() - start) / 10).build();
+        LockOptions slow = LockOptions.builder()
+                .leaseTime(Duration.ofSeconds(1))
+                .renewal(false)
+                .ticker(() -> start + (System.nanoTime() - start) / 10)
+                .build();
         LockClient slowClient = track(LockClient.connect(uri(""), slow));
         LockClient honest = client();
         Lease slowLease = slowClient.lock("clock").acquire();
         assertThat(honest.lock("clock").tryAcquire(Duration.ZERO)).isEmpty();
         long t0 = System.nanoTime();
         Lease next = honest.lock("clock").tryAcquire(scaled(10)).orElseThrow();
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(scaled(3).toMillis());
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0))
+                .isLessThan(scaled(3).toMillis());
         assertThat(next.fencingToken()).isGreaterThan(slowLease.fencingToken());
         slowLease.close();
         assertThat(entries("clock")).hasSize(1);

@@ -9,7 +9,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
-import io.dlock.LockLostException;
 import io.dlock.LockOptions;
 import io.dlock.testkit.ChildJvm;
 import io.dlock.testkit.FreePorts;
@@ -17,19 +16,15 @@ import io.dlock.testkit.LockWorker;
 import io.dlock.testkit.PostgresServer;
 import io.dlock.testkit.Timing;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -71,7 +66,8 @@ class PostgresFaultIT extends JdbcTestSupport {
                 .hasMessageContaining("does not exist")
                 .hasMessageContaining("CREATE TABLE IF NOT EXISTS " + table + " (")
                 .hasMessageContaining("createTable=true");
-        assertThat(queryLong("SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + table + "%'")).isZero();
+        assertThat(queryLong("SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + table + "%'"))
+                .isZero();
     }
 
     @Test
@@ -103,11 +99,16 @@ class PostgresFaultIT extends JdbcTestSupport {
         // A ticker running at a tenth of real speed: without renewal, this client believes its
         // 1-second lease lasts 10 seconds. The database gives the lock away after 1 second anyway.
         long start = System.nanoTime();
-        LockOptions slow = LockOptions.builder().leaseTime(Duration.ofSeconds(1)).renewal(false)
-                .ticker(() -> start + (System.nanoTime() - start) / 10).build();
+        LockOptions slow = LockOptions.builder()
+                .leaseTime(Duration.ofSeconds(1))
+                .renewal(false)
+                .ticker(() -> start + (System.nanoTime() - start) / 10)
+                .build();
         LockClient slowClient = track(LockClient.connect(uri(""), slow));
         // A ticker running ten times fast: it may not take a held lock either.
-        LockOptions fast = LockOptions.builder().ticker(() -> start + (System.nanoTime() - start) * 10).build();
+        LockOptions fast = LockOptions.builder()
+                .ticker(() -> start + (System.nanoTime() - start) * 10)
+                .build();
         LockClient fastClient = track(LockClient.connect(uri(""), fast));
         LockClient honest = client();
 
@@ -116,8 +117,12 @@ class PostgresFaultIT extends JdbcTestSupport {
         long t0 = System.nanoTime();
         Lease next = honest.lock("clock").tryAcquire(scaled(10)).orElseThrow();
         long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertThat(waitedMs).as("the database expired the 1 s lease").isLessThan(Timing.scale(Duration.ofMillis(2_500)).toMillis());
-        assertThat(slowLease.isValid()).as("the slow client still believes it holds").isTrue();
+        assertThat(waitedMs)
+                .as("the database expired the 1 s lease")
+                .isLessThan(Timing.scale(Duration.ofMillis(2_500)).toMillis());
+        assertThat(slowLease.isValid())
+                .as("the slow client still believes it holds")
+                .isTrue();
         assertThat(next.fencingToken()).isGreaterThan(slowLease.fencingToken());
         slowLease.close(); // releases nothing: the row is no longer its own
         assertThat(entries("clock")).hasSize(1);
@@ -134,8 +139,12 @@ class PostgresFaultIT extends JdbcTestSupport {
         config.setMaximumPoolSize(3);
         config.setConnectionTimeout(500);
         HikariDataSource pool = track(new HikariDataSource(config));
-        LockClient client = track(JdbcLocks.builder(pool).table(table).createTable(true).maxConnections(2)
-                .options(LockOptions.defaults()).connect());
+        LockClient client = track(JdbcLocks.builder(pool)
+                .table(table)
+                .createTable(true)
+                .maxConnections(2)
+                .options(LockOptions.defaults())
+                .connect());
         // The LISTEN connection is one; the application takes the other two.
         List<Connection> taken = new ArrayList<>();
         taken.add(pool.getConnection());
@@ -146,7 +155,8 @@ class PostgresFaultIT extends JdbcTestSupport {
                     .isInstanceOf(LockBackendException.class)
                     .hasMessageContaining("lock 'starved'")
                     .hasMessageContaining("pool exhausted");
-            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(scaled(10).toMillis());
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0))
+                    .isLessThan(scaled(10).toMillis());
         } finally {
             for (Connection c : taken) {
                 c.close();
@@ -160,7 +170,8 @@ class PostgresFaultIT extends JdbcTestSupport {
     @Test
     void fencedWrite_pausedHolderLateWrite_refusedByTheDatabase() throws Exception {
         FencedWrites fence = FencedWrites.of(table + "_fence");
-        try (Connection c = connect(); Statement s = c.createStatement()) {
+        try (Connection c = connect();
+                Statement s = c.createStatement()) {
             fence.createTable(c);
             s.execute("CREATE TABLE " + table + "_stock (id INT PRIMARY KEY, qty INT NOT NULL)");
             s.execute("INSERT INTO " + table + "_stock VALUES (42, 1)");
@@ -178,7 +189,8 @@ class PostgresFaultIT extends JdbcTestSupport {
             assertThat(sell(fence, paused)).isFalse();
             holder.kill();
         }
-        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42")).isZero(); // sold once, not twice
+        assertThat(queryLong("SELECT qty FROM " + table + "_stock WHERE id = 42"))
+                .isZero(); // sold once, not twice
     }
 
     @Test
@@ -220,7 +232,8 @@ class PostgresFaultIT extends JdbcTestSupport {
         assertThat(cycles).hasValue(10_000);
         assertThat(queryLong("SELECT count(*) FROM " + table)).isEqualTo(1_000);
         assertThat(queryLong("SELECT count(*) FROM " + table + "_waiters")).isZero();
-        assertThat(queryLong("SELECT count(*) FROM " + table + " WHERE owner IS NOT NULL")).isZero();
+        assertThat(queryLong("SELECT count(*) FROM " + table + " WHERE owner IS NOT NULL"))
+                .isZero();
     }
 
     @Test
@@ -236,7 +249,9 @@ class PostgresFaultIT extends JdbcTestSupport {
         held.close();
         Lease next = pending.get(10, TimeUnit.SECONDS);
         long handOffMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertThat(handOffMs).as("hand-off through NOTIFY").isLessThan(Timing.scale(Duration.ofMillis(500)).toMillis());
+        assertThat(handOffMs)
+                .as("hand-off through NOTIFY")
+                .isLessThan(Timing.scale(Duration.ofMillis(500)).toMillis());
         next.close();
     }
 
@@ -249,8 +264,8 @@ class PostgresFaultIT extends JdbcTestSupport {
         for (int i = 0; i < clients.length; i++) {
             clients[i] = client("localQueueing=false");
         }
-        io.dlock.testkit.Contention.Result r = io.dlock.testkit.Contention.run(clients, "queue", 8, 40,
-                Duration.ofMinutes(2));
+        io.dlock.testkit.Contention.Result r =
+                io.dlock.testkit.Contention.run(clients, "queue", 8, 40, Duration.ofMinutes(2));
         assertThat(r.checker().counter()).isEqualTo(320);
         assertThat(r.checker().violations()).isZero();
         assertThat(r.store().rejectedWrites()).isZero();

@@ -48,11 +48,13 @@ class PostgresRestartIT {
             await().atMost(JdbcTestSupport.scaled(10)).until(() -> !lease.isValid());
             assertThat(lost).hasSize(1);
             server.startAgain();
-            try (Lease next = other.lock("r").tryAcquire(JdbcTestSupport.scaled(20)).orElseThrow()) {
+            try (Lease next =
+                    other.lock("r").tryAcquire(JdbcTestSupport.scaled(20)).orElseThrow()) {
                 assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
             }
             lease.close();
-            try (Lease again = holder.lock("r").tryAcquire(JdbcTestSupport.scaled(10)).orElseThrow()) {
+            try (Lease again =
+                    holder.lock("r").tryAcquire(JdbcTestSupport.scaled(10)).orElseThrow()) {
                 assertThat(again.isValid()).isTrue();
             }
             assertThat(lost).hasSize(1);
@@ -74,7 +76,8 @@ class PostgresRestartIT {
             server.restart();
             // The row and its expiry are on disk: renewals reach the restarted server in time.
             // Valid throughout more than two renewal intervals on the restarted server.
-            await().during(Duration.ofSeconds(4)).atMost(Duration.ofSeconds(6))
+            await().during(Duration.ofSeconds(4))
+                    .atMost(Duration.ofSeconds(6))
                     .until(() -> lease.isValid() && lost.isEmpty());
             lease.close();
         }

@@ -111,8 +111,8 @@ final class DataLossGuard {
     Command startQuarantine(long serverSeconds) {
         long end = serverSeconds + quarantineSeconds + CLOCK_SLACK_SECONDS;
         long expiresAt = serverSeconds + MARKER_LIFETIME_SECONDS;
-        String value = Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE) + " " + end + " "
-                + expiresAt;
+        String value =
+                Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE) + " " + end + " " + expiresAt;
         return Command.withData("ms " + MARKER_KEY + " " + value.length() + " ME T" + expiresAt, value);
     }
 

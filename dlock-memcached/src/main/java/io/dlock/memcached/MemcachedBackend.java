@@ -73,8 +73,12 @@ final class MemcachedBackend implements LockBackend {
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger down = new AtomicInteger();
-    private final Set<Capability> capabilities = Set.copyOf(EnumSet.of(Capability.EXCLUSIVE,
-            Capability.FENCING_TOKENS, Capability.MULTI_LOCK, Capability.LOST_DETECTION, Capability.CRASH_RELEASE,
+    private final Set<Capability> capabilities = Set.copyOf(EnumSet.of(
+            Capability.EXCLUSIVE,
+            Capability.FENCING_TOKENS,
+            Capability.MULTI_LOCK,
+            Capability.LOST_DETECTION,
+            Capability.CRASH_RELEASE,
             Capability.RENEWAL));
     private final MemcachedLockProtocol protocol;
     private volatile ScheduledFuture<?> watchdog;
@@ -98,12 +102,13 @@ final class MemcachedBackend implements LockBackend {
         CompletableFuture<List<Reply>> send(List<Command> commands) {
             MetaConnection c = connection;
             if (c == null) {
-                return CompletableFuture.failedFuture(new MemcachedIoException("not connected to memcached at "
-                        + label, null));
+                return CompletableFuture.failedFuture(
+                        new MemcachedIoException("not connected to memcached at " + label, null));
             }
             List<CompletableFuture<Reply>> replies = c.send(commands, System.nanoTime());
             return CompletableFuture.allOf(replies.toArray(new CompletableFuture<?>[0]))
-                    .thenApply(x -> replies.stream().map(CompletableFuture::join).toList());
+                    .thenApply(
+                            x -> replies.stream().map(CompletableFuture::join).toList());
         }
 
         /** The generation of the current connection: a CAS value read on it is from this server life. */
@@ -136,11 +141,15 @@ final class MemcachedBackend implements LockBackend {
             if (resolved.isUnresolved()) {
                 throw new IOException("unknown host '" + address.getHostString() + "'");
             }
-            MetaConnection c = MetaConnection.open(resolved, nextGeneration(), loop,
-                    options.connectTimeout().toMillis(), MemcachedBackend.this::onClosed);
+            MetaConnection c = MetaConnection.open(
+                    resolved,
+                    nextGeneration(),
+                    loop,
+                    options.connectTimeout().toMillis(),
+                    MemcachedBackend.this::onClosed);
             try {
-                List<CompletableFuture<Reply>> r = c.send(List.of(Command.of("mn"), DataLossGuard.read()),
-                        System.nanoTime());
+                List<CompletableFuture<Reply>> r =
+                        c.send(List.of(Command.of("mn"), DataLossGuard.read()), System.nanoTime());
                 long wait = options.connectTimeout().toMillis();
                 Reply mn = r.get(0).get(wait, TimeUnit.MILLISECONDS);
                 if (!mn.status().equals("MN")) {
@@ -155,11 +164,15 @@ final class MemcachedBackend implements LockBackend {
                 }
             } catch (TimeoutException e) {
                 c.close(e);
-                throw new IOException(label + " did not answer within the connect timeout ("
-                        + options.connectTimeout().toMillis() + " ms)", e);
+                throw new IOException(
+                        label + " did not answer within the connect timeout ("
+                                + options.connectTimeout().toMillis() + " ms)",
+                        e);
             } catch (java.util.concurrent.ExecutionException e) {
                 c.close(e.getCause());
-                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause().getMessage(), e);
+                throw e.getCause() instanceof IOException io
+                        ? io
+                        : new IOException(e.getCause().getMessage(), e);
             } catch (InterruptedException e) {
                 c.close(e);
                 Thread.currentThread().interrupt();
@@ -174,23 +187,32 @@ final class MemcachedBackend implements LockBackend {
         /** Writes a new boot marker after a data loss (the first writer wins); completes when done. */
         CompletableFuture<Void> startQuarantine() {
             MetaConnection c = connection;
-            return c == null ? CompletableFuture.failedFuture(new MemcachedIoException("not connected to " + label,
-                    null)) : startQuarantine(c);
+            return c == null
+                    ? CompletableFuture.failedFuture(new MemcachedIoException("not connected to " + label, null))
+                    : startQuarantine(c);
         }
 
         private CompletableFuture<Void> startQuarantine(MetaConnection c) {
-            return c.send(List.of(Command.statsCommand()), System.nanoTime()).get(0).thenCompose(stats -> {
-                long now = DataLossGuard.statsTime(stats);
-                sawClock(now);
-                log.warn("[client={}] memcached at {} has no boot marker: it lost its data (restart, flush or"
-                        + " eviction); nothing is granted there for the next {} s", NAME, label,
-                        guard.quarantineSecondsWithSlack());
-                return c.send(List.of(guard.startQuarantine(now)), System.nanoTime()).get(0);
-            }).thenAccept(written -> {
-                if (written.isError()) {
-                    throw new CompletionException(new IOException("writing the boot marker failed: " + written));
-                }
-            });
+            return c.send(List.of(Command.statsCommand()), System.nanoTime())
+                    .get(0)
+                    .thenCompose(stats -> {
+                        long now = DataLossGuard.statsTime(stats);
+                        sawClock(now);
+                        log.warn(
+                                "[client={}] memcached at {} has no boot marker: it lost its data (restart, flush or"
+                                        + " eviction); nothing is granted there for the next {} s",
+                                NAME,
+                                label,
+                                guard.quarantineSecondsWithSlack());
+                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime())
+                                .get(0);
+                    })
+                    .thenAccept(written -> {
+                        if (written.isError()) {
+                            throw new CompletionException(
+                                    new IOException("writing the boot marker failed: " + written));
+                        }
+                    });
         }
 
         @Override
@@ -243,8 +265,8 @@ final class MemcachedBackend implements LockBackend {
                 s.connect();
             } catch (IOException | RuntimeException e) {
                 b.close();
-                throw new LockBackendException(null, NAME, "cannot connect to memcached at " + s.label + ": "
-                        + describe(e), e);
+                throw new LockBackendException(
+                        null, NAME, "cannot connect to memcached at " + s.label + ": " + describe(e), e);
             }
         }
         long tick = Math.max(50, Math.min(1000, uri.options().connectTimeout().toMillis() / 4));
@@ -302,9 +324,13 @@ final class MemcachedBackend implements LockBackend {
             }
             long oldest = c.oldestInflightNanos();
             if (oldest != Long.MIN_VALUE && now - oldest > limit) {
-                log.warn("[client={}] memcached at {} did not answer for {} ms; closing the connection to reconnect",
-                        NAME, s.label, TimeUnit.NANOSECONDS.toMillis(now - oldest));
-                c.close(new IOException("no answer within " + options.connectTimeout().toMillis() + " ms"));
+                log.warn(
+                        "[client={}] memcached at {} did not answer for {} ms; closing the connection to reconnect",
+                        NAME,
+                        s.label,
+                        TimeUnit.NANOSECONDS.toMillis(now - oldest));
+                c.close(new IOException(
+                        "no answer within " + options.connectTimeout().toMillis() + " ms"));
             }
         }
     }
@@ -329,7 +355,8 @@ final class MemcachedBackend implements LockBackend {
     private void scheduleReconnect(Server s) {
         long base = Math.max(1, options.retryPolicy().baseSleep().toMillis());
         // At most a second between attempts: a restarted server's quarantine only starts once a client is back.
-        long max = Math.min(1000, Math.max(base, options.retryPolicy().maxSleep().toMillis()));
+        long max =
+                Math.min(1000, Math.max(base, options.retryPolicy().maxSleep().toMillis()));
         long delay = Math.min(max, base << Math.min(20, s.reconnectAttempt++));
         try {
             timer.schedule(() -> connector.execute(() -> reconnect(s)), delay, TimeUnit.MILLISECONDS);

@@ -142,12 +142,12 @@ final class MemcachedLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
         if (request.mode() != LockMode.EXCLUSIVE) {
-            return CompletableFuture.failedFuture(new UnsupportedOperationException(request.mode()
-                    + " is not available on memcached"));
+            return CompletableFuture.failedFuture(
+                    new UnsupportedOperationException(request.mode() + " is not available on memcached"));
         }
         String name = request.lockName();
-        QueueEntry entry = new QueueEntry(name, request.acquisitionId(), lockKey(name) + "#" + request.acquisitionId(),
-                0, 0);
+        QueueEntry entry =
+                new QueueEntry(name, request.acquisitionId(), lockKey(name) + "#" + request.acquisitionId(), 0, 0);
         Waiter w = new Waiter(entry);
         waiters.put(entry.key(), w);
         CompletableFuture<Position> result = new CompletableFuture<>();
@@ -168,7 +168,9 @@ final class MemcachedLockProtocol implements LockProtocol {
         a.whenComplete((r, error) -> {
             if (error != null) {
                 Throwable cause = unwrap(error);
-                if (notSent(cause) && attempt < backend.options.retryPolicy().maxRetries() && !backend.isClosed()
+                if (notSent(cause)
+                        && attempt < backend.options.retryPolicy().maxRetries()
+                        && !backend.isClosed()
                         && backend.schedule(() -> enqueue(w, result, attempt + 1), backoffMs(attempt)) != null) {
                     return; // never reached the server: trying again cannot make a second entry
                 }
@@ -193,8 +195,8 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     private Command writeWaiter(QueueEntry entry) {
         String v = backend.clientId;
-        return Command.withData("ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T"
-                + ttlSeconds, v);
+        return Command.withData(
+                "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
     }
 
     private void forget(Waiter w) {
@@ -220,8 +222,8 @@ final class MemcachedLockProtocol implements LockProtocol {
         String value = ownerValue(entry);
         List<Command> commands = new ArrayList<>(4);
         commands.add(DataLossGuard.read());
-        commands.add(Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c",
-                value));
+        commands.add(
+                Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c", value));
         commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
                 + COUNTER_TTL_SECONDS + " v"));
         if (refreshWaiter) {
@@ -241,14 +243,16 @@ final class MemcachedLockProtocol implements LockProtocol {
                 verdict = DataLossGuard.judge(replies.get(0));
             } catch (RuntimeException e) {
                 return undo(server, name, added, cas).thenApply(x -> {
-                    throw new CompletionException(new LockBackendException(name, MemcachedBackend.NAME,
-                            e.getMessage(), e));
+                    throw new CompletionException(
+                            new LockBackendException(name, MemcachedBackend.NAME, e.getMessage(), e));
                 });
             }
             server.sawClock(verdict.serverSeconds());
             if (verdict.state() == DataLossGuard.State.MISSING) {
-                return undo(server, name, added, cas).thenCompose(x -> server.startQuarantine())
-                        .thenApply(x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
+                return undo(server, name, added, cas)
+                        .thenCompose(x -> server.startQuarantine())
+                        .thenApply(
+                                x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
             }
             if (verdict.state() == DataLossGuard.State.QUARANTINED) {
                 return undo(server, name, added, cas)
@@ -265,8 +269,8 @@ final class MemcachedLockProtocol implements LockProtocol {
             }
             long token = Long.parseLong(counter.value().trim());
             long last = lastToken(name);
-            CompletableFuture<Long> fenced = token > last ? CompletableFuture.completedFuture(token)
-                    : raiseCounter(server, name, token, last);
+            CompletableFuture<Long> fenced =
+                    token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
                 held.put(entry.acquisitionId(), new Held(server, generation, cas));
@@ -277,8 +281,11 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     /** The counter was recreated below a token this client saw: raise it past that token. */
     private CompletableFuture<Long> raiseCounter(Server server, String name, long token, long last) {
-        log.warn("[lock={}] fencing counter gave {} though this client saw {}; raising it (counter evicted?)", name,
-                token, last);
+        log.warn(
+                "[lock={}] fencing counter gave {} though this client saw {}; raising it (counter evicted?)",
+                name,
+                token,
+                last);
         return server.send(List.of(Command.of("ma " + counterKey(name) + " D" + (last + 1 - token) + " v")))
                 .thenApply(r -> {
                     Reply reply = r.get(0);
@@ -293,9 +300,13 @@ final class MemcachedLockProtocol implements LockProtocol {
         if (!added) {
             return CompletableFuture.completedFuture(null);
         }
-        return server.send(List.of(Command.of("md " + lockKey(name) + " C" + cas))).thenAccept(r -> {
-            log.debug("[lock={}] undid an add made while the server's data life was not settled: {}", name, r.get(0));
-        });
+        return server.send(List.of(Command.of("md " + lockKey(name) + " C" + cas)))
+                .thenAccept(r -> {
+                    log.debug(
+                            "[lock={}] undid an add made while the server's data life was not settled: {}",
+                            name,
+                            r.get(0));
+                });
     }
 
     private long lastToken(String name) {
@@ -394,7 +405,10 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 if (error != null || r.grant == null) {
                     if (error != null) {
-                        log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), unwrap(error).toString());
+                        log.debug(
+                                "[lock={} state=QUEUED] poll failed: {}",
+                                entry.lockName(),
+                                unwrap(error).toString());
                     }
                     long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
                     scheduleLocked(delay);
@@ -424,14 +438,15 @@ final class MemcachedLockProtocol implements LockProtocol {
                 last = inflight;
                 keyWritten = waiterKeyWritten || polls > 0;
             }
-            CompletableFuture<Void> settled = last == null ? CompletableFuture.completedFuture(null)
-                    : last.handle((x, e) -> null);
+            CompletableFuture<Void> settled =
+                    last == null ? CompletableFuture.completedFuture(null) : last.handle((x, e) -> null);
             if (!keyWritten) {
                 return settled;
             }
             Server server = backend.serverFor(entry.lockName());
-            return settled.thenCompose(x -> server.send(List.of(Command.of("md "
-                    + waiterKey(entry.lockName(), entry.acquisitionId()))))).handle((x, e) -> null);
+            return settled.thenCompose(x -> server.send(
+                            List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId())))))
+                    .handle((x, e) -> null);
         }
     }
 
@@ -475,24 +490,28 @@ final class MemcachedLockProtocol implements LockProtocol {
     public CompletionStage<Void> release(QueueEntry entry) {
         Waiter w = waiters.remove(entry.key());
         CompletableFuture<Void> withdrawn = w == null ? CompletableFuture.completedFuture(null) : w.withdraw();
-        return withdrawn.thenCompose(x -> {
-            Held h = held.remove(entry.acquisitionId());
-            CompletableFuture<Void> done;
-            if (h != null && h.generation == h.server.generation()) {
-                done = h.server.send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)))
-                        .thenCompose(r -> r.get(0).status().equals("EX") ? deleteIfOurs(entry, 3)
-                                : CompletableFuture.completedFuture(null));
-            } else {
-                // No CAS we can trust on this connection (or a lost reply): read the key back first.
-                done = deleteIfOurs(entry, 3);
-            }
-            return done.whenComplete((y, e) -> kick(entry.lockName()));
-        }).handle((x, e) -> {
-            if (e != null) {
-                throw new CompletionException(failure(entry.lockName(), "release", unwrap(e)));
-            }
-            return null;
-        });
+        return withdrawn
+                .thenCompose(x -> {
+                    Held h = held.remove(entry.acquisitionId());
+                    CompletableFuture<Void> done;
+                    if (h != null && h.generation == h.server.generation()) {
+                        done = h.server
+                                .send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)))
+                                .thenCompose(r -> r.get(0).status().equals("EX")
+                                        ? deleteIfOurs(entry, 3)
+                                        : CompletableFuture.completedFuture(null));
+                    } else {
+                        // No CAS we can trust on this connection (or a lost reply): read the key back first.
+                        done = deleteIfOurs(entry, 3);
+                    }
+                    return done.whenComplete((y, e) -> kick(entry.lockName()));
+                })
+                .handle((x, e) -> {
+                    if (e != null) {
+                        throw new CompletionException(failure(entry.lockName(), "release", unwrap(e)));
+                    }
+                    return null;
+                });
     }
 
     /** Deletes the lock key only if it holds this entry's acquisition id (CAS-checked). */
@@ -504,8 +523,9 @@ final class MemcachedLockProtocol implements LockProtocol {
             if (!ours(got, entry)) {
                 return CompletableFuture.completedFuture(null);
             }
-            return server.send(List.of(Command.of("md " + key + " C" + got.flagLong('c')))).thenCompose(d ->
-                    d.get(0).status().equals("EX") && attemptsLeft > 1 ? deleteIfOurs(entry, attemptsLeft - 1)
+            return server.send(List.of(Command.of("md " + key + " C" + got.flagLong('c'))))
+                    .thenCompose(d -> d.get(0).status().equals("EX") && attemptsLeft > 1
+                            ? deleteIfOurs(entry, attemptsLeft - 1)
                             : CompletableFuture.completedFuture(null));
         });
     }
@@ -524,30 +544,34 @@ final class MemcachedLockProtocol implements LockProtocol {
         if (h != null && h.generation == generation) {
             cas = CompletableFuture.completedFuture(h.cas);
         } else {
-            cas = server.send(List.of(Command.of("mg " + lockKey(name) + " v c"))).thenApply(r -> {
-                if (!ours(r.get(0), entry)) {
-                    throw new CompletionException(gone(entry, grant, r.get(0)));
-                }
-                return r.get(0).flagLong('c');
-            });
+            cas = server.send(List.of(Command.of("mg " + lockKey(name) + " v c")))
+                    .thenApply(r -> {
+                        if (!ours(r.get(0), entry)) {
+                            throw new CompletionException(gone(entry, grant, r.get(0)));
+                        }
+                        return r.get(0).flagLong('c');
+                    });
         }
         String value = ownerValue(entry);
-        return cas.thenCompose(c -> server.send(List.of(Command.withData("ms " + lockKey(name) + " " + value.length()
-                        + " C" + c + " T" + ttlSeconds + " c", value))).thenApply(r -> {
-                    Reply reply = r.get(0);
-                    if (reply.status().equals("HD")) {
-                        Held now = new Held(server, generation, reply.flagLong('c'));
-                        if (h == null ? held.putIfAbsent(entry.acquisitionId(), now) != null
-                                : !held.replace(entry.acquisitionId(), h, now)) {
-                            held.computeIfPresent(entry.acquisitionId(), (k, old) -> now);
-                        }
-                        return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
-                    }
-                    if (reply.isError()) {
-                        throw new CompletionException(refused(name, "renewal", reply));
-                    }
-                    throw new CompletionException(gone(entry, grant, reply));
-                }))
+        return cas.thenCompose(c -> server.send(List.of(Command.withData(
+                                "ms " + lockKey(name) + " " + value.length() + " C" + c + " T" + ttlSeconds + " c",
+                                value)))
+                        .thenApply(r -> {
+                            Reply reply = r.get(0);
+                            if (reply.status().equals("HD")) {
+                                Held now = new Held(server, generation, reply.flagLong('c'));
+                                if (h == null
+                                        ? held.putIfAbsent(entry.acquisitionId(), now) != null
+                                        : !held.replace(entry.acquisitionId(), h, now)) {
+                                    held.computeIfPresent(entry.acquisitionId(), (k, old) -> now);
+                                }
+                                return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                            }
+                            if (reply.isError()) {
+                                throw new CompletionException(refused(name, "renewal", reply));
+                            }
+                            throw new CompletionException(gone(entry, grant, reply));
+                        }))
                 .handle((g, e) -> {
                     if (e == null) {
                         return g;
@@ -562,9 +586,12 @@ final class MemcachedLockProtocol implements LockProtocol {
     }
 
     private static EntryLostException gone(QueueEntry entry, Grant grant, Reply reply) {
-        return new EntryLostException(entry, "its key (token " + grant.fencingToken() + ") is gone from memcached or"
-                + " belongs to another holder (" + reply.status() + "): expired, evicted, deleted, or the server"
-                + " restarted");
+        return new EntryLostException(
+                entry,
+                "its key (token " + grant.fencingToken() + ") is gone from memcached or"
+                        + " belongs to another holder (" + reply.status()
+                        + "): expired, evicted, deleted, or the server"
+                        + " restarted");
     }
 
     // ---- recovery
@@ -572,11 +599,12 @@ final class MemcachedLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         QueueEntry entry = new QueueEntry(lockName, acquisitionId, lockKey(lockName) + "#" + acquisitionId, 0, 0);
-        return backend.serverFor(lockName).send(List.of(Command.of("mg " + lockKey(lockName) + " v")))
+        return backend.serverFor(lockName)
+                .send(List.of(Command.of("mg " + lockKey(lockName) + " v")))
                 .handle((r, e) -> {
                     if (e != null) {
-                        throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId,
-                                unwrap(e)));
+                        throw new CompletionException(
+                                failure(lockName, "looking up entry " + acquisitionId, unwrap(e)));
                     }
                     return ours(r.get(0), entry) ? Optional.of(entry) : Optional.<QueueEntry>empty();
                 });
@@ -605,7 +633,8 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     /** A request that failed before reaching the server (no connection). */
     private static boolean notSent(Throwable t) {
-        return t instanceof MemcachedIoException && String.valueOf(t.getMessage()).startsWith("not connected");
+        return t instanceof MemcachedIoException
+                && String.valueOf(t.getMessage()).startsWith("not connected");
     }
 
     static Throwable unwrap(Throwable t) {
@@ -620,8 +649,10 @@ final class MemcachedLockProtocol implements LockProtocol {
     }
 
     private static RuntimeException failure(String name, String what, Throwable cause) {
-        if (cause instanceof LockBackendException || cause instanceof EntryLostException
-                || cause instanceof IllegalArgumentException || cause instanceof UnsupportedOperationException) {
+        if (cause instanceof LockBackendException
+                || cause instanceof EntryLostException
+                || cause instanceof IllegalArgumentException
+                || cause instanceof UnsupportedOperationException) {
             return (RuntimeException) cause;
         }
         return new LockBackendException(name, MemcachedBackend.NAME, what + " failed: " + cause.getMessage(), cause);

@@ -63,9 +63,16 @@ record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration qu
     }
 
     static String checkKeyPrefix(String prefix) {
-        boolean ok = !prefix.isEmpty() && prefix.length() <= MAX_KEY_PREFIX && prefix.chars().allMatch(c ->
-                (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'
-                        || c == '.' || c == ':');
+        boolean ok = !prefix.isEmpty()
+                && prefix.length() <= MAX_KEY_PREFIX
+                && prefix.chars()
+                        .allMatch(c -> (c >= 'a' && c <= 'z')
+                                || (c >= 'A' && c <= 'Z')
+                                || (c >= '0' && c <= '9')
+                                || c == '_'
+                                || c == '-'
+                                || c == '.'
+                                || c == ':');
         if (!ok) {
             throw new IllegalArgumentException("parameter 'keyPrefix' must be 1 to " + MAX_KEY_PREFIX
                     + " characters of A-Z a-z 0-9 _ - . : (memcached keys are at most 250 bytes, lock names up to"
@@ -113,7 +120,9 @@ record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration qu
 
     /** The hosts, comma-separated, for messages. */
     String hostList() {
-        return String.join(",", hosts.stream().map(a -> a.getHostString() + ":" + a.getPort()).toList());
+        return String.join(
+                ",",
+                hosts.stream().map(a -> a.getHostString() + ":" + a.getPort()).toList());
     }
 
     @Override

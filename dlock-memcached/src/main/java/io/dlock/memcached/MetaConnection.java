@@ -127,7 +127,11 @@ final class MetaConnection {
     private int accLen;
     private final List<String> statLines = new ArrayList<>();
 
-    private MetaConnection(InetSocketAddress address, long generation, IoLoop loop, SocketChannel channel,
+    private MetaConnection(
+            InetSocketAddress address,
+            long generation,
+            IoLoop loop,
+            SocketChannel channel,
             Consumer<MetaConnection> onClose) {
         this.address = address;
         this.label = address.getHostString() + ":" + address.getPort();
@@ -141,8 +145,13 @@ final class MetaConnection {
      * Opens a connection. Blocking: up to {@code connectTimeoutMs} for the TCP handshake (on the
      * calling thread, never the I/O thread). On failure: throws {@link IOException}, nothing open.
      */
-    static MetaConnection open(InetSocketAddress address, long generation, IoLoop loop, long connectTimeoutMs,
-            Consumer<MetaConnection> onClose) throws IOException {
+    static MetaConnection open(
+            InetSocketAddress address,
+            long generation,
+            IoLoop loop,
+            long connectTimeoutMs,
+            Consumer<MetaConnection> onClose)
+            throws IOException {
         SocketChannel ch = SocketChannel.open();
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
@@ -242,8 +251,8 @@ final class MetaConnection {
         synchronized (this) {
             cause = closeCause;
         }
-        MemcachedIoException e = new MemcachedIoException("connection to memcached at " + label + " closed"
-                + (cause == null ? "" : ": " + cause), cause);
+        MemcachedIoException e = new MemcachedIoException(
+                "connection to memcached at " + label + " closed" + (cause == null ? "" : ": " + cause), cause);
         for (Pending p : failed) {
             p.reply.completeExceptionally(e);
         }

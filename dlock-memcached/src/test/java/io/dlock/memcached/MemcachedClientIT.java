@@ -26,14 +26,15 @@ class MemcachedClientIT extends MemcachedTestSupport {
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("127.0.0.1:" + port)
                 .hasMessageContaining("is memcached running there?");
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(scaled(3).toMillis());
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+                .isLessThan(scaled(3).toMillis());
     }
 
     @Test
     void connect_oneOfTwoServersDown_failsNamingThatServer() {
         int port = FreePorts.loopback();
-        assertThatThrownBy(() -> LockClient.connect("memcached://" + server.connectString() + ",127.0.0.1:" + port
-                        + "?connectTimeout=2s"))
+        assertThatThrownBy(() -> LockClient.connect(
+                        "memcached://" + server.connectString() + ",127.0.0.1:" + port + "?connectTimeout=2s"))
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("127.0.0.1:" + port);
     }
@@ -51,8 +52,8 @@ class MemcachedClientIT extends MemcachedTestSupport {
                 }
             });
             t.start();
-            assertThatThrownBy(() -> LockClient.connect("memcached://127.0.0.1:" + fake.getLocalPort()
-                            + "?connectTimeout=2s"))
+            assertThatThrownBy(() ->
+                            LockClient.connect("memcached://127.0.0.1:" + fake.getLocalPort() + "?connectTimeout=2s"))
                     .isInstanceOf(LockBackendException.class)
                     .hasMessageContaining("meta protocol")
                     .hasMessageContaining("1.6");
@@ -71,11 +72,14 @@ class MemcachedClientIT extends MemcachedTestSupport {
     @Test
     void lock_badNames_clearErrorsAndNothingOnTheServer() {
         LockClient c = client();
-        assertThatThrownBy(() -> c.lock("has space")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> c.lock("has space"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("' '");
-        assertThatThrownBy(() -> c.lock("ctl\u0001")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> c.lock("ctl\u0001"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("U+0001");
-        assertThatThrownBy(() -> c.lock("x".repeat(201))).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> c.lock("x".repeat(201)))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("201 characters");
         assertThatThrownBy(() -> c.lock("")).isInstanceOf(IllegalArgumentException.class);
         assertThat(server.keys(prefix + ":")).isEmpty();
@@ -85,7 +89,8 @@ class MemcachedClientIT extends MemcachedTestSupport {
     void lock_longestName_worksWithinTheKeyLimit() throws Exception {
         String name = "n".repeat(200);
         LockClient c = LockClient.connect(server.uri("p".repeat(MemcachedUri.MAX_KEY_PREFIX)));
-        try (c; var lease = c.lock(name).acquire()) {
+        try (c;
+                var lease = c.lock(name).acquire()) {
             assertThat(lease.isValid()).isTrue();
             assertThat(c.lock(name).tryAcquire(Duration.ZERO)).isPresent(); // reentrant
         }
@@ -94,11 +99,14 @@ class MemcachedClientIT extends MemcachedTestSupport {
 
     @Test
     void connect_badParameters_clearErrors() {
-        assertThatThrownBy(() -> LockClient.connect(uri("leaseTime=100ms"))).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> LockClient.connect(uri("leaseTime=100ms")))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("leaseTime");
         assertThatThrownBy(() -> LockClient.connect("memcached://" + server.connectString() + "?keyPrefix=a%20b"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("keyPrefix");
-        assertThatThrownBy(() -> LockClient.connect(uri("colour=blue"))).isInstanceOf(IllegalArgumentException.class)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("keyPrefix");
+        assertThatThrownBy(() -> LockClient.connect(uri("colour=blue")))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("colour");
     }
 }

@@ -116,8 +116,13 @@ class MemcachedFaultIT extends MemcachedTestSupport {
             for (int batch = 0; batch < 100; batch++) {
                 StringBuilder sb = new StringBuilder();
                 for (int i = 0; i < 500; i++) {
-                    sb.append("ms ").append(String.format(keyFormat, written++)).append(' ').append(value.length())
-                            .append(" q\r\n").append(value).append("\r\n");
+                    sb.append("ms ")
+                            .append(String.format(keyFormat, written++))
+                            .append(' ')
+                            .append(value.length())
+                            .append(" q\r\n")
+                            .append(value)
+                            .append("\r\n");
                 }
                 sb.append("mn\r\n");
                 out.write(sb.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
@@ -133,7 +138,9 @@ class MemcachedFaultIT extends MemcachedTestSupport {
                 }
             }
         }
-        assertThat(on.command("mg " + key + " v")).as("the lock key after %d items", written).isEqualTo("EN");
+        assertThat(on.command("mg " + key + " v"))
+                .as("the lock key after %d items", written)
+                .isEqualTo("EN");
         return written;
     }
 
@@ -161,7 +168,8 @@ class MemcachedFaultIT extends MemcachedTestSupport {
                 attempts.incrementAndGet();
                 try {
                     // An async lease owns itself, so the test thread may close it.
-                    Lease got = other.lock("restart").acquireAsync(Duration.ZERO).get();
+                    Lease got =
+                            other.lock("restart").acquireAsync(Duration.ZERO).get();
                     oldValidAtGrant.set(held.isValid());
                     won.set(got);
                 } catch (java.util.concurrent.ExecutionException | RuntimeException e) {
@@ -184,10 +192,14 @@ class MemcachedFaultIT extends MemcachedTestSupport {
             stop.set(true);
             contender.join(scaled(10).toMillis());
         }
-        assertThat(oldValidAtGrant.get()).as("old lease valid when the new grant landed").isFalse();
+        assertThat(oldValidAtGrant.get())
+                .as("old lease valid when the new grant landed")
+                .isFalse();
         assertThat(held.isValid()).isFalse();
         assertThat(lostCalls).hasSize(1);
-        assertThat(attempts.get()).as("the contender kept trying through the quarantine").isGreaterThan(10);
+        assertThat(attempts.get())
+                .as("the contender kept trying through the quarantine")
+                .isGreaterThan(10);
         Lease next = won.get();
         for (long t : earlier) {
             assertThat(next.fencingToken()).isGreaterThan(t);

@@ -9,7 +9,6 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.testkit.ExclusiveLockContract;
 import io.dlock.testkit.LockFixture;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -58,13 +57,20 @@ class MemcachedLockIT extends MemcachedTestSupport implements ExclusiveLockContr
 
     @Test
     void capabilities_areTruthful() {
-        assertThat(client().capabilities()).containsExactlyInAnyOrder(Capability.EXCLUSIVE,
-                Capability.FENCING_TOKENS, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                Capability.CRASH_RELEASE, Capability.RENEWAL);
+        assertThat(client().capabilities())
+                .containsExactlyInAnyOrder(
+                        Capability.EXCLUSIVE,
+                        Capability.FENCING_TOKENS,
+                        Capability.MULTI_LOCK,
+                        Capability.LOST_DETECTION,
+                        Capability.CRASH_RELEASE,
+                        Capability.RENEWAL);
         LockClient c = client("fair=false");
-        assertThatThrownBy(() -> c.readWriteLock("rw")).isInstanceOf(UnsupportedOperationException.class)
+        assertThatThrownBy(() -> c.readWriteLock("rw"))
+                .isInstanceOf(UnsupportedOperationException.class)
                 .hasMessageContaining("READ_WRITE");
-        assertThatThrownBy(() -> c.semaphore("s", 2)).isInstanceOf(UnsupportedOperationException.class)
+        assertThatThrownBy(() -> c.semaphore("s", 2))
+                .isInstanceOf(UnsupportedOperationException.class)
                 .hasMessageContaining("SEMAPHORE");
     }
 
@@ -78,8 +84,13 @@ class MemcachedLockIT extends MemcachedTestSupport implements ExclusiveLockContr
 
     @Test
     void tokens_comeFromTheCounterAboveTheServerClockFloor() throws Exception {
-        long serverMicros = Long.parseLong(server.command("stats").lines().filter(l -> l.startsWith("STAT time "))
-                .findFirst().orElseThrow().substring(10)) * 1_000_000L;
+        long serverMicros = Long.parseLong(server.command("stats")
+                        .lines()
+                        .filter(l -> l.startsWith("STAT time "))
+                        .findFirst()
+                        .orElseThrow()
+                        .substring(10))
+                * 1_000_000L;
         LockClient c = client();
         long first;
         try (Lease l = c.lock("floor").acquire()) {

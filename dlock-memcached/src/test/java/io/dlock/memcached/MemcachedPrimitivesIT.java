@@ -41,16 +41,20 @@ class MemcachedPrimitivesIT extends MemcachedTestSupport implements PrimitivesCo
     private void readWriteIsRefused() {
         LockClient c = newClient();
         assertThat(c.capabilities()).doesNotContain(Capability.READ_WRITE);
-        assertThatThrownBy(() -> c.readWriteLock("rw")).isInstanceOf(UnsupportedOperationException.class)
-                .hasMessageContaining("READ_WRITE").hasMessageContaining("memcached");
+        assertThatThrownBy(() -> c.readWriteLock("rw"))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("READ_WRITE")
+                .hasMessageContaining("memcached");
         assertThat(serverState()).isEmpty();
     }
 
     private void semaphoreIsRefused() {
         LockClient c = newClient();
         assertThat(c.capabilities()).doesNotContain(Capability.SEMAPHORE);
-        assertThatThrownBy(() -> c.semaphore("s", 3)).isInstanceOf(UnsupportedOperationException.class)
-                .hasMessageContaining("SEMAPHORE").hasMessageContaining("memcached");
+        assertThatThrownBy(() -> c.semaphore("s", 3))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("SEMAPHORE")
+                .hasMessageContaining("memcached");
         assertThat(serverState()).isEmpty();
     }
 

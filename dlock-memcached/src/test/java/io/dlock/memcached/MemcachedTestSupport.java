@@ -68,7 +68,8 @@ abstract class MemcachedTestSupport extends LockFixtureSupport {
 
     @BeforeEach
     void newPrefix(TestInfo info) {
-        String name = getClass().getSimpleName() + "." + info.getTestMethod().orElseThrow().getName();
+        String name = getClass().getSimpleName() + "."
+                + info.getTestMethod().orElseThrow().getName();
         prefix = "t" + Integer.toHexString(name.hashCode());
     }
 
@@ -78,7 +79,9 @@ abstract class MemcachedTestSupport extends LockFixtureSupport {
         if (server.isAlive()) {
             List<String> left = new ArrayList<>(keysUnderPrefix());
             left.removeIf(k -> k.startsWith(prefix + ":t:"));
-            assertThat(left).as("lock and waiter keys left under prefix %s", prefix).isEmpty();
+            assertThat(left)
+                    .as("lock and waiter keys left under prefix %s", prefix)
+                    .isEmpty();
         }
     }
 

@@ -26,32 +26,46 @@ class MemcachedUriTest {
 
     @Test
     void from_quarantine_atLeastTheLease() {
-        assertThat(parse("memcached://h?leaseTime=5s&quarantine=1m").quarantine()).isEqualTo(Duration.ofMinutes(1));
+        assertThat(parse("memcached://h?leaseTime=5s&quarantine=1m").quarantine())
+                .isEqualTo(Duration.ofMinutes(1));
         assertThatThrownBy(() -> parse("memcached://h?leaseTime=5s&quarantine=2s"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("quarantine");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("quarantine");
     }
 
     @Test
     void from_badInput_clearErrors() {
-        assertThatThrownBy(() -> parse("memcached://user:s3cret@h")).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("authentication").hasMessageNotContaining("s3cret");
-        assertThatThrownBy(() -> parse("memcached://h/app")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("memcached://user:s3cret@h"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("authentication")
+                .hasMessageNotContaining("s3cret");
+        assertThatThrownBy(() -> parse("memcached://h/app"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("path");
-        assertThatThrownBy(() -> parse("memcached://h:0")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("memcached://h:0"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("invalid port '0'");
-        assertThatThrownBy(() -> parse("memcached://h:x")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("memcached://h:x"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("invalid port 'x'");
-        assertThatThrownBy(() -> parse("memcached://h,,g")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("memcached://h,,g"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("empty host");
-        assertThatThrownBy(() -> parse("memcached://h:1,h:1")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> parse("memcached://h:1,h:1"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("twice");
-        assertThatThrownBy(() -> parse("memcached://h?leaseTime=500ms")).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("leaseTime").hasMessageContaining("at least 1s");
+        assertThatThrownBy(() -> parse("memcached://h?leaseTime=500ms"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("leaseTime")
+                .hasMessageContaining("at least 1s");
         assertThatThrownBy(() -> parse("memcached://h?keyPrefix=has%20space"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("keyPrefix");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("keyPrefix");
         assertThatThrownBy(() -> parse("memcached://h?keyPrefix=" + "p".repeat(17)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1 to 16");
-        assertThatThrownBy(() -> parse("memcached://h?nope=1")).isInstanceOf(IllegalArgumentException.class)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1 to 16");
+        assertThatThrownBy(() -> parse("memcached://h?nope=1"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("unknown parameter 'nope'");
     }
 

@@ -10,8 +10,8 @@ import io.dlock.spi.LockProtocol;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;
-import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionStateListener;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
@@ -107,6 +107,7 @@ final class RedisBackend implements LockBackend {
     private final Channels channels;
     /** The user's client this backend connects through, or null if it owns its client. */
     private final RedisClient external;
+
     private final RedisConnectionStateListener externalListener;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final Set<Object> down = ConcurrentHashMap.newKeySet();
@@ -115,10 +116,17 @@ final class RedisBackend implements LockBackend {
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean ready;
 
-    private RedisBackend(RedisUri uri, ClientResources resources, AbstractRedisClient client,
-            StatefulConnection<String, String> connection, RedisClusterAsyncCommands<String, String> commands,
-            StatefulRedisPubSubConnection<String, String> pubsub, ScheduledThreadPoolExecutor timer,
-            Channels channels, RedisClient external, RedisConnectionStateListener externalListener) {
+    private RedisBackend(
+            RedisUri uri,
+            ClientResources resources,
+            AbstractRedisClient client,
+            StatefulConnection<String, String> connection,
+            RedisClusterAsyncCommands<String, String> commands,
+            StatefulRedisPubSubConnection<String, String> pubsub,
+            ScheduledThreadPoolExecutor timer,
+            Channels channels,
+            RedisClient external,
+            RedisConnectionStateListener externalListener) {
         this.uri = uri;
         this.channels = channels;
         this.external = external;
@@ -134,9 +142,16 @@ final class RedisBackend implements LockBackend {
         // Grants outlive a drop by at least two thirds of the lease when renewed every third, and
         // isValid() checks each grant's own deadline; a third keeps the listeners' verdict early.
         this.maxSuspension = options.leaseTime().dividedBy(3);
-        EnumSet<Capability> caps = EnumSet.of(Capability.EXCLUSIVE, Capability.FENCING_TOKENS,
-                Capability.READ_WRITE, Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL);
+        EnumSet<Capability> caps = EnumSet.of(
+                Capability.EXCLUSIVE,
+                Capability.FENCING_TOKENS,
+                Capability.READ_WRITE,
+                Capability.SEMAPHORE,
+                Capability.MULTI_LOCK,
+                Capability.LOST_DETECTION,
+                Capability.CRASH_RELEASE,
+                Capability.NO_HERD,
+                Capability.RENEWAL);
         if (options.fair()) {
             caps.add(Capability.FAIR);
         }
@@ -171,7 +186,9 @@ final class RedisBackend implements LockBackend {
         StatefulRedisPubSubConnection<String, String> pubsub = null;
         Holder holder = new Holder();
         try {
-            SocketOptions socket = SocketOptions.builder().connectTimeout(options.connectTimeout()).keepAlive(true)
+            SocketOptions socket = SocketOptions.builder()
+                    .connectTimeout(options.connectTimeout())
+                    .keepAlive(true)
                     .build();
             TimeoutOptions timeouts = TimeoutOptions.enabled(options.connectTimeout());
             List<RedisURI> redisUris = redisUris(uri);
@@ -203,12 +220,13 @@ final class RedisBackend implements LockBackend {
                 commands = c.async();
                 pubsub = single.connectPubSub(StringCodec.UTF8, redisUris.get(0));
             }
-            return start(new RedisBackend(uri, resources, client, connection, commands, pubsub, timer, channels, null,
-                    null), holder);
+            return start(
+                    new RedisBackend(uri, resources, client, connection, commands, pubsub, timer, channels, null, null),
+                    holder);
         } catch (RuntimeException e) {
             closeQuietly(pubsub, connection, client, resources, timer);
-            throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
-                    e);
+            throw new LockBackendException(
+                    null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri), e);
         }
     }
 
@@ -235,13 +253,13 @@ final class RedisBackend implements LockBackend {
             var c = external.connect(StringCodec.UTF8, target);
             connection = c;
             pubsub = external.connectPubSub(StringCodec.UTF8, target);
-            return start(new RedisBackend(uri, null, null, c, c.async(), pubsub, timer, null, external, listener),
-                    holder);
+            return start(
+                    new RedisBackend(uri, null, null, c, c.async(), pubsub, timer, null, external, listener), holder);
         } catch (RuntimeException e) {
             external.removeListener(listener);
             closeQuietly(pubsub, connection, null, null, timer);
-            throw new LockBackendException(null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri),
-                    e);
+            throw new LockBackendException(
+                    null, NAME, "cannot connect to " + uri.hostList() + ": " + describe(e, uri), e);
         }
     }
 
@@ -269,7 +287,8 @@ final class RedisBackend implements LockBackend {
 
     static boolean lostHandshake(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof IllegalStateException && String.valueOf(t.getMessage()).contains("HandshakeHandler")) {
+            if (t instanceof IllegalStateException
+                    && String.valueOf(t.getMessage()).contains("HandshakeHandler")) {
                 return true;
             }
         }
@@ -362,11 +381,12 @@ final class RedisBackend implements LockBackend {
 
     private static List<RedisURI> redisUris(RedisUri uri) {
         Duration timeout = uri.options().connectTimeout();
-        SslVerifyMode verify = switch (uri.verifyPeer()) {
-            case "none" -> SslVerifyMode.NONE;
-            case "ca" -> SslVerifyMode.CA;
-            default -> SslVerifyMode.FULL;
-        };
+        SslVerifyMode verify =
+                switch (uri.verifyPeer()) {
+                    case "none" -> SslVerifyMode.NONE;
+                    case "ca" -> SslVerifyMode.CA;
+                    default -> SslVerifyMode.FULL;
+                };
         if (uri.mode() == RedisUri.Mode.SENTINEL) {
             RedisUri.HostPort first = uri.hosts().get(0);
             RedisURI.Builder b = RedisURI.Builder.sentinel(first.host(), first.port(), uri.master());
@@ -410,7 +430,8 @@ final class RedisBackend implements LockBackend {
 
     private static final java.util.regex.Pattern SCRIPT_REFUSAL = java.util.regex.Pattern.compile(
             "The user executing the script (can't .*?) script: ([0-9a-f]{40}), on @user_script:(\\d+)");
-    private static final java.util.regex.Pattern SCRIPT_CALL = java.util.regex.Pattern.compile("redis\\.call\\('(\\w+)'");
+    private static final java.util.regex.Pattern SCRIPT_CALL =
+            java.util.regex.Pattern.compile("redis\\.call\\('(\\w+)'");
 
     /**
      * For an ACL refusal, a hint that names what was refused and the ACL rule dlock needs; "" for
@@ -454,11 +475,13 @@ final class RedisBackend implements LockBackend {
             }
             if (t instanceof javax.net.ssl.SSLException) {
                 String trust = " needs the server's certificate to chain to a CA in the JVM's trust store";
-                return "TLS handshake failed (" + m + ")" + switch (uri.verifyPeer()) {
-                    case "none" -> "";
-                    case "ca" -> "; verifyPeer=ca" + trust + " (verifyPeer=none skips the check)";
-                    default -> "; verifyPeer=full" + trust + " and to name the host (verifyPeer=none skips the check)";
-                };
+                return "TLS handshake failed (" + m + ")"
+                        + switch (uri.verifyPeer()) {
+                            case "none" -> "";
+                            case "ca" -> "; verifyPeer=ca" + trust + " (verifyPeer=none skips the check)";
+                            default -> "; verifyPeer=full" + trust
+                                    + " and to name the host (verifyPeer=none skips the check)";
+                        };
             }
             if (sb.length() > 0) {
                 sb.append(": ");
@@ -467,8 +490,9 @@ final class RedisBackend implements LockBackend {
         }
         String hint = !uri.tls() && sb.indexOf("Connection reset") >= 0
                 ? " (the server closed the connection at once: if it serves TLS only, use rediss:// or tls=true)"
-                : lostHandshake(e) ? " (the server ended the connection during the handshake: does it need a password?)"
-                : uri.password() != null ? "" : " (is Redis running there?)";
+                : lostHandshake(e)
+                        ? " (the server ended the connection during the handshake: does it need a password?)"
+                        : uri.password() != null ? "" : " (is Redis running there?)";
         return sb + hint;
     }
 
@@ -512,8 +536,11 @@ final class RedisBackend implements LockBackend {
             if (err != null) {
                 log.warn("[client={}] could not check grants after reconnecting: {}", NAME, err.toString());
             } else if (!verdict.gone().isEmpty()) {
-                log.warn("[client={}] {} of {} grant(s) vanished while disconnected (server restart or failover?): {}",
-                        NAME, verdict.gone().size(), verdict.checked(),
+                log.warn(
+                        "[client={}] {} of {} grant(s) vanished while disconnected (server restart or failover?): {}",
+                        NAME,
+                        verdict.gone().size(),
+                        verdict.checked(),
                         verdict.gone().stream().map(g -> g.entry().key()).toList());
             }
             if (epoch.get() == e && suspended.compareAndSet(true, false)) {
@@ -611,11 +638,13 @@ final class RedisBackend implements LockBackend {
      */
     CompletableFuture<Long> waitForReplicas(int replicas, long timeoutMs) {
         try {
-            return commands.waitForReplication(replicas, timeoutMs).toCompletableFuture().whenComplete((v, e) -> {
-                if (e != null) {
-                    timedOut(e);
-                }
-            });
+            return commands.waitForReplication(replicas, timeoutMs)
+                    .toCompletableFuture()
+                    .whenComplete((v, e) -> {
+                        if (e != null) {
+                            timedOut(e);
+                        }
+                    });
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -673,8 +702,11 @@ final class RedisBackend implements LockBackend {
         closeQuietly(pubsub, connection, client, resources, timer);
     }
 
-    private static void closeQuietly(StatefulRedisPubSubConnection<String, String> pubsub,
-            StatefulConnection<String, String> connection, AbstractRedisClient client, ClientResources resources,
+    private static void closeQuietly(
+            StatefulRedisPubSubConnection<String, String> pubsub,
+            StatefulConnection<String, String> connection,
+            AbstractRedisClient client,
+            ClientResources resources,
             ScheduledThreadPoolExecutor timer) {
         try {
             if (pubsub != null) {

@@ -87,11 +87,12 @@ final class RedisLockProtocol implements LockProtocol {
 
     /** The base key of a queue: {@code prefix:{name}:family}; the hash tag keeps it in one slot. */
     String base(String lockName, LockMode mode) {
-        String family = switch (mode) {
-            case EXCLUSIVE -> "x";
-            case READ, WRITE -> "rw";
-            case SEMAPHORE -> "s";
-        };
+        String family =
+                switch (mode) {
+                    case EXCLUSIVE -> "x";
+                    case READ, WRITE -> "rw";
+                    case SEMAPHORE -> "s";
+                };
         return backend.uri.keyPrefix() + ":{" + lockName + "}:" + family;
     }
 
@@ -170,8 +171,8 @@ final class RedisLockProtocol implements LockProtocol {
     public CompletionStage<Position> enqueue(LockRequest request) {
         CompletableFuture<Position> result = new CompletableFuture<>();
         String base = base(request.lockName(), request.mode());
-        QueueEntry entry = new QueueEntry(request.lockName(), request.acquisitionId(), base + "#"
-                + request.acquisitionId(), 0, 0);
+        QueueEntry entry =
+                new QueueEntry(request.lockName(), request.acquisitionId(), base + "#" + request.acquisitionId(), 0, 0);
         // Registered before the request goes out, so a wake-up published between the reply and
         // the engine's awaitTurn is remembered (as `kicked`) instead of lost.
         Waiter w = new Waiter(request, entry);
@@ -213,8 +214,8 @@ final class RedisLockProtocol implements LockProtocol {
                         + request.maxPermits()));
             } else {
                 forget(w);
-                result.completeExceptionally(new LockBackendException(entry.lockName(), RedisBackend.NAME,
-                        "enqueue: unexpected reply " + reply, null));
+                result.completeExceptionally(new LockBackendException(
+                        entry.lockName(), RedisBackend.NAME, "enqueue: unexpected reply " + reply, null));
             }
         });
     }
@@ -226,10 +227,21 @@ final class RedisLockProtocol implements LockProtocol {
 
     private CompletableFuture<List<Object>> acquireScript(LockRequest request, QueueEntry entry, boolean create) {
         String despite = request.grantedDespite() == null ? "" : idOf(request.grantedDespite());
-        return backend.eval(RedisBackend.ACQUIRE, ScriptOutputType.MULTI, acquireKeys(baseOf(entry.key())),
-                entry.acquisitionId(), letter(request.mode()), Integer.toString(request.permits()),
-                Integer.toString(request.maxPermits()), backend.clientId, Long.toString(leaseMs),
-                Long.toString(waiterMs), fair, create ? "1" : "0", despite, backend.channelPrefix,
+        return backend.eval(
+                RedisBackend.ACQUIRE,
+                ScriptOutputType.MULTI,
+                acquireKeys(baseOf(entry.key())),
+                entry.acquisitionId(),
+                letter(request.mode()),
+                Integer.toString(request.permits()),
+                Integer.toString(request.maxPermits()),
+                backend.clientId,
+                Long.toString(leaseMs),
+                Long.toString(waiterMs),
+                fair,
+                create ? "1" : "0",
+                despite,
+                backend.channelPrefix,
                 baseOf(entry.key()));
     }
 
@@ -252,12 +264,17 @@ final class RedisLockProtocol implements LockProtocol {
             held.remove(entry.key());
             release(entry).whenComplete((x, e) -> {
                 if (e != null) {
-                    log.warn("[lock={}] could not give back an unreplicated grant; it expires at its lease: {}",
-                            entry.lockName(), e.toString());
+                    log.warn(
+                            "[lock={}] could not give back an unreplicated grant; it expires at its lease: {}",
+                            entry.lockName(),
+                            e.toString());
                 }
             });
-            done.completeExceptionally(new LockBackendException(entry.lockName(), RedisBackend.NAME,
-                    "acquire: " + notReplicated(acks, error) + "; the grant was given back", error));
+            done.completeExceptionally(new LockBackendException(
+                    entry.lockName(),
+                    RedisBackend.NAME,
+                    "acquire: " + notReplicated(acks, error) + "; the grant was given back",
+                    error));
         });
     }
 
@@ -360,8 +377,12 @@ final class RedisLockProtocol implements LockProtocol {
                     // Transient: keep waiting; the entry survives until the waiter TTL passes, and a
                     // check after that reports it missing, which makes the engine enqueue again.
                     failures++;
-                    log.debug("[lock={} state=QUEUED] check of {} failed ({}): {}", entry.lockName(), entry.key(),
-                            failures, unwrap(error).toString());
+                    log.debug(
+                            "[lock={} state=QUEUED] check of {} failed ({}): {}",
+                            entry.lockName(),
+                            entry.key(),
+                            failures,
+                            unwrap(error).toString());
                     scheduleLocked(runAgain ? 0 : Math.min(heartbeatMs(), backoffMs(failures - 1)));
                     return;
                 }
@@ -378,8 +399,11 @@ final class RedisLockProtocol implements LockProtocol {
                 } else {
                     gone = true;
                     done = pending;
-                    outcome = new EntryLostException(entry, status == RedisScripts.MISSING
-                            ? "it is no longer in the queue (expired while unchecked?)" : "unexpected reply " + reply);
+                    outcome = new EntryLostException(
+                            entry,
+                            status == RedisScripts.MISSING
+                                    ? "it is no longer in the queue (expired while unchecked?)"
+                                    : "unexpected reply " + reply);
                 }
             }
             waiters.remove(entry.key(), this);
@@ -482,8 +506,15 @@ final class RedisLockProtocol implements LockProtocol {
 
     private void release(QueueEntry entry, CompletableFuture<Void> done, int attempt, long startNanos) {
         String base = baseOf(entry.key());
-        backend.<Long>eval(RedisBackend.RELEASE, ScriptOutputType.INTEGER, keys(base), entry.acquisitionId(), fair,
-                backend.channelPrefix, base).whenComplete((existed, error) -> {
+        backend.<Long>eval(
+                        RedisBackend.RELEASE,
+                        ScriptOutputType.INTEGER,
+                        keys(base),
+                        entry.acquisitionId(),
+                        fair,
+                        backend.channelPrefix,
+                        base)
+                .whenComplete((existed, error) -> {
                     if (error == null) {
                         done.complete(null);
                         return;
@@ -491,10 +522,11 @@ final class RedisLockProtocol implements LockProtocol {
                     Throwable cause = unwrap(error);
                     // Retried through drops while the entry could still block others; after its
                     // lease it expires on the server by itself.
-                    boolean keepTrying = transient_(cause) && !backend.isClosed()
-                            && ticker.read() - startNanos < leaseNanos;
-                    if (keepTrying && backend.schedule(() -> release(entry, done, attempt + 1, startNanos),
-                            backoffMs(attempt)) != null) {
+                    boolean keepTrying =
+                            transient_(cause) && !backend.isClosed() && ticker.read() - startNanos < leaseNanos;
+                    if (keepTrying
+                            && backend.schedule(() -> release(entry, done, attempt + 1, startNanos), backoffMs(attempt))
+                                    != null) {
                         return;
                     }
                     done.completeExceptionally(failure(entry.lockName(), "release of " + entry.key(), cause));
@@ -508,26 +540,38 @@ final class RedisLockProtocol implements LockProtocol {
         QueueEntry entry = grant.entry();
         String base = baseOf(entry.key());
         long t0 = ticker.read();
-        return backend.<Long>eval(RedisBackend.RENEW, ScriptOutputType.INTEGER, keys(base), entry.acquisitionId(),
-                        Long.toString(grant.fencingToken()), Long.toString(leaseMs), fair, backend.channelPrefix, base)
+        return backend.<Long>eval(
+                        RedisBackend.RENEW,
+                        ScriptOutputType.INTEGER,
+                        keys(base),
+                        entry.acquisitionId(),
+                        Long.toString(grant.fencingToken()),
+                        Long.toString(leaseMs),
+                        fair,
+                        backend.channelPrefix,
+                        base)
                 .handle((extended, error) -> {
                     if (error != null) {
                         throw new CompletionException(failure(entry.lockName(), "renewal", unwrap(error)));
                     }
                     if (extended == null || extended != 1L) {
                         held.remove(entry.key());
-                        throw new CompletionException(new EntryLostException(entry,
-                                "its grant (token " + grant.fencingToken() + ") is gone from the server"));
+                        throw new CompletionException(new EntryLostException(
+                                entry, "its grant (token " + grant.fencingToken() + ") is gone from the server"));
                     }
                     return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
                 })
-                .thenCompose(renewed -> waitReplicas == 0 ? CompletableFuture.completedFuture(renewed)
+                .thenCompose(renewed -> waitReplicas == 0
+                        ? CompletableFuture.completedFuture(renewed)
                         : backend.waitForReplicas(waitReplicas, waitTimeoutMs).handle((acks, error) -> {
                             // An unreplicated deadline could roll back in a failover: a failed renewal,
                             // retried at the next tick; the lease lapses if none succeeds in time.
                             if (error != null || acks == null || acks < waitReplicas) {
-                                throw new CompletionException(new LockBackendException(entry.lockName(),
-                                        RedisBackend.NAME, "renewal: " + notReplicated(acks, error), error));
+                                throw new CompletionException(new LockBackendException(
+                                        entry.lockName(),
+                                        RedisBackend.NAME,
+                                        "renewal: " + notReplicated(acks, error),
+                                        error));
                             }
                             return renewed;
                         }))
@@ -546,9 +590,13 @@ final class RedisLockProtocol implements LockProtocol {
             String base = base(lockName, mode);
             // A queue entry is "mode permits owner token" in the hash; a lone holder "id " + that in s.
             lookups.add(backend.hget(base + ":h", acquisitionId)
-                    .thenCombine(backend.get(base + ":s"), (v, solo) -> v != null ? v
-                            : solo != null && solo.startsWith(acquisitionId + " ")
-                                    ? solo.substring(acquisitionId.length() + 1) : null)
+                    .thenCombine(
+                            backend.get(base + ":s"),
+                            (v, solo) -> v != null
+                                    ? v
+                                    : solo != null && solo.startsWith(acquisitionId + " ")
+                                            ? solo.substring(acquisitionId.length() + 1)
+                                            : null)
                     .thenApply(v -> {
                         if (v == null) {
                             return Optional.<QueueEntry>empty();
@@ -557,16 +605,21 @@ final class RedisLockProtocol implements LockProtocol {
                         if (parts.length != 4 || !parts[2].equals(backend.clientId)) {
                             return Optional.<QueueEntry>empty();
                         }
-                        return Optional.of(new QueueEntry(lockName, acquisitionId, base + "#" + acquisitionId, 0,
-                                Long.parseLong(parts[3])));
+                        return Optional.of(new QueueEntry(
+                                lockName, acquisitionId, base + "#" + acquisitionId, 0, Long.parseLong(parts[3])));
                     }));
         }
-        return CompletableFuture.allOf(lookups.toArray(new CompletableFuture<?>[0])).handle((x, error) -> {
-            if (error != null) {
-                throw new CompletionException(failure(lockName, "looking up entry " + acquisitionId, unwrap(error)));
-            }
-            return lookups.stream().map(CompletableFuture::join).flatMap(Optional::stream).findFirst();
-        });
+        return CompletableFuture.allOf(lookups.toArray(new CompletableFuture<?>[0]))
+                .handle((x, error) -> {
+                    if (error != null) {
+                        throw new CompletionException(
+                                failure(lockName, "looking up entry " + acquisitionId, unwrap(error)));
+                    }
+                    return lookups.stream()
+                            .map(CompletableFuture::join)
+                            .flatMap(Optional::stream)
+                            .findFirst();
+                });
     }
 
     /**
@@ -587,21 +640,25 @@ final class RedisLockProtocol implements LockProtocol {
             }
             String base = baseOf(g.entry().key());
             checked.add(g);
-            checks.add(backend.<Long>eval(RedisBackend.HOLDS, ScriptOutputType.INTEGER,
-                    new String[] {base + ":d", base + ":h", base + ":s"}, g.entry().acquisitionId(),
+            checks.add(backend.<Long>eval(
+                    RedisBackend.HOLDS,
+                    ScriptOutputType.INTEGER,
+                    new String[] {base + ":d", base + ":h", base + ":s"},
+                    g.entry().acquisitionId(),
                     Long.toString(g.fencingToken())));
         }
-        return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0])).thenApply(x -> {
-            List<Grant> gone = new ArrayList<>();
-            for (int i = 0; i < checked.size(); i++) {
-                if (checks.get(i).join() != 1L) {
-                    Grant g = checked.get(i);
-                    gone.add(g);
-                    held.remove(g.entry().key(), g);
-                }
-            }
-            return new Verdict(checked.size(), List.copyOf(gone));
-        });
+        return CompletableFuture.allOf(checks.toArray(new CompletableFuture<?>[0]))
+                .thenApply(x -> {
+                    List<Grant> gone = new ArrayList<>();
+                    for (int i = 0; i < checked.size(); i++) {
+                        if (checks.get(i).join() != 1L) {
+                            Grant g = checked.get(i);
+                            gone.add(g);
+                            held.remove(g.entry().key(), g);
+                        }
+                    }
+                    return new Verdict(checked.size(), List.copyOf(gone));
+                });
     }
 
     /**
@@ -637,14 +694,20 @@ final class RedisLockProtocol implements LockProtocol {
     /** Whether a failure may heal by itself (a drop, a timeout) rather than being a refusal. */
     static boolean transient_(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof RedisCommandTimeoutException || c instanceof RedisConnectionException
+            if (c instanceof RedisCommandTimeoutException
+                    || c instanceof RedisConnectionException
                     || c instanceof IOException) {
                 return true;
             }
             String m = String.valueOf(c.getMessage());
-            if (m.startsWith("LOADING") || m.startsWith("TRYAGAIN") || m.startsWith("CLUSTERDOWN")
-                    || m.startsWith("MASTERDOWN") || m.startsWith("READONLY") || m.contains("Connection closed")
-                    || m.contains("Connection reset") || m.contains("Currently not connected")) {
+            if (m.startsWith("LOADING")
+                    || m.startsWith("TRYAGAIN")
+                    || m.startsWith("CLUSTERDOWN")
+                    || m.startsWith("MASTERDOWN")
+                    || m.startsWith("READONLY")
+                    || m.contains("Connection closed")
+                    || m.contains("Connection reset")
+                    || m.contains("Currently not connected")) {
                 return true;
             }
         }
@@ -659,7 +722,8 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     private RuntimeException failure(String lockName, String what, Throwable cause) {
-        if (cause instanceof LockBackendException || cause instanceof EntryLostException
+        if (cause instanceof LockBackendException
+                || cause instanceof EntryLostException
                 || cause instanceof IllegalArgumentException) {
             return (RuntimeException) cause;
         }

@@ -77,7 +77,8 @@ final class RedisScripts {
      * Shared prelude. KEYS: q, d, h, s. It expects {@code fair} ('1'/'0'), {@code chan} (the channel
      * prefix) and {@code base} (the entry-key prefix) to be set by the script that includes it.
      */
-    private static final String PRELUDE = """
+    private static final String PRELUDE =
+            """
             local q, d, h, s = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
             local nowMs, nowUs
             -- Reads the server clock; every script calls it before anything that needs the time.
@@ -189,7 +190,8 @@ final class RedisScripts {
      * fence (then without a predecessor); {-1, 0, 0, ''} the entry
      * is gone; {-2, recorded total, 0, ''} the semaphore is in use with another total.
      */
-    static final String ACQUIRE = """
+    static final String ACQUIRE =
+            """
             -- Fast path: no keys at all (nobody holds or waits, and no counter survives), so this new
             -- entry is granted at once with the clock as its token, kept in s alone.
             -- The epoch marker must say that this node's data is continuous ('=' and the high-water
@@ -210,7 +212,9 @@ final class RedisScripts {
               end
             end
             local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]
-            """ + PRELUDE + """
+            """
+                    + PRELUDE
+                    + """
             local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
             local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
             -- How many ms grants must still wait because this node may have lost grants that are still
@@ -322,7 +326,8 @@ final class RedisScripts {
      *
      * <p>ARGV: 1 id, 2 fair, 3 channel prefix, 4 entry-key prefix. Returns 1 if the entry existed.
      */
-    static final String RELEASE = """
+    static final String RELEASE =
+            """
             -- Fast path: a lone holder (nobody to wake); if it is another entry, this one is nowhere.
             local sv = redis.call('GET', KEYS[4])
             if sv then
@@ -331,7 +336,9 @@ final class RedisScripts {
               return 1
             end
             local fair, chan, base = ARGV[2], ARGV[3], ARGV[4]
-            """ + PRELUDE + """
+            """
+                    + PRELUDE
+                    + """
             clock()
             unsolo()
             purge()
@@ -350,7 +357,8 @@ final class RedisScripts {
      * <p>ARGV: 1 id, 2 token, 3 lease ms, 4 fair, 5 channel prefix, 6 entry-key prefix. Returns 1
      * if extended, 0 if the grant is gone.
      */
-    static final String RENEW = """
+    static final String RENEW =
+            """
             -- Fast path: a lone holder stays one; if it is another entry, this one is gone.
             local sv = redis.call('GET', KEYS[4])
             if sv then
@@ -360,7 +368,9 @@ final class RedisScripts {
               return 1
             end
             local fair, chan, base = ARGV[4], ARGV[5], ARGV[6]
-            """ + PRELUDE + """
+            """
+                    + PRELUDE
+                    + """
             clock()
             unsolo()
             local removed = purge()
@@ -384,7 +394,8 @@ final class RedisScripts {
      *
      * <p>KEYS: d, h, s. ARGV: 1 id, 2 token. Returns 1 if the grant is intact, else 0.
      */
-    static final String HOLDS = """
+    static final String HOLDS =
+            """
             local sv = redis.call('GET', KEYS[3])
             if sv then
               local sid, stok = string.match(sv, '^(%S+) .* (%d+)$')

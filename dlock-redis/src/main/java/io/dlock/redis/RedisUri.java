@@ -55,8 +55,8 @@ record RedisUri(
     static final int DEFAULT_SENTINEL_PORT = 26379;
 
     /** The backend's own URI parameters. */
-    static final Set<String> PARAMETERS = Set.of("keyPrefix", "master", "tls", "verifyPeer", "waitReplicas",
-            "waitTimeout");
+    static final Set<String> PARAMETERS =
+            Set.of("keyPrefix", "master", "tls", "verifyPeer", "waitReplicas", "waitTimeout");
 
     /** The most replicas {@code waitReplicas} may ask for. */
     static final int MAX_WAIT_REPLICAS = 64;
@@ -80,12 +80,13 @@ record RedisUri(
     }
 
     static RedisUri from(BackendUri uri) {
-        Mode mode = switch (uri.scheme()) {
-            case "redis", "rediss" -> Mode.STANDALONE;
-            case "redis-sentinel" -> Mode.SENTINEL;
-            case "redis-cluster" -> Mode.CLUSTER;
-            default -> throw new IllegalArgumentException("not a redis URI scheme: '" + uri.scheme() + "'");
-        };
+        Mode mode =
+                switch (uri.scheme()) {
+                    case "redis", "rediss" -> Mode.STANDALONE;
+                    case "redis-sentinel" -> Mode.SENTINEL;
+                    case "redis-cluster" -> Mode.CLUSTER;
+                    default -> throw new IllegalArgumentException("not a redis URI scheme: '" + uri.scheme() + "'");
+                };
         int defaultPort = mode == Mode.SENTINEL ? DEFAULT_SENTINEL_PORT : DEFAULT_PORT;
         List<HostPort> hosts = new ArrayList<>();
         for (String hp : uri.authority().split(",", -1)) {
@@ -116,7 +117,8 @@ record RedisUri(
                     }
                     yield false;
                 }
-                default -> throw new IllegalArgumentException("parameter 'tls' must be true or false: '" + tlsParam + "'");
+                default -> throw new IllegalArgumentException(
+                        "parameter 'tls' must be true or false: '" + tlsParam + "'");
             };
         }
         String verify = uri.parameters().getOrDefault("verifyPeer", "full").toLowerCase(Locale.ROOT);
@@ -130,8 +132,8 @@ record RedisUri(
             throw new IllegalArgumentException("redis URI has user '" + user + "' but no password");
         }
         int waitReplicas = waitReplicas(uri.parameters().get("waitReplicas"));
-        java.time.Duration waitTimeout = BackendUri.duration("waitTimeout",
-                uri.parameters().getOrDefault("waitTimeout", "1s"));
+        java.time.Duration waitTimeout =
+                BackendUri.duration("waitTimeout", uri.parameters().getOrDefault("waitTimeout", "1s"));
         if (waitReplicas > 0 && mode == Mode.CLUSTER) {
             // WAIT counts the writes of the connection it is sent on; Lettuce's cluster connection
             // spreads commands over node connections, so WAIT there could vouch for nothing.
@@ -144,11 +146,23 @@ record RedisUri(
         }
         if (waitReplicas > 0 && waitTimeout.compareTo(uri.options().connectTimeout()) >= 0) {
             // Commands time out at connectTimeout, which would cut WAIT off and drop the connection.
-            throw new IllegalArgumentException("parameter 'waitTimeout' (" + waitTimeout.toMillis()
-                    + " ms) must be shorter than connectTimeout (" + uri.options().connectTimeout().toMillis() + " ms)");
+            throw new IllegalArgumentException(
+                    "parameter 'waitTimeout' (" + waitTimeout.toMillis() + " ms) must be shorter than connectTimeout ("
+                            + uri.options().connectTimeout().toMillis() + " ms)");
         }
-        return new RedisUri(mode, List.copyOf(hosts), database, user, password, prefix, master, tls, verify,
-                waitReplicas, waitTimeout, uri.options());
+        return new RedisUri(
+                mode,
+                List.copyOf(hosts),
+                database,
+                user,
+                password,
+                prefix,
+                master,
+                tls,
+                verify,
+                waitReplicas,
+                waitTimeout,
+                uri.options());
     }
 
     /**
@@ -158,11 +172,23 @@ record RedisUri(
     static RedisUri handedIn(io.lettuce.core.RedisURI target, String keyPrefix, LockOptions options) {
         boolean sentinel = !target.getSentinels().isEmpty();
         List<HostPort> hosts = sentinel
-                ? target.getSentinels().stream().map(u -> new HostPort(u.getHost(), u.getPort())).toList()
+                ? target.getSentinels().stream()
+                        .map(u -> new HostPort(u.getHost(), u.getPort()))
+                        .toList()
                 : List.of(new HostPort(target.getHost(), target.getPort()));
-        return new RedisUri(sentinel ? Mode.SENTINEL : Mode.STANDALONE, hosts, target.getDatabase(), null, null,
-                checkKeyPrefix(keyPrefix), sentinel ? target.getSentinelMasterId() : null, target.isSsl(),
-                target.isVerifyPeer() ? "full" : "none", 0, java.time.Duration.ofSeconds(1), options);
+        return new RedisUri(
+                sentinel ? Mode.SENTINEL : Mode.STANDALONE,
+                hosts,
+                target.getDatabase(),
+                null,
+                null,
+                checkKeyPrefix(keyPrefix),
+                sentinel ? target.getSentinelMasterId() : null,
+                target.isSsl(),
+                target.isVerifyPeer() ? "full" : "none",
+                0,
+                java.time.Duration.ofSeconds(1),
+                options);
     }
 
     static String checkKeyPrefix(String prefix) {
@@ -185,8 +211,8 @@ record RedisUri(
         } catch (NumberFormatException e) {
             // the message below
         }
-        throw new IllegalArgumentException("parameter 'waitReplicas' must be a whole number from 0 to "
-                + MAX_WAIT_REPLICAS + ": '" + value + "'");
+        throw new IllegalArgumentException(
+                "parameter 'waitReplicas' must be a whole number from 0 to " + MAX_WAIT_REPLICAS + ": '" + value + "'");
     }
 
     private static int database(BackendUri uri, Mode mode) {
@@ -198,8 +224,8 @@ record RedisUri(
             return 0;
         }
         if (mode == Mode.CLUSTER) {
-            throw new IllegalArgumentException("redis-cluster URI '" + uri + "' cannot select a database ('/"
-                    + path + "'): Redis Cluster has only database 0");
+            throw new IllegalArgumentException("redis-cluster URI '" + uri + "' cannot select a database ('/" + path
+                    + "'): Redis Cluster has only database 0");
         }
         try {
             int db = Integer.parseInt(path);
@@ -208,8 +234,8 @@ record RedisUri(
             }
             return db;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("redis URI '" + uri + "' has path '/" + path
-                    + "', which is not a database number", e);
+            throw new IllegalArgumentException(
+                    "redis URI '" + uri + "' has path '/" + path + "', which is not a database number", e);
         }
     }
 
@@ -263,14 +289,17 @@ record RedisUri(
     /** Hides the password. */
     @Override
     public String toString() {
-        String scheme = switch (mode) {
-            case STANDALONE -> tls ? "rediss" : "redis";
-            case SENTINEL -> "redis-sentinel";
-            case CLUSTER -> "redis-cluster";
-        };
+        String scheme =
+                switch (mode) {
+                    case STANDALONE -> tls ? "rediss" : "redis";
+                    case SENTINEL -> "redis-sentinel";
+                    case CLUSTER -> "redis-cluster";
+                };
         String auth = password == null ? "" : (user == null ? "" : user) + ":***@";
         return scheme + "://" + auth + hostList() + (database == 0 ? "" : "/" + database) + "?keyPrefix=" + keyPrefix
                 + (master == null ? "" : "&master=" + master)
-                + (waitReplicas == 0 ? "" : "&waitReplicas=" + waitReplicas + "&waitTimeout=" + waitTimeout.toMillis() + "ms");
+                + (waitReplicas == 0
+                        ? ""
+                        : "&waitReplicas=" + waitReplicas + "&waitTimeout=" + waitTimeout.toMillis() + "ms");
     }
 }

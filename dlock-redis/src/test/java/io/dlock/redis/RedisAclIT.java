@@ -100,7 +100,8 @@ class RedisAclIT {
 
     @Test
     void exclusive_minimalAcl_excludesAndFences() throws Exception {
-        try (LockClient a = connect(""); LockClient b = connect("")) {
+        try (LockClient a = connect("");
+                LockClient b = connect("")) {
             long first;
             try (Lease lease = a.lock("x").acquire()) {
                 first = lease.fencingToken();
@@ -115,11 +116,12 @@ class RedisAclIT {
 
     @Test
     void fairWait_minimalAcl_waiterWokenByReleaseNotByTimer() throws Exception {
-        try (LockClient a = connect("leaseTime=30s"); LockClient b = connect("leaseTime=30s")) {
+        try (LockClient a = connect("leaseTime=30s");
+                LockClient b = connect("leaseTime=30s")) {
             Lease held = a.lock("fair").acquire();
             CompletableFuture<Lease> waiter = b.lock("fair").acquireAsync(Duration.ofMinutes(1));
-            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{fair}:x"))
-                    .size() == 2);
+            await().atMost(scaled(5))
+                    .until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{fair}:x")).size() == 2);
             long published = commandCalls("publish");
             held.close();
             // The waiter's own timer would fire only after leaseTime / 3 = 10 s: this is the wake-up.
@@ -133,9 +135,12 @@ class RedisAclIT {
 
     @Test
     void readWrite_minimalAcl_readersShareWriterWaits() throws Exception {
-        try (LockClient a = connect(""); LockClient b = connect(""); LockClient c = connect("")) {
+        try (LockClient a = connect("");
+                LockClient b = connect("");
+                LockClient c = connect("")) {
             Lease r1 = a.readWriteLock("rw").readLock().acquire();
-            Lease r2 = b.readWriteLock("rw").readLock().tryAcquire(Duration.ZERO).orElseThrow();
+            Lease r2 =
+                    b.readWriteLock("rw").readLock().tryAcquire(Duration.ZERO).orElseThrow();
             DistributedReadWriteLock rwC = c.readWriteLock("rw");
             assertThat(rwC.writeLock().tryAcquire(Duration.ZERO)).isEmpty();
             CompletableFuture<Lease> writer = rwC.writeLock().acquireAsync(Duration.ofMinutes(1));
@@ -144,7 +149,8 @@ class RedisAclIT {
             r2.close();
             Lease w = writer.get(5, TimeUnit.SECONDS);
             assertThat(w.fencingToken()).isGreaterThan(Math.max(r1.fencingToken(), r2.fencingToken()));
-            assertThat(a.readWriteLock("rw").readLock().tryAcquire(Duration.ZERO)).isEmpty();
+            assertThat(a.readWriteLock("rw").readLock().tryAcquire(Duration.ZERO))
+                    .isEmpty();
             w.close();
         }
         assertNothingRefused();
@@ -153,15 +159,17 @@ class RedisAclIT {
     @Test
     void semaphore_minimalAcl_countsPermitsAndWakesWaiter() throws Exception {
         ExecutorService waiterThread = Executors.newSingleThreadExecutor(); // owns the waiter's lease
-        try (LockClient a = connect(""); LockClient b = connect("")) {
+        try (LockClient a = connect("");
+                LockClient b = connect("")) {
             DistributedSemaphore semA = a.semaphore("pool", 3);
             DistributedSemaphore semB = b.semaphore("pool", 3);
             Lease two = semA.acquire(2);
             Lease one = semB.tryAcquire(1, Duration.ZERO).orElseThrow();
             assertThat(semB.tryAcquire(1, Duration.ZERO)).isEmpty();
-            Future<Lease> waiting = waiterThread.submit(() -> semB.tryAcquire(2, Duration.ofSeconds(30)).orElseThrow());
-            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{pool}:s"))
-                    .size() == 3);
+            Future<Lease> waiting = waiterThread.submit(
+                    () -> semB.tryAcquire(2, Duration.ofSeconds(30)).orElseThrow());
+            await().atMost(scaled(5))
+                    .until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{pool}:s")).size() == 3);
             two.close();
             Lease later = waiting.get(5, TimeUnit.SECONDS);
             assertThat(later.isValid()).isTrue();
@@ -176,12 +184,14 @@ class RedisAclIT {
 
     @Test
     void renewal_minimalAcl_leaseHeldForThreeLeaseTimes() throws Exception {
-        try (LockClient a = connect("leaseTime=1s"); LockClient b = connect("leaseTime=1s")) {
+        try (LockClient a = connect("leaseTime=1s");
+                LockClient b = connect("leaseTime=1s")) {
             Lease held = a.lock("renewed").acquire();
             AtomicInteger lost = new AtomicInteger();
             held.onLost(e -> lost.incrementAndGet());
             long renewalsBefore = commandCalls("evalsha");
-            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+            await().during(Duration.ofSeconds(3))
+                    .atMost(Duration.ofSeconds(5))
                     .until(() -> held.isValid() && lost.get() == 0);
             assertThat(b.lock("renewed").tryAcquire(Duration.ZERO)).isEmpty();
             assertThat(commandCalls("evalsha")).isGreaterThanOrEqualTo(renewalsBefore + 6); // every 333 ms
@@ -192,7 +202,8 @@ class RedisAclIT {
 
     @Test
     void reconnect_minimalAcl_connectionsKilled_grantKeptAndWakeUpsWork() throws Exception {
-        try (LockClient a = connect("leaseTime=30s"); LockClient b = connect("leaseTime=30s")) {
+        try (LockClient a = connect("leaseTime=30s");
+                LockClient b = connect("leaseTime=30s")) {
             Lease held = a.lock("re").acquire();
             AtomicInteger lost = new AtomicInteger();
             held.onLost(e -> lost.incrementAndGet());
@@ -202,8 +213,8 @@ class RedisAclIT {
             await().atMost(scaled(10)).until(() -> dlockConnections() == 4);
             await().during(Duration.ofSeconds(1)).atMost(scaled(5)).until(() -> held.isValid() && lost.get() == 0);
             CompletableFuture<Lease> waiter = b.lock("re").acquireAsync(Duration.ofMinutes(1));
-            await().atMost(scaled(5)).until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{re}:x"))
-                    .size() == 2);
+            await().atMost(scaled(5))
+                    .until(() -> ((List<?>) RedisTestSupport.queue(server, "dlock:{re}:x")).size() == 2);
             held.close();
             waiter.get(5, TimeUnit.SECONDS).close(); // woken on b's resubscribed channel
         }

@@ -12,9 +12,12 @@ import org.junit.jupiter.api.Test;
 class RedisBackendConnectTest {
 
     private static LockBackendException lost() {
-        return new LockBackendException(null, "redis", "cannot connect",
-                new RedisConnectionException("Unable to connect",
-                        new IllegalStateException("RedisHandshakeHandler not registered")));
+        return new LockBackendException(
+                null,
+                "redis",
+                "cannot connect",
+                new RedisConnectionException(
+                        "Unable to connect", new IllegalStateException("RedisHandshakeHandler not registered")));
     }
 
     @Test
@@ -34,9 +37,11 @@ class RedisBackendConnectTest {
     void retryLostHandshake_alwaysLost_givesUpAfterTheLastAttempt() {
         AtomicInteger calls = new AtomicInteger();
         assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
-            calls.incrementAndGet();
-            throw lost();
-        })).isInstanceOf(LockBackendException.class).hasRootCauseMessage("RedisHandshakeHandler not registered");
+                    calls.incrementAndGet();
+                    throw lost();
+                }))
+                .isInstanceOf(LockBackendException.class)
+                .hasRootCauseMessage("RedisHandshakeHandler not registered");
         assertThat(calls).hasValue(RedisBackend.LOST_HANDSHAKE_ATTEMPTS);
     }
 
@@ -44,10 +49,14 @@ class RedisBackendConnectTest {
     void retryLostHandshake_otherFailure_isNotRetried() {
         AtomicInteger calls = new AtomicInteger();
         assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
-            calls.incrementAndGet();
-            throw new LockBackendException(null, "redis", "authentication refused",
-                    new RedisConnectionException("NOAUTH Authentication required."));
-        })).hasMessageContaining("authentication refused");
+                    calls.incrementAndGet();
+                    throw new LockBackendException(
+                            null,
+                            "redis",
+                            "authentication refused",
+                            new RedisConnectionException("NOAUTH Authentication required."));
+                }))
+                .hasMessageContaining("authentication refused");
         assertThat(calls).hasValue(1);
     }
 

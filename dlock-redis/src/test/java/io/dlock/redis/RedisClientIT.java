@@ -10,7 +10,6 @@ import io.dlock.LockClient;
 import io.dlock.testkit.FreePorts;
 import io.dlock.testkit.RedisServer;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -23,7 +22,8 @@ class RedisClientIT extends RedisTestSupport {
     @ValueSource(strings = {"", ".", "..", "a/b", "with space", "br{ace}", "new\nline", "ü"})
     void lock_badName_throwsAndCreatesNothing(String name) {
         LockClient client = client();
-        assertThatThrownBy(() -> client.lock(name)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.lock(name))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("lock name");
         assertThat(keys()).isEmpty();
     }
@@ -33,10 +33,13 @@ class RedisClientIT extends RedisTestSupport {
         LockClient client = client();
         DistributedLock lock = client.lock("negative");
         assertThatThrownBy(() -> lock.tryAcquire(Duration.ofMillis(-1)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("negative");
-        assertThatThrownBy(() -> lock.acquireAsync(Duration.ofSeconds(-5))).isInstanceOf(IllegalArgumentException.class);
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("negative");
+        assertThatThrownBy(() -> lock.acquireAsync(Duration.ofSeconds(-5)))
+                .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> client.semaphore("negative", 0)).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> client.semaphore("negative", 2).acquire(3)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> client.semaphore("negative", 2).acquire(3))
+                .isInstanceOf(IllegalArgumentException.class);
         assertThat(keys()).isEmpty();
         assertThat(lock.isHeldByCurrentThread()).isFalse();
     }
@@ -44,30 +47,42 @@ class RedisClientIT extends RedisTestSupport {
     @Test
     void connect_badUriParameters_throwNamingTheParameter() {
         assertThatThrownBy(() -> LockClient.connect(uri("colour=blue")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'colour'")
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'colour'")
                 .hasMessageContaining("keyPrefix");
         assertThatThrownBy(() -> LockClient.connect(uri("leaseTime=soon")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'leaseTime'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'leaseTime'");
         assertThatThrownBy(() -> LockClient.connect(uri("fair=maybe")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'fair'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'fair'");
         assertThatThrownBy(() -> LockClient.connect("redis://127.0.0.1:99999"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("port");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("port");
         assertThatThrownBy(() -> LockClient.connect("redis://127.0.0.1:6379/notadb"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("database");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("database");
         assertThatThrownBy(() -> LockClient.connect("redis://127.0.0.1:6379?keyPrefix=a%7Bb"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("keyPrefix");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("keyPrefix");
         assertThatThrownBy(() -> LockClient.connect("redis://h1:6379,h2:6379"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("redis-cluster://");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("redis-cluster://");
         assertThatThrownBy(() -> LockClient.connect("redis-sentinel://127.0.0.1:26379"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'master'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'master'");
         assertThatThrownBy(() -> LockClient.connect("redis-cluster://127.0.0.1:7000/3"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("database 0");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("database 0");
         assertThatThrownBy(() -> LockClient.connect("redis://127.0.0.1:6379?verifyPeer=sometimes"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'verifyPeer'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'verifyPeer'");
         assertThatThrownBy(() -> LockClient.connect("redis://alice@127.0.0.1:6379"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no password");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no password");
         assertThatThrownBy(() -> LockClient.connect("redis:///"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no host");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no host");
     }
 
     @Test
@@ -78,7 +93,8 @@ class RedisClientIT extends RedisTestSupport {
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("redis")
                 .hasMessageContaining("127.0.0.1:" + port);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(scaled(8).toMillis());
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+                .isLessThan(scaled(8).toMillis());
     }
 
     @Test
@@ -119,8 +135,10 @@ class RedisClientIT extends RedisTestSupport {
 
     @Test
     void connect_passwordOnly_andDatabase_areUsed() throws Exception {
-        try (RedisServer secured = RedisServer.builder().config("requirepass pw+with/odd@chars").probePassword(
-                "pw+with/odd@chars").start()) {
+        try (RedisServer secured = RedisServer.builder()
+                .config("requirepass pw+with/odd@chars")
+                .probePassword("pw+with/odd@chars")
+                .start()) {
             markContinuous(secured, prefix, 5);
             String uri = "redis://:pw%2Bwith%2Fodd%40chars@127.0.0.1:" + secured.port() + "/5?keyPrefix=" + prefix;
             try (LockClient client = LockClient.connect(uri)) {
@@ -140,7 +158,8 @@ class RedisClientIT extends RedisTestSupport {
         LockClient a = client();
         markContinuous(server, prefix + "-other");
         try (LockClient b = LockClient.connect(server.uri(prefix + "-other"))) {
-            try (Lease one = a.lock("same").acquire(); Lease two = b.lock("same").tryAcquire(Duration.ZERO).orElseThrow()) {
+            try (Lease one = a.lock("same").acquire();
+                    Lease two = b.lock("same").tryAcquire(Duration.ZERO).orElseThrow()) {
                 assertThat(one.isValid()).isTrue();
                 assertThat(two.isValid()).isTrue();
             }

@@ -39,7 +39,8 @@ class RedisClusterIT {
             nodes.get(i).command("CLUSTER", "ADDSLOTSRANGE", "" + ranges[i][0], "" + ranges[i][1]);
         }
         for (int i = 1; i < 3; i++) {
-            nodes.get(0).command("CLUSTER", "MEET", "127.0.0.1", "" + nodes.get(i).port());
+            nodes.get(0)
+                    .command("CLUSTER", "MEET", "127.0.0.1", "" + nodes.get(i).port());
         }
         await().atMost(RedisTestSupport.scaled(30)).until(() -> nodes.stream()
                 .allMatch(n -> ((String) n.command("CLUSTER", "INFO")).contains("cluster_state:ok")));
@@ -63,13 +64,15 @@ class RedisClusterIT {
     }
 
     private static String uri(String query) {
-        return "redis-cluster://" + String.join(",", nodes.stream().map(n -> n.connectString()).toList())
-                + "?keyPrefix=c" + (query.isEmpty() ? "" : "&" + query);
+        return "redis-cluster://"
+                + String.join(",", nodes.stream().map(n -> n.connectString()).toList()) + "?keyPrefix=c"
+                + (query.isEmpty() ? "" : "&" + query);
     }
 
     @Test
     void acquire_locksSpreadOverAllMasters_mutuallyExclusive() throws Exception {
-        try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
+        try (LockClient a = LockClient.connect(uri(""));
+                LockClient b = LockClient.connect(uri(""))) {
             List<String> names = List.of("alpha", "bravo", "charlie", "delta", "echo", "foxtrot");
             markContinuous(names.toArray(String[]::new));
             List<MutualExclusionChecker> checkers = new ArrayList<>();
@@ -105,7 +108,10 @@ class RedisClusterIT {
                 assertThat(c.violations()).isZero();
             }
             // The names landed on more than one master, and each left nothing behind.
-            long mastersUsed = names.stream().map(n -> slotOwner("c:{" + n + "}:x:q")).distinct().count();
+            long mastersUsed = names.stream()
+                    .map(n -> slotOwner("c:{" + n + "}:x:q"))
+                    .distinct()
+                    .count();
             assertThat(mastersUsed).isGreaterThan(1);
             for (RedisServer n : nodes) {
                 assertThat(RedisTestSupport.lockKeys(n, "c:*")).isEmpty();
@@ -115,7 +121,8 @@ class RedisClusterIT {
 
     @Test
     void waiter_onAnotherClient_isWokenAcrossTheCluster() throws Exception {
-        try (LockClient a = LockClient.connect(uri("")); LockClient b = LockClient.connect(uri(""))) {
+        try (LockClient a = LockClient.connect(uri(""));
+                LockClient b = LockClient.connect(uri(""))) {
             markContinuous("w1", "w2", "w3");
             for (String name : List.of("w1", "w2", "w3")) {
                 Lease held = a.lock(name).acquire();
@@ -162,15 +169,18 @@ class RedisClusterIT {
                 assertThat(other.isValid()).isTrue();
             }
             // The fence began at the first acquire and lasts the lease time (2 s), on the server's clock.
-            assertThat(String.valueOf(owner.command("GET", RedisLockProtocol.epochKey("c", slot)))).matches("\\d+ \\d+");
+            assertThat(String.valueOf(owner.command("GET", RedisLockProtocol.epochKey("c", slot))))
+                    .matches("\\d+ \\d+");
             long token;
-            try (Lease late = a.lock(fresh).tryAcquire(RedisTestSupport.scaled(10)).orElseThrow()) {
+            try (Lease late =
+                    a.lock(fresh).tryAcquire(RedisTestSupport.scaled(10)).orElseThrow()) {
                 assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(1900));
                 assertThat(late.isValid()).isTrue();
                 token = late.fencingToken();
             }
             // Continuous again, with the grant's server token as the slot's high-water mark.
-            assertThat(owner.command("GET", RedisLockProtocol.epochKey("c", slot))).isEqualTo("=" + (token >> 10));
+            assertThat(owner.command("GET", RedisLockProtocol.epochKey("c", slot)))
+                    .isEqualTo("=" + (token >> 10));
         }
         for (RedisServer n : nodes) {
             assertThat(RedisTestSupport.lockKeys(n, "c:*")).isEmpty();

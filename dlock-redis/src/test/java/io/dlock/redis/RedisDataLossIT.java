@@ -50,17 +50,19 @@ class RedisDataLossIT {
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong lastValid = new AtomicLong(); // System.nanoTime() just after a sample found it valid
             AtomicLong samples = new AtomicLong();
-            Thread sampler = new Thread(() -> {
-                while (!stop.get()) {
-                    boolean valid = old.isValid();
-                    long after = System.nanoTime();
-                    if (valid) {
-                        lastValid.set(after);
-                    }
-                    samples.incrementAndGet();
-                    Thread.onSpinWait();
-                }
-            }, "old-lease-sampler");
+            Thread sampler = new Thread(
+                    () -> {
+                        while (!stop.get()) {
+                            boolean valid = old.isValid();
+                            long after = System.nanoTime();
+                            if (valid) {
+                                lastValid.set(after);
+                            }
+                            samples.incrementAndGet();
+                            Thread.onSpinWait();
+                        }
+                    },
+                    "old-lease-sampler");
             sampler.start();
 
             AtomicInteger attempts = new AtomicInteger();
@@ -145,7 +147,8 @@ class RedisDataLossIT {
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(4000));
             assertThat(other.lock("x").tryAcquire(Duration.ZERO)).isEmpty(); // still fenced
             old.close();
-            try (Lease next = other.lock("x").tryAcquire(RedisTestSupport.scaled(30)).orElseThrow()) {
+            try (Lease next =
+                    other.lock("x").tryAcquire(RedisTestSupport.scaled(30)).orElseThrow()) {
                 assertThat(next.fencingToken()).isGreaterThan(old.fencingToken());
                 assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThan(Duration.ofSeconds(14));
             }

@@ -22,8 +22,8 @@ class RedisDeadConnectionIT {
     void silentlyDeadConnection_isReplacedAfterACommandTimeout() throws Exception {
         try (RedisServer server = RedisServer.start();
                 FaultProxy proxy = FaultProxy.start(server.port());
-                LockClient client = LockClient.connect("redis://" + proxy.connectString()
-                        + "?keyPrefix=dead&connectTimeout=1s&leaseTime=5s")) {
+                LockClient client = LockClient.connect(
+                        "redis://" + proxy.connectString() + "?keyPrefix=dead&connectTimeout=1s&leaseTime=5s")) {
             RedisTestSupport.markContinuous(server, "dead");
             try (Lease first = client.lock("stuck").acquire()) {
                 assertThat(first.isValid()).isTrue();
@@ -38,14 +38,19 @@ class RedisDeadConnectionIT {
 
             // The old connection stays silent for good (a TCP stream cannot skip lost bytes), so only a
             // new connection can work: the lock must become usable again within a few command timeouts.
-            await().atMost(RedisTestSupport.scaled(15)).pollInterval(Duration.ofMillis(200))
-                    .until(() -> tryOnce(client).map(l -> {
-                        l.close();
-                        return true;
-                    }).orElse(false));
-            assertThat(proxy.acceptedConnections()).as("connections made after the fault").isGreaterThan(accepted);
-            await().atMost(RedisTestSupport.scaled(10)).until(() -> RedisTestSupport.lockKeys(server, "dead:*")
-                    .isEmpty());
+            await().atMost(RedisTestSupport.scaled(15))
+                    .pollInterval(Duration.ofMillis(200))
+                    .until(() -> tryOnce(client)
+                            .map(l -> {
+                                l.close();
+                                return true;
+                            })
+                            .orElse(false));
+            assertThat(proxy.acceptedConnections())
+                    .as("connections made after the fault")
+                    .isGreaterThan(accepted);
+            await().atMost(RedisTestSupport.scaled(10))
+                    .until(() -> RedisTestSupport.lockKeys(server, "dead:*").isEmpty());
         }
     }
 

@@ -29,7 +29,9 @@ class RedisHandInIT extends RedisTestSupport {
     void userClient() {
         redis = RedisClient.create();
         redis.setOptions(ClientOptions.builder()
-                .socketOptions(SocketOptions.builder().connectTimeout(Duration.ofSeconds(2)).build())
+                .socketOptions(SocketOptions.builder()
+                        .connectTimeout(Duration.ofSeconds(2))
+                        .build())
                 .build());
     }
 
@@ -67,12 +69,15 @@ class RedisHandInIT extends RedisTestSupport {
 
     @Test
     void handedInClient_usersOwnConnectionDropping_doesNotSuspendDlock() throws Exception {
-        LockClient mine = track(RedisLocks.connect(redis, target(), prefix,
+        LockClient mine = track(RedisLocks.connect(
+                redis,
+                target(),
+                prefix,
                 LockOptions.builder().leaseTime(Duration.ofMillis(900)).build()));
         Lease lease = mine.lock("steady").acquire();
         try (FaultProxy proxy = FaultProxy.start(server.port());
-                StatefulRedisConnection<String, String> own = redis.connect(
-                        RedisURI.create("redis://" + proxy.connectString()))) {
+                StatefulRedisConnection<String, String> own =
+                        redis.connect(RedisURI.create("redis://" + proxy.connectString()))) {
             assertThat(own.sync().ping()).isEqualTo("PONG");
             proxy.close(); // the application's connection drops and cannot come back
             await().atMost(scaled(5)).until(() -> proxy.openConnections() == 0);
@@ -104,13 +109,18 @@ class RedisHandInIT extends RedisTestSupport {
     @Test
     void nullArguments_areRefused() {
         assertThatThrownBy(() -> RedisLocks.connect(null, target(), LockOptions.defaults()))
-                .isInstanceOf(NullPointerException.class).hasMessageContaining("client");
+                .isInstanceOf(NullPointerException.class)
+                .hasMessageContaining("client");
         assertThatThrownBy(() -> RedisLocks.connect(redis, null, LockOptions.defaults()))
-                .isInstanceOf(NullPointerException.class).hasMessageContaining("target");
+                .isInstanceOf(NullPointerException.class)
+                .hasMessageContaining("target");
     }
 
     /** Connections opened through the handed-in client with {@link #target()}. */
     private static long handedConnections() {
-        return ((String) server.command("CLIENT", "LIST")).lines().filter(l -> l.contains(" name=handed ")).count();
+        return ((String) server.command("CLIENT", "LIST"))
+                .lines()
+                .filter(l -> l.contains(" name=handed "))
+                .count();
     }
 }

@@ -33,7 +33,8 @@ class RedisLeaseIT extends RedisTestSupport {
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3300);
             int attempts = 0;
             while (System.nanoTime() < until) { // bounded: about 3.3 s
-                assertThat(other.lock("renewed").tryAcquire(Duration.ofMillis(300))).isEmpty();
+                assertThat(other.lock("renewed").tryAcquire(Duration.ofMillis(300)))
+                        .isEmpty();
                 attempts++;
             }
             assertThat(attempts).isGreaterThanOrEqualTo(5);
@@ -87,9 +88,10 @@ class RedisLeaseIT extends RedisTestSupport {
     @Test
     void holderPausedPastItsLease_anotherAcquires_andThePausedLeaseIsInvalidWithALowerToken() throws Exception {
         LockClient other = client("leaseTime=1s");
-        try (ChildJvm holder = track(ChildJvm.start(LockWorker.class,
-                List.of("hold-check", uri("leaseTime=1s"), "paused")))) {
-            long pausedToken = Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
+        try (ChildJvm holder =
+                track(ChildJvm.start(LockWorker.class, List.of("hold-check", uri("leaseTime=1s"), "paused")))) {
+            long pausedToken =
+                    Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
             holder.pause();
             Optional<Lease> taken;
             try {

@@ -36,7 +36,8 @@ class RedisLockIT extends RedisTestSupport implements ExclusiveLockContract {
         List<CompletableFuture<Lease>> waiting = new ArrayList<>(pending);
         for (int released = 1; released <= waiters; released++) {
             await().atMost(scaled(10)).until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
-            List<CompletableFuture<Lease>> granted = waiting.stream().filter(CompletableFuture::isDone).toList();
+            List<CompletableFuture<Lease>> granted =
+                    waiting.stream().filter(CompletableFuture::isDone).toList();
             // Exactly one waiter is granted per release, and the server published exactly one wake-up.
             assertThat(granted).hasSize(1);
             assertThat(publishCount() - publishesBefore).isEqualTo(released);
@@ -52,16 +53,26 @@ class RedisLockIT extends RedisTestSupport implements ExclusiveLockContract {
     @Test
     void capabilities_areTruthful() {
         assertThat(client().capabilities())
-                .contains(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.READ_WRITE,
-                        Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                        Capability.CRASH_RELEASE, Capability.NO_HERD, Capability.RENEWAL);
-        assertThat(client("fair=false").capabilities()).doesNotContain(Capability.FAIR).contains(Capability.EXCLUSIVE);
+                .contains(
+                        Capability.EXCLUSIVE,
+                        Capability.FAIR,
+                        Capability.FENCING_TOKENS,
+                        Capability.READ_WRITE,
+                        Capability.SEMAPHORE,
+                        Capability.MULTI_LOCK,
+                        Capability.LOST_DETECTION,
+                        Capability.CRASH_RELEASE,
+                        Capability.NO_HERD,
+                        Capability.RENEWAL);
+        assertThat(client("fair=false").capabilities())
+                .doesNotContain(Capability.FAIR)
+                .contains(Capability.EXCLUSIVE);
     }
 
     @Test
     void unfair_holderAndWaiters_stillExcludeEachOther() throws Exception {
-        Contention.Result r = Contention.run(new LockClient[] {client("fair=false"), client("fair=false")}, "unfair",
-                4, 100, Duration.ofMinutes(2));
+        Contention.Result r = Contention.run(
+                new LockClient[] {client("fair=false"), client("fair=false")}, "unfair", 4, 100, Duration.ofMinutes(2));
         assertThat(r.checker().counter()).isEqualTo(400);
         assertThat(r.checker().violations()).isZero();
         assertThat(r.store().rejectedWrites()).isZero();

@@ -14,7 +14,6 @@ import io.dlock.spi.QueueEntry;
 import java.net.URI;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -67,8 +66,8 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(after).isGreaterThanOrEqualTo(before + 250);
         // The client's validity never outlives the server's deadline.
         long pttl = (Long) server.command("PTTL", prefix + ":{renew}:x:s");
-        assertThat(renewed.validUntilNanos() - System.nanoTime()).isLessThanOrEqualTo(
-                TimeUnit.MILLISECONDS.toNanos(pttl));
+        assertThat(renewed.validUntilNanos() - System.nanoTime())
+                .isLessThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(pttl));
         get(backend.protocol().release(p.entry()));
     }
 
@@ -84,11 +83,12 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(next.grant().fencingToken()).isGreaterThan(p.grant().fencingToken());
         assertThatThrownBy(() -> get(first.protocol().renew(p.grant())))
                 .isInstanceOf(ExecutionException.class)
-                .cause().isInstanceOf(EntryLostException.class).hasMessageContaining("expired");
+                .cause()
+                .isInstanceOf(EntryLostException.class)
+                .hasMessageContaining("expired");
         // The lapsed lease can not be revived either, even with nobody else holding.
         get(second.protocol().release(next.entry()));
-        assertThatThrownBy(() -> get(first.protocol().renew(p.grant())))
-                .cause().isInstanceOf(EntryLostException.class);
+        assertThatThrownBy(() -> get(first.protocol().renew(p.grant()))).cause().isInstanceOf(EntryLostException.class);
         assertThat(keys()).isEmpty();
     }
 
@@ -102,11 +102,14 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(waiting.predecessor()).isEqualTo(held.entry().acquisitionId());
         crashed.close(); // its waiter stops heartbeating, as a crashed process would
         // Read afresh on every poll: a heartbeat in flight at close may still push the deadline out.
-        await().atMost(RedisTestSupport.scaled(5)).until(() -> serverMillis(server)
-                > deadline(server, prefix + ":{purge}:x", waiting.entry().acquisitionId()));
+        await().atMost(RedisTestSupport.scaled(5))
+                .until(() -> serverMillis(server)
+                        > deadline(
+                                server, prefix + ":{purge}:x", waiting.entry().acquisitionId()));
         // The next script on this lock purges the stale waiter: nobody queues behind a ghost.
         Position third = get(holder.protocol().enqueue(request("purge")));
-        assertThat(entries("purge")).containsExactly(held.entry().acquisitionId(), third.entry().acquisitionId());
+        assertThat(entries("purge"))
+                .containsExactly(held.entry().acquisitionId(), third.entry().acquisitionId());
         get(holder.protocol().release(held.entry()));
         get(holder.protocol().release(third.entry()));
     }
@@ -121,7 +124,8 @@ class RedisLockProtocolIT extends RedisTestSupport {
         assertThat(found).isPresent();
         assertThat(found.get().key()).isEqualTo(p.entry().key());
         assertThat(found.get().token()).isEqualTo(p.grant().fencingToken());
-        assertThat(get(other.protocol().findOwnEntry("own", request.acquisitionId()))).isEmpty();
+        assertThat(get(other.protocol().findOwnEntry("own", request.acquisitionId())))
+                .isEmpty();
         assertThat(get(mine.protocol().findOwnEntry("own", "no-such-id"))).isEmpty();
         get(mine.protocol().release(p.entry()));
     }
@@ -145,8 +149,8 @@ class RedisLockProtocolIT extends RedisTestSupport {
         // A waiter turns it into a queue: every key expires no later than a second after the last deadline.
         Position w = get(backend.protocol().enqueue(request("ttl")));
         assertThat(w.isGranted()).isFalse();
-        assertThat(keys()).containsExactlyInAnyOrder(prefix + ":{ttl}:x:q", prefix + ":{ttl}:x:d",
-                prefix + ":{ttl}:x:h");
+        assertThat(keys())
+                .containsExactlyInAnyOrder(prefix + ":{ttl}:x:q", prefix + ":{ttl}:x:d", prefix + ":{ttl}:x:h");
         for (String suffix : List.of(":q", ":d", ":h")) {
             long pttl = (Long) server.command("PTTL", prefix + ":{ttl}:x" + suffix);
             assertThat(pttl).as(suffix).isBetween(1L, 4_000L);

@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import io.dlock.Lease;
 import io.dlock.LockClient;
-import io.dlock.testkit.FencedStore;
 import io.dlock.testkit.Contention;
+import io.dlock.testkit.FencedStore;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
@@ -33,7 +33,8 @@ class RedisSentinelFailoverIT {
     void startServers() {
         master = RedisServer.start();
         replica = RedisServer.builder().replicaOf(master).start();
-        sentinel = RedisServer.builder().sentinel()
+        sentinel = RedisServer.builder()
+                .sentinel()
                 .config("sentinel monitor " + MASTER + " 127.0.0.1 " + master.port() + " 1")
                 .config("sentinel down-after-milliseconds " + MASTER + " 1000")
                 .config("sentinel failover-timeout " + MASTER + " 3000")
@@ -44,7 +45,8 @@ class RedisSentinelFailoverIT {
         // The Sentinel must know the replica, and see its link up, before it can promote it.
         await().atMost(scaled(20)).until(() -> {
             List<?> replicas = (List<?>) sentinel.command("SENTINEL", "replicas", MASTER);
-            return replicas.size() == 1 && replicas.get(0).toString().contains("flags, slave,")
+            return replicas.size() == 1
+                    && replicas.get(0).toString().contains("flags, slave,")
                     && replicas.get(0).toString().contains("master-link-status, ok");
         });
     }
@@ -89,7 +91,8 @@ class RedisSentinelFailoverIT {
                 try (Lease next = a.lock("x").tryAcquire(scaled(30)).orElseThrow()) {
                     assertThat(next.fencingToken()).isGreaterThan(oldToken);
                     assertThat(next.isValid()).isTrue();
-                    assertThat(RedisTestSupport.queue(replica, PREFIX + ":{x}:x")).hasSize(1);
+                    assertThat(RedisTestSupport.queue(replica, PREFIX + ":{x}:x"))
+                            .hasSize(1);
                     assertThat(b.lock("x").tryAcquire(Duration.ZERO)).isEmpty();
                 }
                 old.close(); // closing a lost lease is harmless
@@ -125,8 +128,7 @@ class RedisSentinelFailoverIT {
             await().atMost(scaled(15))
                     .until(() -> ((String) replica.command("CLIENT", "LIST")).split("name=dlock ", -1).length - 1 >= 2);
             // The reconnect check runs right after the reconnect; give its verdict time to arrive.
-            await().during(Duration.ofSeconds(2)).atMost(scaled(5))
-                    .until(() -> held.isValid() && lost.get() == 0);
+            await().during(Duration.ofSeconds(2)).atMost(scaled(5)).until(() -> held.isValid() && lost.get() == 0);
 
             try (LockClient b = LockClient.connect(uri)) {
                 assertThat(b.lock("x").tryAcquire(Duration.ZERO)).isEmpty();
@@ -157,9 +159,10 @@ class RedisSentinelFailoverIT {
 
     /** Waits until the Sentinel names the replica as the master and the replica says it is one. */
     private void awaitPromotion() {
-        await().atMost(scaled(30)).until(() -> sentinel.command("SENTINEL", "get-master-addr-by-name", MASTER)
-                .equals(List.of("127.0.0.1", Integer.toString(replica.port())))
-                && info(replica).contains("role:master"));
+        await().atMost(scaled(30))
+                .until(() -> sentinel.command("SENTINEL", "get-master-addr-by-name", MASTER)
+                                .equals(List.of("127.0.0.1", Integer.toString(replica.port())))
+                        && info(replica).contains("role:master"));
     }
 
     private static String info(RedisServer server) {

@@ -25,12 +25,14 @@ class RedisServerFailureIT {
             AtomicInteger lost = new AtomicInteger();
             lease.onLost(e -> lost.incrementAndGet());
             server.restart();
-            await().atMost(RedisTestSupport.scaled(15)).ignoreExceptions()
+            await().atMost(RedisTestSupport.scaled(15))
+                    .ignoreExceptions()
                     .until(() -> other.lock("kept").tryAcquire(Duration.ZERO).isEmpty());
             assertThat(lease.isValid()).isTrue();
             assertThat(lost).hasValue(0);
             lease.close();
-            try (Lease next = other.lock("kept").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+            try (Lease next =
+                    other.lock("kept").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
                 assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
             }
         }
@@ -48,17 +50,21 @@ class RedisServerFailureIT {
             server.restart(); // comes back empty, as after a crash without persistence
             await().atMost(RedisTestSupport.scaled(15)).until(() -> !lease.isValid());
             await().atMost(RedisTestSupport.scaled(5)).until(() -> lostCalls.get() == 1);
-            assertThatThrownBy(lease::checkValid).isInstanceOf(LockLostException.class)
+            assertThatThrownBy(lease::checkValid)
+                    .isInstanceOf(LockLostException.class)
                     .hasMessageContaining("forgotten");
             // The lock is free on the new server once its epoch fence (a lease time) has passed, and its
             // tokens still exceed the old one's.
-            try (Lease next = other.lock("forgotten").tryAcquire(RedisTestSupport.scaled(20)).orElseThrow()) {
+            try (Lease next = other.lock("forgotten")
+                    .tryAcquire(RedisTestSupport.scaled(20))
+                    .orElseThrow()) {
                 assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
             }
             lease.close(); // closing a lost lease is harmless
             assertThat(lostCalls).hasValue(1);
             // The client recovers for new acquisitions.
-            try (Lease again = holder.lock("forgotten").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+            try (Lease again =
+                    holder.lock("forgotten").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
                 assertThat(again.isValid()).isTrue();
             }
         }
@@ -73,18 +79,21 @@ class RedisServerFailureIT {
             // A short wait simply times out (empty); a long one outlasts the enqueue's retries,
             // which then report the backend failure instead of waiting on.
             assertThat(client.lock("down").tryAcquire(Duration.ofMillis(200))).isEmpty();
-            assertThatThrownBy(() -> client.lock("down").acquireAsync(Duration.ofSeconds(60)).get(30,
-                            java.util.concurrent.TimeUnit.SECONDS))
+            assertThatThrownBy(() -> client.lock("down")
+                            .acquireAsync(Duration.ofSeconds(60))
+                            .get(30, java.util.concurrent.TimeUnit.SECONDS))
                     .isInstanceOf(java.util.concurrent.ExecutionException.class)
                     .cause()
                     .isInstanceOf(io.dlock.LockBackendException.class)
                     .hasMessageContaining("lock 'down' on redis");
             server.restart();
-            await().atMost(RedisTestSupport.scaled(15)).ignoreExceptions()
-                    .until(() -> client.lock("down").tryAcquire(Duration.ofSeconds(1)).map(l -> {
+            await().atMost(RedisTestSupport.scaled(15)).ignoreExceptions().until(() -> client.lock("down")
+                    .tryAcquire(Duration.ofSeconds(1))
+                    .map(l -> {
                         l.close();
                         return true;
-                    }).orElse(false));
+                    })
+                    .orElse(false));
             assertThat(RedisTestSupport.lockKeys(server, "f:*")).isEmpty();
         }
     }

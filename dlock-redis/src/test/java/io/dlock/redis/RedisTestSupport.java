@@ -53,14 +53,19 @@ abstract class RedisTestSupport extends LockFixtureSupport {
 
     /** As {@link #markContinuous(RedisServer, String)}, in database {@code db}. */
     static void markContinuous(RedisServer on, String prefix, int db) {
-        on.command("EVAL", "redis.call('SELECT', ARGV[1]) return redis.call('SET', KEYS[1], '=0')", "1",
-                RedisLockProtocol.serverEpochKey(prefix), Integer.toString(db));
+        on.command(
+                "EVAL",
+                "redis.call('SELECT', ARGV[1]) return redis.call('SET', KEYS[1], '=0')",
+                "1",
+                RedisLockProtocol.serverEpochKey(prefix),
+                Integer.toString(db));
     }
 
     /** The keys on {@code on} that match {@code pattern}, except epoch markers, which stay by design. */
     @SuppressWarnings("unchecked")
     static List<String> lockKeys(RedisServer on, String pattern) {
-        return ((List<String>) on.command("KEYS", pattern)).stream().filter(k -> !k.endsWith(":epoch")).toList();
+        return ((List<String>) on.command("KEYS", pattern))
+                .stream().filter(k -> !k.endsWith(":epoch")).toList();
     }
 
     @AfterEach
@@ -123,7 +128,8 @@ abstract class RedisTestSupport extends LockFixtureSupport {
     @SuppressWarnings("unchecked")
     static long serverMillis(io.dlock.testkit.RedisServer on) {
         List<Object> t = (List<Object>) on.command("TIME");
-        return Long.parseLong(t.get(0).toString()) * 1000 + Long.parseLong(t.get(1).toString()) / 1000;
+        return Long.parseLong(t.get(0).toString()) * 1000
+                + Long.parseLong(t.get(1).toString()) / 1000;
     }
 
     /** The server's deadline (ms) of entry {@code id} in the queue at {@code base}. */

@@ -52,7 +52,8 @@ class RedisTlsIT {
     void acquire_verifyPeerNone_grantsFencedAndExcludesTwoClientsFourThreads() throws Exception {
         assertThat(server.command("CONFIG", "GET", "port")).isEqualTo(List.of("port", "0")); // TLS only
         String uri = uri("tls-mx", "verifyPeer=none");
-        try (LockClient a = LockClient.connect(uri); LockClient b = LockClient.connect(uri)) {
+        try (LockClient a = LockClient.connect(uri);
+                LockClient b = LockClient.connect(uri)) {
             long first;
             try (Lease lease = a.lock("single").acquire()) {
                 first = lease.fencingToken();
@@ -64,8 +65,8 @@ class RedisTlsIT {
                 assertThat(again.fencingToken()).isGreaterThan(first);
             }
 
-            Contention.Result r = Contention.run(new LockClient[] {a, b}, "counter", 4, 100,
-                    Timing.scale(Duration.ofSeconds(40)));
+            Contention.Result r =
+                    Contention.run(new LockClient[] {a, b}, "counter", 4, 100, Timing.scale(Duration.ofSeconds(40)));
             assertThat(r.checker().counter()).isEqualTo(400);
             assertThat(r.checker().violations()).isZero();
             assertThat(r.store().rejectedWrites()).isZero();
@@ -117,15 +118,21 @@ class RedisTlsIT {
         jvmOptions.add("-Djavax.net.ssl.trustStorePassword=" + RedisServer.TRUST_STORE_PASSWORD);
         jvmOptions.add("-Djavax.net.ssl.trustStoreType=PKCS12");
         String uri = uri("tls-trusted-" + verify, "verifyPeer=" + verify);
-        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("count", uri, "trusted", counter.toString(),
-                "3"), jvmOptions)) {
+        try (ChildJvm child = ChildJvm.start(
+                LockWorker.class, List.of("count", uri, "trusted", counter.toString(), "3"), jvmOptions)) {
             child.awaitLine("DONE", Timing.scale(Duration.ofSeconds(30)));
             assertThat(child.waitFor(Timing.scale(Duration.ofSeconds(20)))).isZero();
         }
         assertThat(Files.readString(counter).trim()).isEqualTo("3");
-        List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream().map(Long::parseLong).toList();
-        assertThat(tokens).hasSize(3).allSatisfy(t -> assertThat(t).isPositive()).isSorted();
-        assertThat(RedisTestSupport.lockKeys(server, "tls-trusted-" + verify + ":*")).isEmpty();
+        List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream()
+                .map(Long::parseLong)
+                .toList();
+        assertThat(tokens)
+                .hasSize(3)
+                .allSatisfy(t -> assertThat(t).isPositive())
+                .isSorted();
+        assertThat(RedisTestSupport.lockKeys(server, "tls-trusted-" + verify + ":*"))
+                .isEmpty();
     }
 
     /** Threads that a dlock Redis client starts (Lettuce's event loops, dlock's timer). */

@@ -28,7 +28,8 @@ class RedisTokenHighWaterIT extends RedisTestSupport {
     @SuppressWarnings("unchecked")
     private static long serverMicros() {
         List<Object> t = (List<Object>) server.command("TIME");
-        return Long.parseLong(t.get(0).toString()) * 1_000_000 + Long.parseLong(t.get(1).toString());
+        return Long.parseLong(t.get(0).toString()) * 1_000_000
+                + Long.parseLong(t.get(1).toString());
     }
 
     @Test

@@ -80,15 +80,20 @@ class RedisUriTest {
     void from_badWaitParameters_areRefusedNamingThem() {
         for (String bad : new String[] {"-1", "x", "65", ""}) {
             assertThatThrownBy(() -> parse("redis://h?waitReplicas=" + bad))
-                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitReplicas'");
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("'waitReplicas'");
         }
         assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=0s"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitTimeout'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'waitTimeout'");
         assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=-1s"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'waitTimeout'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'waitTimeout'");
         assertThatThrownBy(() -> parse("redis://h?waitReplicas=1&waitTimeout=10s&connectTimeout=5s"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("shorter than connectTimeout");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("shorter than connectTimeout");
         assertThatThrownBy(() -> parse("redis-cluster://h:7000?waitReplicas=1"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("redis-cluster");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("redis-cluster");
     }
 }

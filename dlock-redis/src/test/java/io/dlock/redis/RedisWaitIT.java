@@ -54,12 +54,14 @@ class RedisWaitIT {
             for (int i = 0; i < 20; i++) {
                 try (Lease lease = client.lock("replicated").acquire()) {
                     // No waiting here: WAIT returned only after the replica had the grant.
-                    assertThat(RedisTestSupport.queue(replica, PREFIX + ":{replicated}:x")).hasSize(1);
+                    assertThat(RedisTestSupport.queue(replica, PREFIX + ":{replicated}:x"))
+                            .hasSize(1);
                     assertThat(lease.isValid()).isTrue();
                 }
             }
         }
-        await().atMost(RedisTestSupport.scaled(5)).until(() -> keys(master).isEmpty() && keys(replica).isEmpty());
+        await().atMost(RedisTestSupport.scaled(5))
+                .until(() -> keys(master).isEmpty() && keys(replica).isEmpty());
     }
 
     @Test
@@ -74,7 +76,8 @@ class RedisWaitIT {
                     .hasMessageContaining("given back");
             // Nothing stays held: a client without waitReplicas gets the lock at once.
             await().atMost(RedisTestSupport.scaled(5)).until(() -> keys(master).isEmpty());
-            try (Lease lease = other.lock("unreplicated").tryAcquire(Duration.ZERO).orElseThrow()) {
+            try (Lease lease =
+                    other.lock("unreplicated").tryAcquire(Duration.ZERO).orElseThrow()) {
                 assertThat(lease.isValid()).isTrue();
             }
         }
@@ -97,7 +100,8 @@ class RedisWaitIT {
             AtomicInteger lost = new AtomicInteger();
             lease.onLost(e -> lost.incrementAndGet());
             // Renewed (and replicated) every 500 ms: still valid after twice the lease.
-            await().during(Duration.ofSeconds(3)).atMost(RedisTestSupport.scaled(5))
+            await().during(Duration.ofSeconds(3))
+                    .atMost(RedisTestSupport.scaled(5))
                     .until(() -> lease.isValid() && lost.get() == 0);
 
             replica.pause();

@@ -395,7 +395,8 @@ public final class ChildJvm implements AutoCloseable {
         synchronized (lock) {
             last = List.copyOf(lines.subList(Math.max(0, lines.size() - TAIL_LINES), lines.size()));
         }
-        StringBuilder text = new StringBuilder("\n--- last ").append(last.size()).append(" lines ---");
+        StringBuilder text =
+                new StringBuilder("\n--- last ").append(last.size()).append(" lines ---");
         for (String line : last) {
             text.append('\n').append(line);
         }

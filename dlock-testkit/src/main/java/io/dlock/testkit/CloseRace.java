@@ -74,8 +74,10 @@ public final class CloseRace {
                     outcome = call.get(Timing.scale(Duration.ofSeconds(5)).toMillis(), TimeUnit.MILLISECONDS);
                 } catch (TimeoutException e) {
                     call.cancel(true);
-                    throw new AssertionError("trial " + trial + " (form " + (trial % forms.size())
-                            + "): the caller was still blocked 5 s after close() returned", e);
+                    throw new AssertionError(
+                            "trial " + trial + " (form " + (trial % forms.size())
+                                    + "): the caller was still blocked 5 s after close() returned",
+                            e);
                 }
                 if (outcome instanceof ExecutionException ee) {
                     outcome = ee.getCause();

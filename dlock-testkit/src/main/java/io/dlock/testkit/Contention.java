@@ -74,8 +74,9 @@ public final class Contention {
      * @return the checker and the store
      * @throws Exception what a worker threw, or a timeout
      */
-    public static Result run(LockClient[] clients, String lockName, int threads, int perThread, Duration timeout,
-            FencedStore store) throws Exception {
+    public static Result run(
+            LockClient[] clients, String lockName, int threads, int perThread, Duration timeout, FencedStore store)
+            throws Exception {
         MutualExclusionChecker checker = new MutualExclusionChecker();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         long deadline = System.nanoTime() + timeout.toNanos();

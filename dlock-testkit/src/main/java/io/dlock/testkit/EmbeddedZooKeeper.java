@@ -13,8 +13,8 @@ import java.util.List;
 import java.util.Objects;
 import org.apache.zookeeper.server.ContainerManager;
 import org.apache.zookeeper.server.DataNode;
-import org.apache.zookeeper.server.RequestProcessor;
 import org.apache.zookeeper.server.DataTree;
+import org.apache.zookeeper.server.RequestProcessor;
 import org.apache.zookeeper.server.ServerCnxnFactory;
 import org.apache.zookeeper.server.ZooKeeperServer;
 import org.apache.zookeeper.server.persistence.FileTxnSnapLog;
@@ -378,7 +378,9 @@ public final class EmbeddedZooKeeper implements TestServer {
             f = ServerCnxnFactory.createFactory(
                     new InetSocketAddress(FreePorts.loopbackAddress(), port), UNLIMITED_CLIENTS);
             f.startup(s); // loads the data directory and starts serving
-            containers = new ContainerManager(s.getZKDatabase(), s.requestProcessor(),
+            containers = new ContainerManager(
+                    s.getZKDatabase(),
+                    s.requestProcessor(),
                     Integer.getInteger("znode.container.checkIntervalMs", CONTAINER_CHECK_INTERVAL_MS),
                     Integer.getInteger("znode.container.maxPerMinute", 10_000),
                     Long.getLong("znode.container.maxNeverUsedIntervalMs", 0L));

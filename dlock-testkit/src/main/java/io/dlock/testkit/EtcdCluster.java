@@ -51,8 +51,14 @@ public final class EtcdCluster implements AutoCloseable {
         try {
             for (int i = 0; i < size; i++) {
                 Path dir = Reaper.createTempDirectory("dlock-etcd-m" + i + "-");
-                EtcdServer member = new EtcdServer("m" + i, clientPorts[i], peerPorts[i], dir, initialCluster,
-                        "dlock-cluster-" + clientPorts[0], false);
+                EtcdServer member = new EtcdServer(
+                        "m" + i,
+                        clientPorts[i],
+                        peerPorts[i],
+                        dir,
+                        initialCluster,
+                        "dlock-cluster-" + clientPorts[0],
+                        false);
                 members.add(member);
                 member.launch(binary);
             }
@@ -67,11 +73,13 @@ public final class EtcdCluster implements AutoCloseable {
     }
 
     private static void awaitHealthy(EtcdServer member) {
-        long deadline = System.nanoTime() + Timing.scale(EtcdServer.START_TIMEOUT).toNanos();
+        long deadline =
+                System.nanoTime() + Timing.scale(EtcdServer.START_TIMEOUT).toNanos();
         while (!member.isHealthy()) {
             if (!member.isAlive() || System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException(member + (member.isAlive() ? " did not report healthy in time"
-                        : " exited") + EtcdServer.tail(member.logFile()));
+                throw new IllegalStateException(member
+                        + (member.isAlive() ? " did not report healthy in time" : " exited")
+                        + EtcdServer.tail(member.logFile()));
             }
             try {
                 Thread.sleep(50); // polls readiness; etcd offers no start-up callback

@@ -52,6 +52,7 @@ public final class EtcdServer implements TestServer {
     private final Path dir;
     /** {@code --initial-cluster}: every member's name and peer URL. */
     private final String initialCluster;
+
     private final String clusterToken;
     /** Whether a start waits for /health (a lone member of a cluster has no quorum to be healthy). */
     private final boolean waitHealthy;
@@ -61,7 +62,13 @@ public final class EtcdServer implements TestServer {
     @GuardedBy("this")
     private boolean closed;
 
-    EtcdServer(String name, int clientPort, int peerPort, Path dir, String initialCluster, String clusterToken,
+    EtcdServer(
+            String name,
+            int clientPort,
+            int peerPort,
+            Path dir,
+            String initialCluster,
+            String clusterToken,
             boolean waitHealthy) {
         this.name = name;
         this.clientPort = clientPort;
@@ -87,8 +94,8 @@ public final class EtcdServer implements TestServer {
         int client = FreePorts.loopback();
         int peer = FreePorts.loopback();
         Path dir = Reaper.createTempDirectory("dlock-etcd-");
-        EtcdServer server = new EtcdServer("n0", client, peer, dir, "n0=http://127.0.0.1:" + peer,
-                "dlock-" + client, true);
+        EtcdServer server =
+                new EtcdServer("n0", client, peer, dir, "n0=http://127.0.0.1:" + peer, "dlock-" + client, true);
         synchronized (server) {
             try {
                 server.launch(binary);
@@ -287,21 +294,35 @@ public final class EtcdServer implements TestServer {
         Path logFile = dir.resolve("etcd.log");
         String peerUrl = "http://127.0.0.1:" + peerPort;
         String clientUrl = "http://127.0.0.1:" + clientPort;
-        List<String> cmd = List.of(binary,
-                "--name", name,
-                "--data-dir", dir.resolve("data").toString(),
-                "--listen-client-urls", clientUrl,
-                "--advertise-client-urls", clientUrl,
-                "--listen-peer-urls", peerUrl,
-                "--initial-advertise-peer-urls", peerUrl,
-                "--initial-cluster", initialCluster,
-                "--initial-cluster-token", clusterToken,
-                "--initial-cluster-state", "new",
-                "--heartbeat-interval", "100",
-                "--election-timeout", "1000",
+        List<String> cmd = List.of(
+                binary,
+                "--name",
+                name,
+                "--data-dir",
+                dir.resolve("data").toString(),
+                "--listen-client-urls",
+                clientUrl,
+                "--advertise-client-urls",
+                clientUrl,
+                "--listen-peer-urls",
+                peerUrl,
+                "--initial-advertise-peer-urls",
+                peerUrl,
+                "--initial-cluster",
+                initialCluster,
+                "--initial-cluster-token",
+                clusterToken,
+                "--initial-cluster-state",
+                "new",
+                "--heartbeat-interval",
+                "100",
+                "--election-timeout",
+                "1000",
                 "--enable-v2=false",
-                "--logger", "zap",
-                "--log-outputs", "stderr");
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr");
         Process p;
         try {
             p = new ProcessBuilder(cmd)
@@ -370,8 +391,9 @@ public final class EtcdServer implements TestServer {
     static String tail(Path logFile) {
         try {
             List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
-            return "\n  " + all.subList(Math.max(0, all.size() - 20), all.size()).stream()
-                    .collect(Collectors.joining("\n  "));
+            return "\n  "
+                    + all.subList(Math.max(0, all.size() - 20), all.size()).stream()
+                            .collect(Collectors.joining("\n  "));
         } catch (IOException e) {
             return "";
         }

@@ -37,8 +37,8 @@ public interface ExclusiveLockContract extends LockFixture {
     default void acquire_twoClientsEightThreads_counterExactAndTokensFenced() throws Exception {
         int threads = 8;
         int perThread = 250; // 2,000 increments in total
-        Contention.Result r = Contention.run(new LockClient[] {newClient(), newClient()}, "counter", threads, perThread,
-                Duration.ofMinutes(3));
+        Contention.Result r = Contention.run(
+                new LockClient[] {newClient(), newClient()}, "counter", threads, perThread, Duration.ofMinutes(3));
         MutualExclusionChecker checker = r.checker();
         assertThat(checker.counter()).isEqualTo(threads * perThread);
         assertThat(checker.violations()).isZero();
@@ -89,7 +89,8 @@ public interface ExclusiveLockContract extends LockFixture {
         List<ChildJvm> jvms = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
-                jvms.add(ChildJvm.start(LockWorker.class,
+                jvms.add(ChildJvm.start(
+                        LockWorker.class,
                         List.of("count", uri(patient()), "shared", counter.toString(), "" + iterations)));
             }
             for (ChildJvm jvm : jvms) {
@@ -100,7 +101,9 @@ public interface ExclusiveLockContract extends LockFixture {
             jvms.forEach(ChildJvm::close);
         }
         assertThat(Files.readString(counter).trim()).isEqualTo(Integer.toString(3 * iterations));
-        List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream().map(Long::parseLong).toList();
+        List<Long> tokens = Files.readAllLines(Path.of(counter + ".tokens")).stream()
+                .map(Long::parseLong)
+                .toList();
         assertThat(tokens).hasSize(3 * iterations);
         for (int i = 1; i < tokens.size(); i++) {
             assertThat(tokens.get(i)).as("token %d after %d", i, i - 1).isGreaterThan(tokens.get(i - 1));
@@ -133,7 +136,8 @@ public interface ExclusiveLockContract extends LockFixture {
     @Test
     default void acquire_waiters_grantedInArrivalOrder() throws Exception {
         LockClient holderClient = newClient();
-        LockClient waiterClient = client(LockFixture.options(patient(), "localQueueing=false")); // each waiter on the server
+        LockClient waiterClient =
+                client(LockFixture.options(patient(), "localQueueing=false")); // each waiter on the server
         Lease held = holderClient.lock("fifo").acquire();
         List<Integer> order = new CopyOnWriteArrayList<>();
         List<Thread> waiters = new ArrayList<>();
@@ -149,7 +153,8 @@ public interface ExclusiveLockContract extends LockFixture {
             t.start();
             waiters.add(t);
             int expected = i + 2;
-            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> entries("fifo").size() == expected);
+            await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                    .until(() -> entries("fifo").size() == expected);
         }
         held.close();
         for (Thread t : waiters) {
@@ -167,7 +172,9 @@ public interface ExclusiveLockContract extends LockFixture {
             Optional<Lease> attempt = other.lock("busy").tryAcquire(Duration.ZERO);
             long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertThat(attempt).isEmpty();
-            assertThat(elapsedMs).as("one attempt, no waiting").isLessThan(Timing.scale(Duration.ofSeconds(2)).toMillis());
+            assertThat(elapsedMs)
+                    .as("one attempt, no waiting")
+                    .isLessThan(Timing.scale(Duration.ofSeconds(2)).toMillis());
             assertThat(entries("busy")).hasSize(1);
             assertThat(held.isValid()).isTrue();
         }
@@ -199,7 +206,8 @@ public interface ExclusiveLockContract extends LockFixture {
             CompletableFuture<Lease> async = other.lock("cancel").acquireAsync(Duration.ofMinutes(1));
             await().until(() -> entries("cancel").size() == 2);
             assertThat(async.cancel(true)).isTrue();
-            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> entries("cancel").size() == 1);
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> entries("cancel").size() == 1);
         }
         try (Lease lease = other.lock("cancel").acquireAsync(Duration.ZERO).get(10, TimeUnit.SECONDS)) {
             assertThat(lease.isValid()).isTrue();
@@ -249,7 +257,9 @@ public interface ExclusiveLockContract extends LockFixture {
         });
         intruder.start();
         intruder.join();
-        assertThat(thrown.get()).isInstanceOf(IllegalMonitorStateException.class).hasMessageContaining("owned");
+        assertThat(thrown.get())
+                .isInstanceOf(IllegalMonitorStateException.class)
+                .hasMessageContaining("owned");
         assertThat(thrown.get().getSuppressed()).singleElement().isInstanceOf(IllegalMonitorStateException.class);
         assertThat(lease.isValid()).isTrue();
         assertThat(other.lock("owned").tryAcquire(Duration.ZERO)).isEmpty();
@@ -271,7 +281,9 @@ public interface ExclusiveLockContract extends LockFixture {
         assertThat(second.lock("a").tryAcquire(Duration.ZERO)).isPresent();
         assertThat(second.lock("b").tryAcquire(Duration.ZERO)).isPresent();
         assertThat(lost).hasValue(0);
-        assertThatThrownBy(() -> first.lock("a")).isInstanceOf(IllegalStateException.class).hasMessageContaining("CLOSED");
+        assertThatThrownBy(() -> first.lock("a"))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("CLOSED");
     }
 
     @Test
@@ -290,15 +302,18 @@ public interface ExclusiveLockContract extends LockFixture {
                     return l;
                 }));
         if (holder.capabilities().contains(io.dlock.Capability.MULTI_LOCK)) {
-            forms.add((c, i) -> c.multiLock(List.of(name.apply(i), "close-other")).acquire());
+            forms.add(
+                    (c, i) -> c.multiLock(List.of(name.apply(i), "close-other")).acquire());
         }
-        CloseRace.Result r = CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000,
-                Duration.ofSeconds(15));
+        CloseRace.Result r =
+                CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000, Duration.ofSeconds(15));
         assertThat(r.trials()).isGreaterThanOrEqualTo(forms.size() * 4);
         assertThat(r.closedSeen() + r.acquiredSeen()).isEqualTo(r.trials());
         // Nothing of the closed clients stays: the holder's entry alone, and it is still valid.
-        await().atMost(Timing.scale(crashReleaseBound())).until(() -> entries("close-busy").size() == 1
-                && entries("close-free").isEmpty() && entries("close-other").isEmpty());
+        await().atMost(Timing.scale(crashReleaseBound()))
+                .until(() -> entries("close-busy").size() == 1
+                        && entries("close-free").isEmpty()
+                        && entries("close-other").isEmpty());
         assertThat(busy.isValid()).isTrue();
         busy.close();
     }
@@ -349,7 +364,9 @@ public interface ExclusiveLockContract extends LockFixture {
     default void withLock_runsActionOrTimesOut() throws Exception {
         LockClient client = newClient();
         LockClient other = newClient();
-        assertThat(client.withLock("job", Duration.ofSeconds(5), () -> entries("job").size())).isEqualTo(1);
+        assertThat(client.withLock(
+                        "job", Duration.ofSeconds(5), () -> entries("job").size()))
+                .isEqualTo(1);
         AtomicInteger ran = new AtomicInteger();
         try (Lease held = other.lock("job").acquire()) {
             assertThatThrownBy(() -> client.withLock("job", Duration.ofMillis(100), ran::incrementAndGet))

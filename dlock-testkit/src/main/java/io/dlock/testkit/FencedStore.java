@@ -51,8 +51,8 @@ public final class FencedStore {
      * @param nanoTime {@link System#nanoTime()} when the store decided
      * @param accepted whether the store performed the access
      */
-    public record Access(long sequence, Kind kind, String client, long token, long value, long nanoTime,
-            boolean accepted) {}
+    public record Access(
+            long sequence, Kind kind, String client, long token, long value, long nanoTime, boolean accepted) {}
 
     /**
      * One write attempt.

@@ -168,8 +168,19 @@ public final class FencingChecker {
             firstProblem = "accepted accesses of two sections interleaved (positions among accepted accesses): "
                     + firstOverlap(accepted);
         }
-        return new Report(accesses.size(), all.size(), acceptedWrites, overlaps, acceptedOverlaps, lostUpdates,
-                staleWritesRejected, staleReadsRejected, staleWritesAccepted, initialValue, finalValue, firstProblem);
+        return new Report(
+                accesses.size(),
+                all.size(),
+                acceptedWrites,
+                overlaps,
+                acceptedOverlaps,
+                lostUpdates,
+                staleWritesRejected,
+                staleReadsRejected,
+                staleWritesAccepted,
+                initialValue,
+                finalValue,
+                firstProblem);
     }
 
     private record Section(String client, long token) {}

@@ -52,6 +52,7 @@ public interface LockFixture {
 
     /** Joins URI option strings, skipping empty ones. */
     static String options(String... parts) {
-        return String.join("&", java.util.Arrays.stream(parts).filter(p -> !p.isEmpty()).toList());
+        return String.join(
+                "&", java.util.Arrays.stream(parts).filter(p -> !p.isEmpty()).toList());
     }
 }

@@ -50,8 +50,12 @@ public final class LockWorker {
                 long value = Long.parseLong(Files.readString(file).trim());
                 Thread.onSpinWait();
                 Files.writeString(file, Long.toString(value + 1));
-                Files.writeString(tokens, lease.fencingToken() + "\n", StandardCharsets.UTF_8,
-                        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+                Files.writeString(
+                        tokens,
+                        lease.fencingToken() + "\n",
+                        StandardCharsets.UTF_8,
+                        StandardOpenOption.CREATE,
+                        StandardOpenOption.APPEND);
             }
         }
         System.out.println("DONE");

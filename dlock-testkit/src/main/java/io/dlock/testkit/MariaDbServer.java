@@ -82,8 +82,12 @@ public final class MariaDbServer implements TestServer {
         MariaDbServer s = new MariaDbServer(FreePorts.loopback(), dir, server, client);
         synchronized (s) {
             try {
-                List<String> cmd = new ArrayList<>(List.of(install, "--no-defaults", "--datadir=" + s.data(),
-                        "--auth-root-authentication-method=normal", "--skip-test-db"));
+                List<String> cmd = new ArrayList<>(List.of(
+                        install,
+                        "--no-defaults",
+                        "--datadir=" + s.data(),
+                        "--auth-root-authentication-method=normal",
+                        "--skip-test-db"));
                 if (root()) {
                     cmd.add("--user=root");
                 }
@@ -154,8 +158,19 @@ public final class MariaDbServer implements TestServer {
      * @throws IllegalStateException if the client fails
      */
     public String sql(String sql) {
-        return run(List.of(client, "--no-defaults", "-S", dir.resolve("sock").toString(), "-u", "root", "-N", "-B",
-                "-e", sql), Duration.ofSeconds(30));
+        return run(
+                List.of(
+                        client,
+                        "--no-defaults",
+                        "-S",
+                        dir.resolve("sock").toString(),
+                        "-u",
+                        "root",
+                        "-N",
+                        "-B",
+                        "-e",
+                        sql),
+                Duration.ofSeconds(30));
     }
 
     /**
@@ -234,18 +249,30 @@ public final class MariaDbServer implements TestServer {
 
     @GuardedBy("this")
     private void launch() {
-        List<String> cmd = new ArrayList<>(List.of(server, "--no-defaults", "--datadir=" + data(),
-                "--port=" + port, "--bind-address=127.0.0.1", "--socket=" + dir.resolve("sock"),
-                "--pid-file=" + dir.resolve("mariadbd.pid"), "--log-error=" + dir.resolve("error.log"),
-                "--skip-name-resolve", "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M",
+        List<String> cmd = new ArrayList<>(List.of(
+                server,
+                "--no-defaults",
+                "--datadir=" + data(),
+                "--port=" + port,
+                "--bind-address=127.0.0.1",
+                "--socket=" + dir.resolve("sock"),
+                "--pid-file=" + dir.resolve("mariadbd.pid"),
+                "--log-error=" + dir.resolve("error.log"),
+                "--skip-name-resolve",
+                "--innodb-flush-log-at-trx-commit=2",
+                "--innodb-buffer-pool-size=64M",
                 "--max-connections=300"));
         if (root()) {
             cmd.add("--user=root");
         }
         Process p;
         try {
-            p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("stdout.log").toFile())).start();
+            p = new ProcessBuilder(cmd)
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(
+                            dir.resolve("stdout.log").toFile()))
+                    .start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + server, e);
         }
@@ -265,8 +292,8 @@ public final class MariaDbServer implements TestServer {
             }
             if (System.nanoTime() - deadline > 0) {
                 p.destroyForcibly();
-                throw new IllegalStateException(this + " did not accept connections within "
-                        + Timing.scale(START_TIMEOUT) + ":" + tail());
+                throw new IllegalStateException(
+                        this + " did not accept connections within " + Timing.scale(START_TIMEOUT) + ":" + tail());
             }
             try {
                 Thread.sleep(100); // polling a server's readiness, not standing in for a test condition
@@ -280,7 +307,10 @@ public final class MariaDbServer implements TestServer {
 
     private String run(List<String> command, Duration timeout) {
         try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).directory(dir.toFile()).start();
+            Process p = new ProcessBuilder(command)
+                    .redirectErrorStream(true)
+                    .directory(dir.toFile())
+                    .start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 p.destroyForcibly();
@@ -321,7 +351,8 @@ public final class MariaDbServer implements TestServer {
                 return candidate.toString();
             }
         }
-        throw new IllegalStateException(name + " not found on the PATH or in " + debianDir + ": the MariaDB tests need a"
-                + " real server. Install one (Debian/Ubuntu: apt-get install mariadb-server)");
+        throw new IllegalStateException(
+                name + " not found on the PATH or in " + debianDir + ": the MariaDB tests need a"
+                        + " real server. Install one (Debian/Ubuntu: apt-get install mariadb-server)");
     }
 }

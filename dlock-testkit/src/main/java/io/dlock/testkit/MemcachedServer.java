@@ -169,7 +169,9 @@ public final class MemcachedServer implements TestServer {
                     for (int i = 0; i < parts.length - 1; i++) {
                         lines.add(parts[i]);
                     }
-                    if (last.equals("END") || last.startsWith("ERROR") || last.startsWith("CLIENT_ERROR")
+                    if (last.equals("END")
+                            || last.startsWith("ERROR")
+                            || last.startsWith("CLIENT_ERROR")
                             || last.startsWith("BUSY")) {
                         if (!last.equals("END")) {
                             lines.add(last);
@@ -211,8 +213,8 @@ public final class MemcachedServer implements TestServer {
                 for (String line : dump.split("\n")) {
                     if (line.startsWith("key=")) {
                         int sp = line.indexOf(' ');
-                        String key = URLDecoder.decode(line.substring(4, sp < 0 ? line.length() : sp),
-                                StandardCharsets.UTF_8);
+                        String key = URLDecoder.decode(
+                                line.substring(4, sp < 0 ? line.length() : sp), StandardCharsets.UTF_8);
                         if (key.startsWith(prefix)) {
                             keys.add(key);
                         }
@@ -355,8 +357,18 @@ public final class MemcachedServer implements TestServer {
     @GuardedBy("this")
     private void launch(String binary) {
         Path logFile = dir.resolve("memcached.log");
-        List<String> cmd = new ArrayList<>(List.of(binary, "-l", "127.0.0.1", "-p", Integer.toString(port), "-U", "0",
-                "-m", Integer.toString(memoryMb), "-t", "2"));
+        List<String> cmd = new ArrayList<>(List.of(
+                binary,
+                "-l",
+                "127.0.0.1",
+                "-p",
+                Integer.toString(port),
+                "-U",
+                "0",
+                "-m",
+                Integer.toString(memoryMb),
+                "-t",
+                "2"));
         if ("root".equals(System.getProperty("user.name"))) {
             cmd.addAll(List.of("-u", "root")); // memcached refuses to run as root without -u
         }
@@ -366,8 +378,11 @@ public final class MemcachedServer implements TestServer {
         }
         Process p;
         try {
-            p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())).start();
+            p = new ProcessBuilder(cmd)
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
+                    .start();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + binary, e);
         }

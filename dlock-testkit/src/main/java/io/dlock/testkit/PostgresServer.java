@@ -184,8 +184,25 @@ public final class PostgresServer implements TestServer {
      * @throws IllegalStateException if psql fails
      */
     public List<String> psql(String sql) {
-        String out = run(List.of(bin.resolve("psql").toString(), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
-                sockets().toString(), "-p", Integer.toString(port), "-U", SUPERUSER, "-d", DATABASE, "-c", sql),
+        String out = run(
+                List.of(
+                        bin.resolve("psql").toString(),
+                        "-X",
+                        "-q",
+                        "-A",
+                        "-t",
+                        "-v",
+                        "ON_ERROR_STOP=1",
+                        "-h",
+                        sockets().toString(),
+                        "-p",
+                        Integer.toString(port),
+                        "-U",
+                        SUPERUSER,
+                        "-d",
+                        DATABASE,
+                        "-c",
+                        sql),
                 Duration.ofSeconds(30));
         return out.isEmpty() ? List.of() : List.of(out.split("\n"));
     }
@@ -321,8 +338,8 @@ public final class PostgresServer implements TestServer {
         if (!root()) {
             return command;
         }
-        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                "--reset-env"));
+        List<String> all = new ArrayList<>(
+                List.of("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--reset-env"));
         all.addAll(command);
         return all;
     }
@@ -337,9 +354,21 @@ public final class PostgresServer implements TestServer {
                 // The temp directory is root's and 0700: hand the whole tree to the server's user.
                 run(List.of("chown", "-R", "nobody:nogroup", dir.toString()), Duration.ofSeconds(30));
             }
-            run(asServerUser(List.of(bin.resolve("initdb").toString(), "-D", data().toString(), "-U", SUPERUSER,
-                    "--pwfile=" + pw, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-                    "--locale=C", "--no-sync")), Duration.ofSeconds(120));
+            run(
+                    asServerUser(List.of(
+                            bin.resolve("initdb").toString(),
+                            "-D",
+                            data().toString(),
+                            "-U",
+                            SUPERUSER,
+                            "--pwfile=" + pw,
+                            "--auth-local=trust",
+                            "--auth-host=scram-sha-256",
+                            "-E",
+                            "UTF8",
+                            "--locale=C",
+                            "--no-sync")),
+                    Duration.ofSeconds(120));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot prepare " + dir, e);
         }
@@ -347,9 +376,22 @@ public final class PostgresServer implements TestServer {
 
     @GuardedBy("this")
     private void launch() {
-        List<String> cmd = new ArrayList<>(List.of(bin.resolve("postgres").toString(), "-D", data().toString(), "-p",
-                Integer.toString(port), "-k", sockets().toString(), "-c", "listen_addresses=127.0.0.1", "-c",
-                "max_connections=200", "-c", "shared_buffers=32MB", "-c", "logging_collector=off"));
+        List<String> cmd = new ArrayList<>(List.of(
+                bin.resolve("postgres").toString(),
+                "-D",
+                data().toString(),
+                "-p",
+                Integer.toString(port),
+                "-k",
+                sockets().toString(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "shared_buffers=32MB",
+                "-c",
+                "logging_collector=off"));
         if (!durable) {
             cmd.addAll(List.of("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"));
         }
@@ -376,8 +418,8 @@ public final class PostgresServer implements TestServer {
             }
             if (System.nanoTime() - deadline > 0) {
                 kill();
-                throw new IllegalStateException(this + " did not accept connections within "
-                        + Timing.scale(START_TIMEOUT) + ":" + tail());
+                throw new IllegalStateException(
+                        this + " did not accept connections within " + Timing.scale(START_TIMEOUT) + ":" + tail());
             }
             try {
                 Thread.sleep(50); // polling a server's readiness, not standing in for a test condition
@@ -391,8 +433,10 @@ public final class PostgresServer implements TestServer {
 
     private boolean ready() {
         try {
-            Process probe = new ProcessBuilder(bin.resolve("pg_isready").toString(), "-q", "-h", "127.0.0.1", "-p",
-                    Integer.toString(port)).redirectErrorStream(true).start();
+            Process probe = new ProcessBuilder(
+                            bin.resolve("pg_isready").toString(), "-q", "-h", "127.0.0.1", "-p", Integer.toString(port))
+                    .redirectErrorStream(true)
+                    .start();
             probe.getInputStream().readAllBytes();
             return probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0;
         } catch (IOException e) {
@@ -405,15 +449,32 @@ public final class PostgresServer implements TestServer {
 
     @GuardedBy("this")
     private void createUserAndDatabase() {
-        run(List.of(bin.resolve("psql").toString(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sockets().toString(),
-                "-p", Integer.toString(port), "-U", SUPERUSER, "-d", "postgres", "-c",
-                "CREATE USER " + USER + " PASSWORD '" + PASSWORD + "'", "-c",
-                "CREATE DATABASE " + DATABASE + " OWNER " + USER), Duration.ofSeconds(30));
+        run(
+                List.of(
+                        bin.resolve("psql").toString(),
+                        "-X",
+                        "-q",
+                        "-v",
+                        "ON_ERROR_STOP=1",
+                        "-h",
+                        sockets().toString(),
+                        "-p",
+                        Integer.toString(port),
+                        "-U",
+                        SUPERUSER,
+                        "-d",
+                        "postgres",
+                        "-c",
+                        "CREATE USER " + USER + " PASSWORD '" + PASSWORD + "'",
+                        "-c",
+                        "CREATE DATABASE " + DATABASE + " OWNER " + USER),
+                Duration.ofSeconds(30));
     }
 
     private String run(List<String> command, Duration timeout) {
         try {
-            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).directory(dir.toFile());
+            ProcessBuilder pb =
+                    new ProcessBuilder(command).redirectErrorStream(true).directory(dir.toFile());
             Map<String, String> env = pb.environment();
             env.put("PGPASSWORD", PASSWORD);
             env.put("LC_ALL", "C");
@@ -424,8 +485,9 @@ public final class PostgresServer implements TestServer {
                 throw new IllegalStateException(this + ": " + command.get(0) + " did not finish in " + timeout);
             }
             if (p.exitValue() != 0) {
-                throw new IllegalStateException(this + ": " + String.join(" ", command.subList(0,
-                        Math.min(command.size(), 6))) + "… exited " + p.exitValue() + ": " + out);
+                throw new IllegalStateException(
+                        this + ": " + String.join(" ", command.subList(0, Math.min(command.size(), 6))) + "… exited "
+                                + p.exitValue() + ": " + out);
             }
             return out;
         } catch (IOException e) {
@@ -454,8 +516,8 @@ public final class PostgresServer implements TestServer {
         if (configured != null && !configured.isBlank()) {
             Path p = Path.of(configured);
             if (!Files.isExecutable(p.resolve("postgres"))) {
-                throw new IllegalStateException("no executable postgres in '" + configured + "' (from -D"
-                        + BIN_PROPERTY + " or DLOCK_POSTGRES_BIN)");
+                throw new IllegalStateException("no executable postgres in '" + configured + "' (from -D" + BIN_PROPERTY
+                        + " or DLOCK_POSTGRES_BIN)");
             }
             return p;
         }
@@ -463,7 +525,8 @@ public final class PostgresServer implements TestServer {
         if (Files.isDirectory(root)) {
             try (Stream<Path> versions = Files.list(root)) {
                 var found = versions.map(v -> v.resolve("bin"))
-                        .filter(b -> Files.isExecutable(b.resolve("postgres")) && Files.isExecutable(b.resolve("initdb")))
+                        .filter(b ->
+                                Files.isExecutable(b.resolve("postgres")) && Files.isExecutable(b.resolve("initdb")))
                         .max(Comparator.comparing(PostgresServer::version));
                 if (found.isPresent()) {
                     return found.get();

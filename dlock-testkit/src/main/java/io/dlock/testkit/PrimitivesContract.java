@@ -51,7 +51,11 @@ public interface PrimitivesContract extends LockFixture {
     @Test
     default void readLock_twoClients_holdAtOnceWithIncreasingTokens() throws Exception {
         try (Lease r1 = newClient().readWriteLock("rw").readLock().acquire();
-                Lease r2 = newClient().readWriteLock("rw").readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+                Lease r2 = newClient()
+                        .readWriteLock("rw")
+                        .readLock()
+                        .tryAcquire(Duration.ofSeconds(5))
+                        .orElseThrow()) {
             assertThat(r1.isValid()).isTrue();
             assertThat(r2.isValid()).isTrue();
             assertThat(r2.fencingToken()).isGreaterThan(r1.fencingToken());
@@ -64,11 +68,14 @@ public interface PrimitivesContract extends LockFixture {
     default void writeLock_held_excludesReadersAndWriters() throws Exception {
         LockClient other = newClient();
         try (Lease w = newClient().readWriteLock("rw").writeLock().acquire()) {
-            assertThat(other.readWriteLock("rw").readLock().tryAcquire(Duration.ofMillis(200))).isEmpty();
-            assertThat(other.readWriteLock("rw").writeLock().tryAcquire(Duration.ofMillis(200))).isEmpty();
+            assertThat(other.readWriteLock("rw").readLock().tryAcquire(Duration.ofMillis(200)))
+                    .isEmpty();
+            assertThat(other.readWriteLock("rw").writeLock().tryAcquire(Duration.ofMillis(200)))
+                    .isEmpty();
             assertThat(readWriteEntries("rw")).hasSize(1); // the timed-out waiters left nothing
         }
-        assertThat(other.readWriteLock("rw").writeLock().tryAcquire(Duration.ofSeconds(5))).isPresent();
+        assertThat(other.readWriteLock("rw").writeLock().tryAcquire(Duration.ofSeconds(5)))
+                .isPresent();
     }
 
     @Test
@@ -83,8 +90,8 @@ public interface PrimitivesContract extends LockFixture {
         writer.thenRun(() -> order.add("writer"));
         await().until(() -> readWriteEntries("fair").size() == 3);
         // A stream of new readers must not starve the waiting writer.
-        CompletableFuture<Lease> lateReader = newClient().readWriteLock("fair").readLock()
-                .acquireAsync(Duration.ofMinutes(1));
+        CompletableFuture<Lease> lateReader =
+                newClient().readWriteLock("fair").readLock().acquireAsync(Duration.ofMinutes(1));
         lateReader.thenRun(() -> order.add("late reader"));
         await().until(() -> readWriteEntries("fair").size() == 4);
         assertThat(lateReader).isNotDone();
@@ -156,16 +163,22 @@ public interface PrimitivesContract extends LockFixture {
         DistributedReadWriteLock rw = owner.readWriteLock("down");
         Lease write = rw.writeLock().acquire();
         Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow(); // not blocked by its own writer
-        assertThat(other.readWriteLock("down").readLock().tryAcquire(Duration.ZERO)).isEmpty();
+        assertThat(other.readWriteLock("down").readLock().tryAcquire(Duration.ZERO))
+                .isEmpty();
         write.close(); // the downgrade: now only a reader
         assertThat(read.isValid()).isTrue();
-        try (Lease otherRead = other.readWriteLock("down").readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+        try (Lease otherRead = other.readWriteLock("down")
+                .readLock()
+                .tryAcquire(Duration.ofSeconds(5))
+                .orElseThrow()) {
             assertThat(otherRead.isValid()).isTrue();
             // (From a third client: for this thread, holding otherRead, it would be an upgrade.)
-            assertThat(newClient().readWriteLock("down").writeLock().tryAcquire(Duration.ofMillis(200))).isEmpty();
+            assertThat(newClient().readWriteLock("down").writeLock().tryAcquire(Duration.ofMillis(200)))
+                    .isEmpty();
         }
         read.close();
-        assertThat(other.readWriteLock("down").writeLock().tryAcquire(Duration.ofSeconds(5))).isPresent();
+        assertThat(other.readWriteLock("down").writeLock().tryAcquire(Duration.ofSeconds(5)))
+                .isPresent();
     }
 
     @Test
@@ -174,15 +187,17 @@ public interface PrimitivesContract extends LockFixture {
         LockClient other = newClient();
         DistributedReadWriteLock rw = owner.readWriteLock("down-queued");
         Lease write = rw.writeLock().acquire();
-        CompletableFuture<Lease> queuedWriter = other.readWriteLock("down-queued").writeLock()
-                .acquireAsync(Duration.ofMinutes(1));
-        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> readWriteEntries("down-queued").size() == 2);
+        CompletableFuture<Lease> queuedWriter =
+                other.readWriteLock("down-queued").writeLock().acquireAsync(Duration.ofMinutes(1));
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> readWriteEntries("down-queued").size() == 2);
         // The read lands behind the queued writer, which waits for this thread's write lock: the
         // read must not wait for it, or the downgrade deadlocks.
         Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow();
         write.close();
         // Still read-locked: neither the queued writer nor a new reader behind it may get in.
-        assertThat(newClient().readWriteLock("down-queued").readLock().tryAcquire(Duration.ZERO)).isEmpty();
+        assertThat(newClient().readWriteLock("down-queued").readLock().tryAcquire(Duration.ZERO))
+                .isEmpty();
         await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(5)).until(() -> !queuedWriter.isDone());
         read.close();
         queuedWriter.get(10, TimeUnit.SECONDS).close();
@@ -194,14 +209,16 @@ public interface PrimitivesContract extends LockFixture {
         LockClient owner = newClient();
         if (!owner.capabilities().contains(io.dlock.Capability.READ_WRITE)) {
             assertThatThrownBy(() -> owner.readWriteLock("down-tokens"))
-                    .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("READ_WRITE");
+                    .isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("READ_WRITE");
             return;
         }
         DistributedReadWriteLock rw = owner.readWriteLock("down-tokens");
         Lease write = rw.writeLock().acquire();
-        CompletableFuture<Lease> queuedWriter = newClient().readWriteLock("down-tokens").writeLock()
-                .acquireAsync(Duration.ofMinutes(1));
-        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> readWriteEntries("down-tokens").size() == 2);
+        CompletableFuture<Lease> queuedWriter =
+                newClient().readWriteLock("down-tokens").writeLock().acquireAsync(Duration.ofMinutes(1));
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> readWriteEntries("down-tokens").size() == 2);
         Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow();
         write.close();
         read.close();
@@ -217,20 +234,23 @@ public interface PrimitivesContract extends LockFixture {
         LockClient first = newClient();
         if (!first.capabilities().contains(io.dlock.Capability.SEMAPHORE)) {
             assertThatThrownBy(() -> first.semaphore("close-sem", 2))
-                    .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("SEMAPHORE");
+                    .isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("SEMAPHORE");
             return;
         }
         Lease full = first.semaphore("close-sem", 2).acquire(2);
         List<CloseRace.Form> forms = List.of(
-                (c, i) -> c.semaphore(i % 2 == 0 ? "close-sem" : "close-sem-free", 2).acquire(1),
+                (c, i) -> c.semaphore(i % 2 == 0 ? "close-sem" : "close-sem-free", 2)
+                        .acquire(1),
                 (c, i) -> c.semaphore(i % 2 == 0 ? "close-sem" : "close-sem-free", 2)
                         .tryAcquire(1, Duration.ofMinutes(1)));
-        CloseRace.Result r = CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000,
-                Duration.ofSeconds(10));
+        CloseRace.Result r =
+                CloseRace.run(() -> LockClient.connect(uri(shortLease())), forms, 1_000, Duration.ofSeconds(10));
         assertThat(r.trials()).isGreaterThanOrEqualTo(8);
         assertThat(r.closedSeen() + r.acquiredSeen()).isEqualTo(r.trials());
-        await().atMost(Timing.scale(crashReleaseBound())).until(() -> semaphoreEntries("close-sem").size() == 1
-                && semaphoreEntries("close-sem-free").isEmpty());
+        await().atMost(Timing.scale(crashReleaseBound()))
+                .until(() -> semaphoreEntries("close-sem").size() == 1
+                        && semaphoreEntries("close-sem-free").isEmpty());
         assertThat(full.isValid()).isTrue();
         full.close();
     }
@@ -326,13 +346,14 @@ public interface PrimitivesContract extends LockFixture {
     @Test
     default void semaphore_killedHolder_permitsComeBack() throws Exception {
         DistributedSemaphore sem = newClient().semaphore("crash", 2);
-        try (ChildJvm holder = ChildJvm.start(LockWorker.class,
-                List.of("permits", uri(shortLease()), "crash", "2", "2"))) {
+        try (ChildJvm holder =
+                ChildJvm.start(LockWorker.class, List.of("permits", uri(shortLease()), "crash", "2", "2"))) {
             holder.awaitLine("HOLDING", Timing.scale(Duration.ofSeconds(30)));
             assertThat(sem.tryAcquire(1, Duration.ZERO)).isEmpty();
             long killedAt = System.nanoTime();
             holder.kill();
-            try (Lease back = sem.tryAcquire(2, Timing.scale(Duration.ofSeconds(30))).orElseThrow()) {
+            try (Lease back =
+                    sem.tryAcquire(2, Timing.scale(Duration.ofSeconds(30))).orElseThrow()) {
                 assertThat(back.isValid()).isTrue();
                 assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt))
                         .isLessThan(Timing.scale(crashReleaseBound()).toMillis());
@@ -343,14 +364,18 @@ public interface PrimitivesContract extends LockFixture {
     @Test
     default void semaphore_badInput_clearErrorsAndNothingChanged() throws Exception {
         LockClient client = newClient();
-        assertThatThrownBy(() -> client.semaphore("s", 0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.semaphore("s", 0))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("at least 1");
         assertThatThrownBy(() -> client.semaphore("s", -2)).isInstanceOf(IllegalArgumentException.class);
         DistributedSemaphore three = client.semaphore("s", 3);
-        assertThatThrownBy(() -> three.acquire(4)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("4").hasMessageContaining("3");
+        assertThatThrownBy(() -> three.acquire(4))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("4")
+                .hasMessageContaining("3");
         assertThatThrownBy(() -> three.tryAcquire(0, Duration.ZERO)).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> three.tryAcquire(1, Duration.ofSeconds(-1))).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> three.tryAcquire(1, Duration.ofSeconds(-1)))
+                .isInstanceOf(IllegalArgumentException.class);
         assertThat(serverState()).isEmpty();
         try (Lease held = three.acquire(1)) {
             // Every client must agree on the total: a disagreeing one is refused, and changes nothing.
@@ -396,8 +421,8 @@ public interface PrimitivesContract extends LockFixture {
         assertThat(checker.violations()).isZero();
     }
 
-    private static Thread multiLockWorker(DistributedLock lock, String who, MutualExclusionChecker checker,
-            AtomicReference<Throwable> failure) {
+    private static Thread multiLockWorker(
+            DistributedLock lock, String who, MutualExclusionChecker checker, AtomicReference<Throwable> failure) {
         Thread t = new Thread(() -> {
             try {
                 for (int i = 0; i < 500; i++) {
@@ -420,7 +445,8 @@ public interface PrimitivesContract extends LockFixture {
         LockClient holder = newClient();
         LockClient other = newClient();
         try (Lease b = holder.lock("b").acquire()) {
-            assertThat(other.multiLock(List.of("a", "b")).tryAcquire(Duration.ofMillis(300))).isEmpty();
+            assertThat(other.multiLock(List.of("a", "b")).tryAcquire(Duration.ofMillis(300)))
+                    .isEmpty();
             assertThat(entries("a")).isEmpty(); // "a" was taken first and given back
             assertThat(entries("b")).hasSize(1);
             CompletableFuture<Lease> async = other.multiLock(List.of("a", "b")).acquireAsync(Duration.ofMillis(300));
@@ -450,9 +476,11 @@ public interface PrimitivesContract extends LockFixture {
     @Test
     default void multiLock_badInput_clearErrors() {
         LockClient client = newClient();
-        assertThatThrownBy(() -> client.multiLock(List.of())).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.multiLock(List.of()))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("at least one");
-        assertThatThrownBy(() -> client.multiLock(List.of("a", "b", "a"))).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.multiLock(List.of("a", "b", "a")))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("'a' appears twice");
         assertThatThrownBy(() -> client.multiLock(List.of("a", "../b"))).isInstanceOf(IllegalArgumentException.class);
         assertThat(serverState()).isEmpty();
@@ -462,7 +490,8 @@ public interface PrimitivesContract extends LockFixture {
 
     @Test
     default void nonReentrant_sameThreadWaits_andAnotherThreadMayRelease() throws Exception {
-        DistributedLock mutex = client(LockFixture.options(patient(), "reentrant=false")).lock("mutex");
+        DistributedLock mutex =
+                client(LockFixture.options(patient(), "reentrant=false")).lock("mutex");
         Lease lease = mutex.acquire();
         assertThat(mutex.tryAcquire(Duration.ofMillis(300))).as("no re-entry").isEmpty();
         assertThat(entries("mutex")).hasSize(1);

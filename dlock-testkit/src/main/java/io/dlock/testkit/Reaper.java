@@ -65,8 +65,7 @@ final class Reaper {
 
     /** Sends a signal such as {@code STOP} or {@code CONT} with the {@code kill} command. */
     static void signal(long pid, String signal) {
-        ProcessBuilder builder = new ProcessBuilder("kill", "-" + signal, Long.toString(pid))
-                .redirectErrorStream(true);
+        ProcessBuilder builder = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).redirectErrorStream(true);
         try {
             Process kill = builder.start();
             String output = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

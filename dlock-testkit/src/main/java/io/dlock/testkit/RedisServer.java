@@ -202,7 +202,8 @@ public final class RedisServer implements TestServer {
          * @return this builder
          */
         public Builder replicaOf(RedisServer master) {
-            config("replicaof 127.0.0.1 " + Objects.requireNonNull(master, "master").port());
+            config("replicaof 127.0.0.1 "
+                    + Objects.requireNonNull(master, "master").port());
             this.replica = true;
             return this;
         }
@@ -591,27 +592,77 @@ public final class RedisServer implements TestServer {
     private void makeCertificates(String openssl) {
         Path ext = dir.resolve("server.ext");
         try {
-            Files.write(ext, List.of(
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                    "basicConstraints=critical,CA:FALSE",
-                    "keyUsage=critical,digitalSignature,keyEncipherment",
-                    "extendedKeyUsage=serverAuth"), StandardCharsets.UTF_8);
+            Files.write(
+                    ext,
+                    List.of(
+                            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                            "basicConstraints=critical,CA:FALSE",
+                            "keyUsage=critical,digitalSignature,keyEncipherment",
+                            "extendedKeyUsage=serverAuth"),
+                    StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + ext, e);
         }
         String ec = "ec_paramgen_curve:prime256v1";
-        runOpenssl(openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", ec, "-nodes", "-keyout", "ca.key",
-                "-out", "ca.crt", "-days", "2", "-subj", "/CN=dlock throwaway test CA",
-                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-        runOpenssl(openssl, "req", "-new", "-newkey", "ec", "-pkeyopt", ec, "-nodes", "-keyout", "server.key",
-                "-out", "server.csr", "-subj", "/CN=localhost");
-        runOpenssl(openssl, "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", ext.toString());
+        runOpenssl(
+                openssl,
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                ec,
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=dlock throwaway test CA",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign");
+        runOpenssl(
+                openssl,
+                "req",
+                "-new",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                ec,
+                "-nodes",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost");
+        runOpenssl(
+                openssl,
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "server.crt",
+                "-days",
+                "2",
+                "-extfile",
+                ext.toString());
         try (InputStream in = Files.newInputStream(dir.resolve("ca.crt"));
                 OutputStream out = Files.newOutputStream(dir.resolve("truststore.p12"))) {
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
-            store.setCertificateEntry("dlock-test-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+            store.setCertificateEntry(
+                    "dlock-test-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
             store.store(out, TRUST_STORE_PASSWORD.toCharArray());
             TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             tmf.init(store);
@@ -630,8 +681,11 @@ public final class RedisServer implements TestServer {
         cmd.addAll(List.of(args));
         Path out = dir.resolve("openssl.log");
         try {
-            Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile())).start();
+            Process p = new ProcessBuilder(cmd)
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile()))
+                    .start();
             Reaper.track(p);
             try {
                 if (!p.waitFor(OPENSSL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -644,8 +698,8 @@ public final class RedisServer implements TestServer {
                 Reaper.untrack(p);
             }
             if (p.exitValue() != 0) {
-                throw new IllegalStateException(this + ": " + String.join(" ", cmd) + " exited with " + p.exitValue()
-                        + tail(out));
+                throw new IllegalStateException(
+                        this + ": " + String.join(" ", cmd) + " exited with " + p.exitValue() + tail(out));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot run " + openssl, e);
@@ -735,8 +789,8 @@ public final class RedisServer implements TestServer {
                     return exchange(ssl, password, args);
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot reach redis on 127.0.0.1:" + port + (tls == null ? "" : " (TLS)"),
-                        e);
+                throw new UncheckedIOException(
+                        "cannot reach redis on 127.0.0.1:" + port + (tls == null ? "" : " (TLS)"), e);
             }
         }
 
@@ -752,7 +806,8 @@ public final class RedisServer implements TestServer {
         }
 
         private static void write(OutputStream out, String... args) throws IOException {
-            StringBuilder sb = new StringBuilder().append('*').append(args.length).append("\r\n");
+            StringBuilder sb =
+                    new StringBuilder().append('*').append(args.length).append("\r\n");
             for (String a : args) {
                 byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
                 sb.append('$').append(bytes.length).append("\r\n").append(a).append("\r\n");

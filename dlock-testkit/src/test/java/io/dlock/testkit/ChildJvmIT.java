@@ -31,7 +31,8 @@ class ChildJvmIT {
 
             List<String> ticks = child.awaitLines("TICK ", 3, WAIT);
             assertThat(ticks).hasSize(3).allSatisfy(line -> assertThat(line).startsWith("TICK "));
-            assertThat(child.lines().indexOf(ticks.get(0))).isGreaterThan(child.lines().indexOf("ECHO three"));
+            assertThat(child.lines().indexOf(ticks.get(0)))
+                    .isGreaterThan(child.lines().indexOf("ECHO three"));
         }
     }
 
@@ -73,9 +74,7 @@ class ChildJvmIT {
             child.pause();
             await().atMost(WAIT).until(() -> processState(child.pid()) == 'T');
             long frozen = ticks(child);
-            await().during(Duration.ofMillis(500))
-                    .atMost(Duration.ofSeconds(2))
-                    .until(() -> ticks(child) == frozen);
+            await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> ticks(child) == frozen);
             assertThat(child.isAlive()).isTrue();
 
             child.resume();
@@ -91,7 +90,8 @@ class ChildJvmIT {
             child.kill();
             assertThat(child.isAlive()).isFalse();
             assertThat(child.waitFor(Duration.ZERO)).isEqualTo(137);
-            assertThat(ProcessHandle.of(child.pid()).filter(ProcessHandle::isAlive)).isEmpty();
+            assertThat(ProcessHandle.of(child.pid()).filter(ProcessHandle::isAlive))
+                    .isEmpty();
         } finally {
             child.close();
         }
@@ -106,7 +106,9 @@ class ChildJvmIT {
         assertThat(child.isAlive()).isFalse();
         assertThat(child.waitFor(Duration.ZERO)).isNotZero();
         child.close();
-        assertThatThrownBy(child::pause).isInstanceOf(IllegalStateException.class).hasMessageContaining("exited");
+        assertThatThrownBy(child::pause)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("exited");
     }
 
     private static long ticks(ChildJvm child) {

@@ -13,16 +13,18 @@ public final class EchoMain {
     private EchoMain() {}
 
     public static void main(String[] args) throws Exception {
-        Thread ticker = new Thread(() -> {
-            for (long n = 0; ; n++) {
-                System.out.println("TICK " + n);
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "ticker");
+        Thread ticker = new Thread(
+                () -> {
+                    for (long n = 0; ; n++) {
+                        System.out.println("TICK " + n);
+                        try {
+                            Thread.sleep(100);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                },
+                "ticker");
         ticker.setDaemon(true);
         ticker.start();
         System.out.println("READY " + ProcessHandle.current().pid());

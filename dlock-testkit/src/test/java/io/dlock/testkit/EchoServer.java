@@ -55,7 +55,9 @@ final class EchoServer implements AutoCloseable {
 
     private void echo(Socket s) {
         byte[] buffer = new byte[4096];
-        try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
+        try (s;
+                InputStream in = s.getInputStream();
+                OutputStream out = s.getOutputStream()) {
             int n;
             while ((n = in.read(buffer)) >= 0) {
                 received.addAndGet(n);

@@ -125,7 +125,9 @@ class EmbeddedZooKeeperIT {
             socket.bind(new InetSocketAddress("127.0.0.1", port));
             assertThat(socket.getLocalPort()).isEqualTo(port);
         }
-        assertThatThrownBy(server::restart).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(server::restart)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
     }
 
     @Test

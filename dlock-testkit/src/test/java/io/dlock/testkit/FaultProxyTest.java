@@ -180,9 +180,8 @@ class FaultProxyTest {
         assertThat(proxy.openConnections()).isZero();
         // Every thread ends, the acceptor included (connecting to the freed port would race with
         // other processes that may be handed it).
-        await().atMost(Duration.ofSeconds(5))
-                .until(() -> Thread.getAllStackTraces().keySet().stream()
-                        .noneMatch(t -> t.getName().startsWith("dlock-fault-proxy-" + port + "-")));
+        await().atMost(Duration.ofSeconds(5)).until(() -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(t -> t.getName().startsWith("dlock-fault-proxy-" + port + "-")));
     }
 
     @Test
@@ -194,7 +193,8 @@ class FaultProxyTest {
                 .isInstanceOf(IllegalArgumentException.class);
         assertThat(proxy.rule(Direction.UPSTREAM).mode()).isEqualTo(Mode.PASS);
         assertThatThrownBy(() -> proxy.rule(Direction.BOTH)).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> FaultProxy.start(0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> FaultProxy.start(0))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("targetPort");
         assertThatThrownBy(() -> FaultProxy.start(InetSocketAddress.createUnresolved("no.such.host.invalid", 1)))
                 .isInstanceOf(IllegalArgumentException.class);

@@ -21,7 +21,8 @@ class FencedStoreServerTest {
             assertThat(b.write(7, 2)).isTrue();
             FencedStore store = server.store();
             assertThat(store.value()).isEqualTo(2);
-            assertThat(store.accesses()).extracting(FencedStore.Access::client)
+            assertThat(store.accesses())
+                    .extracting(FencedStore.Access::client)
                     .containsExactly("worker-1", "worker-1", "worker-2", "worker-1", "worker-1", "worker-2");
             assertThat(store.check().safe()).isTrue();
         }

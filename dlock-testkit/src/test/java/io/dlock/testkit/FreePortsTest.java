@@ -24,7 +24,9 @@ class FreePortsTest {
     void loopback_manyCalls_neverRepeatsRecentPort() {
         Set<Integer> ports = new HashSet<>();
         for (int i = 0; i < 100; i++) {
-            assertThat(ports.add(FreePorts.loopback())).as("call %d returned a repeated port", i).isTrue();
+            assertThat(ports.add(FreePorts.loopback()))
+                    .as("call %d returned a repeated port", i)
+                    .isTrue();
         }
     }
 }

@@ -34,9 +34,9 @@ class MutualExclusionCheckerTest {
         checker.enter("c");
         assertThat(checker.maxConcurrent()).isEqualTo(3);
         assertThat(checker.violations()).isEqualTo(2);
-        assertThat(checker.firstViolation()).hasValueSatisfying(text -> assertThat(text)
-                .startsWith("b entered")
-                .contains("a=1"));
+        assertThat(checker.firstViolation())
+                .hasValueSatisfying(
+                        text -> assertThat(text).startsWith("b entered").contains("a=1"));
         checker.exit("b");
         assertThat(checker.inside()).isEqualTo(2);
     }
@@ -85,7 +85,9 @@ class MutualExclusionCheckerTest {
             lost = c.counter() < 200_000;
             checker = c;
         }
-        assertThat(lost).as("unsynchronized increments never lost an update in 20 rounds").isTrue();
+        assertThat(lost)
+                .as("unsynchronized increments never lost an update in 20 rounds")
+                .isTrue();
         assertThat(checker.violations()).isPositive();
         assertThat(checker.maxConcurrent()).isGreaterThan(1);
     }

@@ -21,7 +21,8 @@ final class ZkClients implements AutoCloseable {
 
     static ZkClients connect(TestServer server, Duration sessionTimeout) throws Exception {
         ZkClients client = new ZkClients(server.connectString(), sessionTimeout);
-        await().atMost(Timing.scale(Duration.ofSeconds(15))).until(() -> client.zk.getState().isConnected());
+        await().atMost(Timing.scale(Duration.ofSeconds(15)))
+                .until(() -> client.zk.getState().isConnected());
         return client;
     }
 

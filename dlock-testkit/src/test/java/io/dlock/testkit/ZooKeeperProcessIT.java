@@ -22,7 +22,8 @@ class ZooKeeperProcessIT {
         long firstPid;
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
             firstPid = server.pid();
-            assertThat(ProcessHandle.of(firstPid)).hasValueSatisfying(p -> assertThat(p.isAlive()).isTrue());
+            assertThat(ProcessHandle.of(firstPid))
+                    .hasValueSatisfying(p -> assertThat(p.isAlive()).isTrue());
             assertThat(firstPid).isNotEqualTo(ProcessHandle.current().pid());
             try (ZkClients client = ZkClients.connect(server, SESSION)) {
                 client.zk.create("/durable", "x".getBytes(), ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
@@ -32,7 +33,9 @@ class ZooKeeperProcessIT {
 
             assertThat(server.isAlive()).isFalse();
             assertThat(isRunning(firstPid)).isFalse();
-            assertThat(connects(server.port())).as("port still accepts after kill").isFalse();
+            assertThat(connects(server.port()))
+                    .as("port still accepts after kill")
+                    .isFalse();
 
             server.restart();
 
@@ -48,10 +51,12 @@ class ZooKeeperProcessIT {
         ZooKeeperProcess server = ZooKeeperProcess.start();
         long pid = server.pid();
         try {
-            assertThat(FourLetterWords.ask(server.port(), "ruok", Duration.ofSeconds(1))).hasValue("imok");
+            assertThat(FourLetterWords.ask(server.port(), "ruok", Duration.ofSeconds(1)))
+                    .hasValue("imok");
 
             server.pause();
-            assertThat(FourLetterWords.ask(server.port(), "ruok", Duration.ofSeconds(1))).isEmpty();
+            assertThat(FourLetterWords.ask(server.port(), "ruok", Duration.ofSeconds(1)))
+                    .isEmpty();
             assertThat(server.isAlive()).isTrue();
 
             server.resume();

@@ -110,10 +110,13 @@ final class LockNodes {
             return -1;
         }
         // A minus sign belongs to the sequence only right after a marker ("lock--2147483648").
-        if (i > 0 && child.charAt(i - 1) == '-' && i > 1 && (child.startsWith(LOCK_MARKER, i - 1 - LOCK_MARKER.length())
-                || child.startsWith(SEMAPHORE_MARKER, i - 1 - SEMAPHORE_MARKER.length())
-                || child.startsWith(READ_MARKER, i - 1 - READ_MARKER.length())
-                || child.startsWith(WRITE_MARKER, i - 1 - WRITE_MARKER.length()))) {
+        if (i > 0
+                && child.charAt(i - 1) == '-'
+                && i > 1
+                && (child.startsWith(LOCK_MARKER, i - 1 - LOCK_MARKER.length())
+                        || child.startsWith(SEMAPHORE_MARKER, i - 1 - SEMAPHORE_MARKER.length())
+                        || child.startsWith(READ_MARKER, i - 1 - READ_MARKER.length())
+                        || child.startsWith(WRITE_MARKER, i - 1 - WRITE_MARKER.length()))) {
             return i - 1;
         }
         return i;

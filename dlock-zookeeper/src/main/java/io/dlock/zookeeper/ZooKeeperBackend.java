@@ -101,8 +101,12 @@ final class ZooKeeperBackend implements LockBackend {
         try {
             curator.start();
             if (!curator.blockUntilConnected(millis(options.connectTimeout()), TimeUnit.MILLISECONDS)) {
-                throw new LockBackendException(null, NAME, "cannot connect to " + uri.connectString() + " within "
-                        + options.connectTimeout() + " (is ZooKeeper running there?)", null);
+                throw new LockBackendException(
+                        null,
+                        NAME,
+                        "cannot connect to " + uri.connectString() + " within " + options.connectTimeout()
+                                + " (is ZooKeeper running there?)",
+                        null);
             }
             int negotiated = curator.getZookeeperClient().getZooKeeper().getSessionTimeout();
             ZooKeeperBackend backend = new ZooKeeperBackend(uri, curator, Duration.ofMillis(negotiated));
@@ -126,12 +130,13 @@ final class ZooKeeperBackend implements LockBackend {
     }
 
     private void onCuratorState(org.apache.curator.framework.state.ConnectionState state) {
-        ConnectionState mapped = switch (state) {
-            case CONNECTED -> ConnectionState.CONNECTED;
-            case RECONNECTED -> ConnectionState.RECONNECTED;
-            case SUSPENDED, READ_ONLY -> ConnectionState.SUSPENDED;
-            case LOST -> ConnectionState.LOST;
-        };
+        ConnectionState mapped =
+                switch (state) {
+                    case CONNECTED -> ConnectionState.CONNECTED;
+                    case RECONNECTED -> ConnectionState.RECONNECTED;
+                    case SUSPENDED, READ_ONLY -> ConnectionState.SUSPENDED;
+                    case LOST -> ConnectionState.LOST;
+                };
         if (mapped == ConnectionState.CONNECTED || mapped == ConnectionState.RECONNECTED) {
             CompletableFuture<Void> w;
             while ((w = connectWaiters.poll()) != null) {
@@ -169,9 +174,10 @@ final class ZooKeeperBackend implements LockBackend {
             w.complete(null);
             return w;
         }
-        return w.orTimeout(millis(options.connectTimeout()), TimeUnit.MILLISECONDS).whenComplete((x, e) -> {
-            connectWaiters.remove(w);
-        });
+        return w.orTimeout(millis(options.connectTimeout()), TimeUnit.MILLISECONDS)
+                .whenComplete((x, e) -> {
+                    connectWaiters.remove(w);
+                });
     }
 
     String lockPath(String lockName) {

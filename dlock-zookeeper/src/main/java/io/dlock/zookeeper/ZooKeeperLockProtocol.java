@@ -21,7 +21,6 @@ import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.Op;
 import org.apache.zookeeper.OpResult;
-import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooKeeper;
@@ -126,8 +125,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         createAndRead(request, result, attempt, request.mode() == LockMode.READ && request.grantedDespite() != null);
     }
 
-    private void createAndRead(LockRequest request, CompletableFuture<Position> result, int attempt,
-            boolean downgrade) {
+    private void createAndRead(
+            LockRequest request, CompletableFuture<Position> result, int attempt, boolean downgrade) {
         String lockName = request.lockName();
         String id = request.acquisitionId();
         ZooKeeper zk;
@@ -144,43 +143,55 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
         AtomicReference<Object[]> created = new AtomicReference<>();
         String prefix = LockNodes.prefix(id, request.mode(), request.permits());
-        zk.create(parent + "/" + prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL,
-                (rc, path, ctx, name, stat) -> created.set(new Object[] {rc, name, stat}), null);
+        zk.create(
+                parent + "/" + prefix,
+                backend.nodeData,
+                backend.acl,
+                CreateMode.EPHEMERAL_SEQUENTIAL,
+                (rc, path, ctx, name, stat) -> created.set(new Object[] {rc, name, stat}),
+                null);
         // Pipelined: answered after the create, so it already lists the new child.
-        zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
-            Object[] c = created.get();
-            Code createCode = Code.get((Integer) c[0]);
-            switch (createCode) {
-                case OK -> {
-                    String name = (String) c[1];
-                    Stat createdStat = (Stat) c[2];
-                    // The node's owner, not zk.getSessionId() read before the create: a handle
-                    // that Curator has just created after an expiry reports session 0 until it
-                    // connects, and an entry recorded with 0 looked "ended" to every later check,
-                    // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
-                    QueueEntry entry = new QueueEntry(lockName, id, name, createdStat.getEphemeralOwner(),
-                            createdStat.getCzxid());
-                    remember(entry.key(), request);
-                    if (Code.get(rc) == Code.OK) {
-                        complete(result, entry, children);
-                    } else {
-                        readPosition(entry, result, 0);
+        zk.getChildren(
+                parent,
+                false,
+                (rc, path, ctx, children, stat) -> {
+                    Object[] c = created.get();
+                    Code createCode = Code.get((Integer) c[0]);
+                    switch (createCode) {
+                        case OK -> {
+                            String name = (String) c[1];
+                            Stat createdStat = (Stat) c[2];
+                            // The node's owner, not zk.getSessionId() read before the create: a handle
+                            // that Curator has just created after an expiry reports session 0 until it
+                            // connects, and an entry recorded with 0 looked "ended" to every later check,
+                            // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
+                            QueueEntry entry = new QueueEntry(
+                                    lockName, id, name, createdStat.getEphemeralOwner(), createdStat.getCzxid());
+                            remember(entry.key(), request);
+                            if (Code.get(rc) == Code.OK) {
+                                complete(result, entry, children);
+                            } else {
+                                readPosition(entry, result, 0);
+                            }
+                        }
+                        case NONODE -> ensureParent(parent, lockName, new byte[0])
+                                .whenComplete((ok, err) -> {
+                                    if (err != null) {
+                                        result.completeExceptionally(err);
+                                    } else if (attempt >= maxAttempts()) {
+                                        result.completeExceptionally(
+                                                failure(lockName, "creating " + parent, Code.NONODE));
+                                    } else {
+                                        createAndRead(request, result, attempt + 1);
+                                    }
+                                });
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED -> afterConnectionTrouble(
+                                request, result, attempt, null);
+                        default -> result.completeExceptionally(
+                                failure(lockName, "creating a node under " + parent, createCode));
                     }
-                }
-                case NONODE -> ensureParent(parent, lockName, new byte[0]).whenComplete((ok, err) -> {
-                    if (err != null) {
-                        result.completeExceptionally(err);
-                    } else if (attempt >= maxAttempts()) {
-                        result.completeExceptionally(failure(lockName, "creating " + parent, Code.NONODE));
-                    } else {
-                        createAndRead(request, result, attempt + 1);
-                    }
-                });
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED ->
-                    afterConnectionTrouble(request, result, attempt, null);
-                default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, createCode));
-            }
-        }, null);
+                },
+                null);
     }
 
     /**
@@ -190,42 +201,68 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * behind writers queued for the write lock; they wait for it. If the write node is already
      * gone, this is an ordinary read.
      */
-    private void createDowngrade(LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk,
-            String parent) {
+    private void createDowngrade(
+            LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk, String parent) {
         String lockName = request.lockName();
-        List<Op> ops = List.of(Op.check(request.grantedDespite(), -1),
-                Op.create(parent + "/" + LockNodes.downgradePrefix(request.acquisitionId()), backend.nodeData,
-                        backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL));
-        zk.multi(ops, (rc, path, ctx, results) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> readCreated(request, result, attempt, zk, parent,
-                        ((OpResult.CreateResult) results.get(1)).getPath());
-                case NONODE -> createAndRead(request, result, attempt, false);
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED ->
-                    afterConnectionTrouble(request, result, attempt, null);
-                default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, code));
-            }
-        }, null);
+        List<Op> ops = List.of(
+                Op.check(request.grantedDespite(), -1),
+                Op.create(
+                        parent + "/" + LockNodes.downgradePrefix(request.acquisitionId()),
+                        backend.nodeData,
+                        backend.acl,
+                        CreateMode.EPHEMERAL_SEQUENTIAL));
+        zk.multi(
+                ops,
+                (rc, path, ctx, results) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> readCreated(
+                                request,
+                                result,
+                                attempt,
+                                zk,
+                                parent,
+                                ((OpResult.CreateResult) results.get(1)).getPath());
+                        case NONODE -> createAndRead(request, result, attempt, false);
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED -> afterConnectionTrouble(
+                                request, result, attempt, null);
+                        default -> result.completeExceptionally(
+                                failure(lockName, "creating a node under " + parent, code));
+                    }
+                },
+                null);
     }
 
     /** Reads a node created in a transaction (which answers without its stat) and its position. */
-    private void readCreated(LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk,
-            String parent, String name) {
+    private void readCreated(
+            LockRequest request,
+            CompletableFuture<Position> result,
+            int attempt,
+            ZooKeeper zk,
+            String parent,
+            String name) {
         AtomicReference<Stat> created = new AtomicReference<>();
         zk.exists(name, false, (rc, path, ctx, stat) -> created.set(stat), null);
         // Pipelined: answered after the exists.
-        zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
-            Stat node = created.get();
-            if (Code.get(rc) != Code.OK || node == null) {
-                afterConnectionTrouble(request, result, attempt, null); // adopts the node if it still lives
-                return;
-            }
-            QueueEntry entry = new QueueEntry(request.lockName(), request.acquisitionId(), name,
-                    node.getEphemeralOwner(), node.getCzxid());
-            remember(entry.key(), request);
-            complete(result, entry, children);
-        }, null);
+        zk.getChildren(
+                parent,
+                false,
+                (rc, path, ctx, children, stat) -> {
+                    Stat node = created.get();
+                    if (Code.get(rc) != Code.OK || node == null) {
+                        afterConnectionTrouble(request, result, attempt, null); // adopts the node if it still lives
+                        return;
+                    }
+                    QueueEntry entry = new QueueEntry(
+                            request.lockName(),
+                            request.acquisitionId(),
+                            name,
+                            node.getEphemeralOwner(),
+                            node.getCzxid());
+                    remember(entry.key(), request);
+                    complete(result, entry, children);
+                },
+                null);
     }
 
     /**
@@ -242,8 +279,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return; // answered already (the close completed it)
         }
         if (attempt >= maxAttempts()) {
-            result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                    "gave up after " + (attempt + 1) + " attempts to enqueue: connection kept failing", cause));
+            result.completeExceptionally(new LockBackendException(
+                    lockName,
+                    ZooKeeperBackend.NAME,
+                    "gave up after " + (attempt + 1) + " attempts to enqueue: connection kept failing",
+                    cause));
             return;
         }
         retry(attempt, () -> {
@@ -251,10 +291,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             lookup(lockName, id, lookup, null, attempt + 1, maxAttempts());
             lookup.whenComplete((found, err) -> {
                 if (err != null) {
-                    result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                            "could not look for its own queue node after a lost reply: " + rootMessage(err), err));
+                    result.completeExceptionally(new LockBackendException(
+                            lockName,
+                            ZooKeeperBackend.NAME,
+                            "could not look for its own queue node after a lost reply: " + rootMessage(err),
+                            err));
                 } else if (found.isPresent()) {
-                    log.debug("[lock={} state=QUEUED] adopted own node {} after a lost reply", lockName,
+                    log.debug(
+                            "[lock={} state=QUEUED] adopted own node {} after a lost reply",
+                            lockName,
                             found.get().key());
                     remember(found.get().key(), request);
                     readPosition(found.get(), result, 0);
@@ -268,7 +313,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private CompletableFuture<Void> ensureParent(String parent, String lockName, byte[] data) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         try {
-            backend.curator.create()
+            backend.curator
+                    .create()
                     .creatingParentContainersIfNeeded()
                     .withMode(CreateMode.CONTAINER)
                     .withACL(backend.acl)
@@ -282,8 +328,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     })
                     .forPath(parent, data);
         } catch (Exception e) {
-            done.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
-                    "creating " + parent + " failed: " + e, e));
+            done.completeExceptionally(new LockBackendException(
+                    lockName, ZooKeeperBackend.NAME, "creating " + parent + " failed: " + e, e));
         }
         return done;
     }
@@ -325,7 +371,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         readPosition(entry, result, 0);
                     }
                 }
-                case DataWatchRemoved, ChildWatchRemoved -> { } // removed by release
+                case DataWatchRemoved, ChildWatchRemoved -> {} // removed by release
                 case None -> {
                     // Disconnected: ZooKeeper re-registers the watch when it reconnects within
                     // the session. Expired: our node is gone too.
@@ -346,25 +392,29 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (!startWait(entry, mine, result)) {
             return;
         }
-        zk.getData(predecessor, watcher, (rc, path, ctx, data, stat) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> {
-                    if (waits.get(key) != mine) {
-                        removeWatch(mine); // released while the watch was being set
+        zk.getData(
+                predecessor,
+                watcher,
+                (rc, path, ctx, data, stat) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> {
+                            if (waits.get(key) != mine) {
+                                removeWatch(mine); // released while the watch was being set
+                            }
+                        }
+                        case NONODE -> { // already gone: no watch was left behind
+                            if (waits.replace(key, mine, Wait.idle())) {
+                                readPosition(entry, result, 0);
+                            }
+                        }
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
+                                attempt, () -> watchPredecessor(waiting, result, attempt + 1));
+                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        default -> fail(entry, result, failure(entry.lockName(), "watching " + predecessor, code));
                     }
-                }
-                case NONODE -> { // already gone: no watch was left behind
-                    if (waits.replace(key, mine, Wait.idle())) {
-                        readPosition(entry, result, 0);
-                    }
-                }
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
-                    retry(attempt, () -> watchPredecessor(waiting, result, attempt + 1));
-                case SESSIONEXPIRED -> lose(entry, result, "session expired");
-                default -> fail(entry, result, failure(entry.lockName(), "watching " + predecessor, code));
-            }
-        }, null);
+                },
+                null);
     }
 
     /**
@@ -391,9 +441,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         try {
-            wait.zk.removeWatches(wait.path, wait.watcher, wait.type, true, (rc, path, ctx) -> {
-                // NOWATCHER: it fired or was removed already. Anything else was removed locally.
-            }, null);
+            wait.zk.removeWatches(
+                    wait.path,
+                    wait.watcher,
+                    wait.type,
+                    true,
+                    (rc, path, ctx) -> {
+                        // NOWATCHER: it fired or was removed already. Anything else was removed locally.
+                    },
+                    null);
         } catch (RuntimeException e) {
             log.debug("removing the watch on {} failed: {}", wait.path, e.toString());
         }
@@ -406,17 +462,21 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         String parent = parentOf(entry.key());
-        zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> complete(result, entry, children);
-                case NONODE -> lose(entry, result, "its lock node is gone");
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
-                    retry(attempt, () -> readPosition(entry, result, attempt + 1));
-                case SESSIONEXPIRED -> lose(entry, result, "session expired");
-                default -> fail(entry, result, failure(entry.lockName(), "reading " + parent, code));
-            }
-        }, null);
+        zk.getChildren(
+                parent,
+                false,
+                (rc, path, ctx, children, stat) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> complete(result, entry, children);
+                        case NONODE -> lose(entry, result, "its lock node is gone");
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
+                                attempt, () -> readPosition(entry, result, attempt + 1));
+                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        default -> fail(entry, result, failure(entry.lockName(), "reading " + parent, code));
+                    }
+                },
+                null);
     }
 
     /** Keeps what {@link #position} needs beyond the node name: only semaphores need it (the total). */
@@ -489,23 +549,27 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         LockNodes.Node node = LockNodes.parse(own);
         LockRequest request = requests.get(entry.key());
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
-        String waitFor = switch (node.mode()) {
-            case EXCLUSIVE -> ahead.isEmpty() ? null : ahead.get(0).name();
-            // A writer also waits for a downgrade's read node behind it: that reader is inside.
-            case WRITE -> !ahead.isEmpty() ? ahead.get(0).name() : LockNodes.downgradeRead(children);
-            // A downgrade's read node was created while its own write node existed, so it is
-            // granted; any other reader waits for the nearest writer ahead, never for readers.
-            case READ -> node.downgrade() ? null : ahead.stream()
-                    .filter(n -> n.mode() == LockMode.WRITE)
-                    .map(LockNodes.Node::name)
-                    .findFirst()
-                    .orElse(null);
-            case SEMAPHORE -> {
-                int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
-                int taken = ahead.stream().mapToInt(LockNodes.Node::permits).sum();
-                yield taken + node.permits() <= max ? null : WATCH_CHILDREN;
-            }
-        };
+        String waitFor =
+                switch (node.mode()) {
+                    case EXCLUSIVE -> ahead.isEmpty() ? null : ahead.get(0).name();
+                        // A writer also waits for a downgrade's read node behind it: that reader is inside.
+                    case WRITE -> !ahead.isEmpty() ? ahead.get(0).name() : LockNodes.downgradeRead(children);
+                        // A downgrade's read node was created while its own write node existed, so it is
+                        // granted; any other reader waits for the nearest writer ahead, never for readers.
+                    case READ -> node.downgrade()
+                            ? null
+                            : ahead.stream()
+                                    .filter(n -> n.mode() == LockMode.WRITE)
+                                    .map(LockNodes.Node::name)
+                                    .findFirst()
+                                    .orElse(null);
+                    case SEMAPHORE -> {
+                        int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
+                        int taken =
+                                ahead.stream().mapToInt(LockNodes.Node::permits).sum();
+                        yield taken + node.permits() <= max ? null : WATCH_CHILDREN;
+                    }
+                };
         return waitFor == null
                 ? Position.granted(new Grant(entry, entry.token(), Long.MAX_VALUE))
                 : Position.waiting(entry, waitFor);
@@ -533,7 +597,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         lose(entry, result, "session " + event.getState());
                     }
                 }
-                case DataWatchRemoved, ChildWatchRemoved -> { } // removed by release
+                case DataWatchRemoved, ChildWatchRemoved -> {} // removed by release
                 default -> {
                     if (!result.isDone() && waits.get(key) == mine) {
                         watchChildren(waiting, result, 0);
@@ -546,34 +610,38 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (!startWait(entry, mine, result)) {
             return;
         }
-        zk.getChildren(parent, watcher, (rc, path, ctx, children) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> {
-                    if (waits.get(key) != mine) {
-                        removeWatch(mine); // released while the watch was being set
-                        return;
+        zk.getChildren(
+                parent,
+                watcher,
+                (rc, path, ctx, children) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> {
+                            if (waits.get(key) != mine) {
+                                removeWatch(mine); // released while the watch was being set
+                                return;
+                            }
+                            Position now;
+                            try {
+                                now = position(entry, children);
+                            } catch (EntryLostException e) {
+                                forget(key);
+                                result.completeExceptionally(e);
+                                return;
+                            }
+                            if (now.isGranted()) {
+                                forgetWait(key, mine);
+                                result.complete(now);
+                            } // else: the watch fires on the next change
+                        }
+                        case NONODE -> lose(entry, result, "its parent is gone");
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
+                                attempt, () -> watchChildren(waiting, result, attempt + 1));
+                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        default -> fail(entry, result, failure(entry.lockName(), "watching " + parent, code));
                     }
-                    Position now;
-                    try {
-                        now = position(entry, children);
-                    } catch (EntryLostException e) {
-                        forget(key);
-                        result.completeExceptionally(e);
-                        return;
-                    }
-                    if (now.isGranted()) {
-                        forgetWait(key, mine);
-                        result.complete(now);
-                    } // else: the watch fires on the next change
-                }
-                case NONODE -> lose(entry, result, "its parent is gone");
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
-                    retry(attempt, () -> watchChildren(waiting, result, attempt + 1));
-                case SESSIONEXPIRED -> lose(entry, result, "session expired");
-                default -> fail(entry, result, failure(entry.lockName(), "watching " + parent, code));
-            }
-        }, null);
+                },
+                null);
     }
 
     /** Granted while its children watch is still set: the watch goes. */
@@ -599,9 +667,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         byte[] mine = ("permits=" + request.maxPermits()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
         Runnable again = () -> {
             if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
-                done.completeExceptionally(new LockBackendException(request.lockName(), ZooKeeperBackend.NAME,
+                done.completeExceptionally(new LockBackendException(
+                        request.lockName(),
+                        ZooKeeperBackend.NAME,
                         "gave up reading " + parent + " after " + (attempt + 1)
-                                + " attempts: the connection kept failing", null));
+                                + " attempts: the connection kept failing",
+                        null));
             } else {
                 retry(attempt + 1, () -> agreeOnPermits(request, done, attempt + 1));
             }
@@ -613,33 +684,44 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             again.run();
             return;
         }
-        zk.getData(parent, false, (rc, path, ctx, data, stat) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case NONODE -> ensureParent(parent, request.lockName(), mine).whenComplete((ok, err) -> {
-                    if (err != null) {
-                        done.completeExceptionally(err);
-                    } else {
-                        agreeOnPermits(request, done, attempt);
+        zk.getData(
+                parent,
+                false,
+                (rc, path, ctx, data, stat) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case NONODE -> ensureParent(parent, request.lockName(), mine)
+                                .whenComplete((ok, err) -> {
+                                    if (err != null) {
+                                        done.completeExceptionally(err);
+                                    } else {
+                                        agreeOnPermits(request, done, attempt);
+                                    }
+                                });
+                        case OK -> {
+                            String recorded =
+                                    data == null ? "" : new String(data, java.nio.charset.StandardCharsets.UTF_8);
+                            if (recorded.isEmpty()) {
+                                zk.setData(
+                                        parent,
+                                        mine,
+                                        stat.getVersion(),
+                                        (rc2, p2, c2, s2) -> agreeOnPermits(request, done, attempt),
+                                        null);
+                            } else if (recorded.equals(new String(mine, java.nio.charset.StandardCharsets.UTF_8))) {
+                                done.complete(null);
+                            } else {
+                                done.completeExceptionally(
+                                        new IllegalArgumentException("semaphore '" + request.lockName()
+                                                + "' on zookeeper is in use with " + recorded.replace("permits=", "")
+                                                + " permits; this client opened it with " + request.maxPermits()));
+                            }
+                        }
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> again.run();
+                        default -> done.completeExceptionally(failure(request.lockName(), "reading " + parent, code));
                     }
-                });
-                case OK -> {
-                    String recorded = data == null ? "" : new String(data, java.nio.charset.StandardCharsets.UTF_8);
-                    if (recorded.isEmpty()) {
-                        zk.setData(parent, mine, stat.getVersion(), (rc2, p2, c2, s2) ->
-                                agreeOnPermits(request, done, attempt), null);
-                    } else if (recorded.equals(new String(mine, java.nio.charset.StandardCharsets.UTF_8))) {
-                        done.complete(null);
-                    } else {
-                        done.completeExceptionally(new IllegalArgumentException("semaphore '" + request.lockName()
-                                + "' on zookeeper is in use with " + recorded.replace("permits=", "")
-                                + " permits; this client opened it with " + request.maxPermits()));
-                    }
-                }
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> again.run();
-                default -> done.completeExceptionally(failure(request.lockName(), "reading " + parent, code));
-            }
-        }, null);
+                },
+                null);
     }
 
     // ---- release
@@ -688,15 +770,20 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             done.complete(null); // its session ended: the server removes the ephemeral node
             return;
         }
-        zk.delete(entry.key(), -1, (rc, path, ctx) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK, NONODE, SESSIONEXPIRED -> done.complete(null);
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED ->
-                    retry(attempt, () -> delete(entry, done, attempt + 1));
-                default -> done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), code));
-            }
-        }, null);
+        zk.delete(
+                entry.key(),
+                -1,
+                (rc, path, ctx) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK, NONODE, SESSIONEXPIRED -> done.complete(null);
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
+                                attempt, () -> delete(entry, done, attempt + 1));
+                        default -> done.completeExceptionally(
+                                failure(entry.lockName(), "deleting " + entry.key(), code));
+                    }
+                },
+                null);
     }
 
     // ---- recovery
@@ -730,8 +817,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * @param origin the handle of the first try, or null before it
      * @param maxAttempt past this attempt, fail with "gave up" (only the enqueue bounds it)
      */
-    private void lookup(String lockName, String acquisitionId, CompletableFuture<Optional<QueueEntry>> result,
-            ZooKeeper origin, int attempt, int maxAttempt) {
+    private void lookup(
+            String lockName,
+            String acquisitionId,
+            CompletableFuture<Optional<QueueEntry>> result,
+            ZooKeeper origin,
+            int attempt,
+            int maxAttempt) {
         if (result.isDone()) {
             return;
         }
@@ -740,9 +832,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (attempt > maxAttempt) {
-            result.completeExceptionally(new LockBackendException(lockName, ZooKeeperBackend.NAME,
+            result.completeExceptionally(new LockBackendException(
+                    lockName,
+                    ZooKeeperBackend.NAME,
                     "gave up looking for its own queue node after " + attempt
-                            + " attempts: the connection kept failing", null));
+                            + " attempts: the connection kept failing",
+                    null));
             return;
         }
         ZooKeeper zk;
@@ -758,52 +853,75 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             result.complete(Optional.empty());
             return;
         }
-        Runnable retry = () -> retry(attempt, () -> lookup(lockName, acquisitionId, result, zk, attempt + 1, maxAttempt));
+        Runnable retry =
+                () -> retry(attempt, () -> lookup(lockName, acquisitionId, result, zk, attempt + 1, maxAttempt));
         String parent = backend.lockPath(lockName);
-        zk.getChildren(parent, false, (rc, path, ctx, children, stat) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> {
-                    // Read now, after a reply: a fresh handle has no session id before it connects.
-                    long session = zk.getSessionId();
-                    List<String> mine =
-                            children.stream().filter(c -> LockNodes.belongsTo(c, acquisitionId)).toList();
-                    checkOwners(zk, lockName, acquisitionId, parent, mine, 0, session, result, retry);
-                }
-                // No parent, or the session is gone with its ephemeral nodes: nothing of ours is left.
-                case NONODE, SESSIONEXPIRED -> result.complete(Optional.empty());
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run();
-                default -> result.completeExceptionally(failure(lockName, "reading " + parent, code));
-            }
-        }, null);
+        zk.getChildren(
+                parent,
+                false,
+                (rc, path, ctx, children, stat) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> {
+                            // Read now, after a reply: a fresh handle has no session id before it connects.
+                            long session = zk.getSessionId();
+                            List<String> mine = children.stream()
+                                    .filter(c -> LockNodes.belongsTo(c, acquisitionId))
+                                    .toList();
+                            checkOwners(zk, lockName, acquisitionId, parent, mine, 0, session, result, retry);
+                        }
+                            // No parent, or the session is gone with its ephemeral nodes: nothing of ours is left.
+                        case NONODE, SESSIONEXPIRED -> result.complete(Optional.empty());
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run();
+                        default -> result.completeExceptionally(failure(lockName, "reading " + parent, code));
+                    }
+                },
+                null);
     }
 
     /** Adopts the first candidate whose ephemeral owner is the current session. */
-    private void checkOwners(ZooKeeper zk, String lockName, String id, String parent, List<String> candidates, int i,
-            long session, CompletableFuture<Optional<QueueEntry>> result, Runnable retry) {
+    private void checkOwners(
+            ZooKeeper zk,
+            String lockName,
+            String id,
+            String parent,
+            List<String> candidates,
+            int i,
+            long session,
+            CompletableFuture<Optional<QueueEntry>> result,
+            Runnable retry) {
         if (i >= candidates.size()) {
             result.complete(Optional.empty());
             return;
         }
         String path = parent + "/" + candidates.get(i);
-        zk.exists(path, false, (rc, p, ctx, stat) -> {
-            Code code = Code.get(rc);
-            switch (code) {
-                case OK -> {
-                    if (stat.getEphemeralOwner() == session) {
-                        result.complete(Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
-                        return;
+        zk.exists(
+                path,
+                false,
+                (rc, p, ctx, stat) -> {
+                    Code code = Code.get(rc);
+                    switch (code) {
+                        case OK -> {
+                            if (stat.getEphemeralOwner() == session) {
+                                result.complete(
+                                        Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
+                                return;
+                            }
+                            log.debug(
+                                    "[lock={} state=QUEUED] not adopting {}: owned by session 0x{}, not 0x{}",
+                                    lockName,
+                                    path,
+                                    Long.toHexString(stat.getEphemeralOwner()),
+                                    Long.toHexString(session));
+                            checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
+                        }
+                        case NONODE -> checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
+                        case SESSIONEXPIRED -> result.complete(Optional.empty());
+                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run(); // unknown, not absent
+                        default -> result.completeExceptionally(failure(lockName, "reading " + path, code));
                     }
-                    log.debug("[lock={} state=QUEUED] not adopting {}: owned by session 0x{}, not 0x{}", lockName, path,
-                            Long.toHexString(stat.getEphemeralOwner()), Long.toHexString(session));
-                    checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
-                }
-                case NONODE -> checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
-                case SESSIONEXPIRED -> result.complete(Optional.empty());
-                case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry.run(); // unknown, not absent
-                default -> result.completeExceptionally(failure(lockName, "reading " + path, code));
-            }
-        }, null);
+                },
+                null);
     }
 
     // ---- close
@@ -834,7 +952,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         });
         stage.whenComplete((x, e) -> inFlight.remove(stage));
         if (backend.isClosed()) { // after the put: either this sees it, or the close's sweep does
-            inFlight.getOrDefault(stage, () -> { }).run();
+            inFlight.getOrDefault(stage, () -> {}).run();
         }
         return stage;
     }
@@ -875,7 +993,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (backend.isClosed()) {
             return;
         }
-        Executor later = attempt == 0 ? Runnable::run
+        Executor later = attempt == 0
+                ? Runnable::run
                 : CompletableFuture.delayedExecutor(backoffMillis(attempt), TimeUnit.MILLISECONDS);
         later.execute(() -> backend.whenConnected().whenComplete((x, err) -> {
             if (!backend.isClosed()) {
@@ -886,8 +1005,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     private static String rootMessage(Throwable e) {
         Throwable t = e;
-        while (t.getCause() != null && (t instanceof java.util.concurrent.CompletionException
-                || t instanceof java.util.concurrent.ExecutionException)) {
+        while (t.getCause() != null
+                && (t instanceof java.util.concurrent.CompletionException
+                        || t instanceof java.util.concurrent.ExecutionException)) {
             t = t.getCause();
         }
         return t.getMessage();
@@ -910,8 +1030,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     private static LockBackendException failure(String lockName, String what, Code code) {
         String hint = code == Code.NOAUTH ? " (not authorized: the lock was created with other credentials)" : "";
-        return new LockBackendException(lockName, ZooKeeperBackend.NAME, what + " failed: " + code + hint,
+        return new LockBackendException(
+                lockName,
+                ZooKeeperBackend.NAME,
+                what + " failed: " + code + hint,
                 org.apache.zookeeper.KeeperException.create(code));
     }
-
 }

@@ -30,7 +30,10 @@ record ZooKeeperUri(String connectString, String namespace, String user, String 
             namespace = namespace.substring(0, namespace.length() - 1);
         }
         for (String segment : namespace.split("/", -1)) {
-            if (segment.isEmpty() || segment.equals(".") || segment.equals("..") || segment.equals("zookeeper")
+            if (segment.isEmpty()
+                    || segment.equals(".")
+                    || segment.equals("..")
+                    || segment.equals("zookeeper")
                     || !segment.chars().allMatch(c -> c > 0x20 && c < 0x7f)) {
                 throw new IllegalArgumentException(
                         "zookeeper namespace '" + namespace + "' has an invalid segment '" + segment + "'");

@@ -31,23 +31,27 @@ class ZooKeeperBackendCloseIT extends ZooKeeperTestSupport {
     @Test
     void close_withEveryKindOfStageInFlight_completesThemAllPromptly() throws Exception {
         // A connect timeout far longer than the bound below: nothing may wait for it.
-        BackendUri uri = BackendUri.parse(URI.create(uri("sessionTimeout=4s&connectTimeout=20s")),
-                LockOptions.defaults(), Set.of());
+        BackendUri uri = BackendUri.parse(
+                URI.create(uri("sessionTimeout=4s&connectTimeout=20s")), LockOptions.defaults(), Set.of());
         ZooKeeperBackend backend = ZooKeeperBackend.connect(ZooKeeperUri.from(uri));
         LockProtocol protocol = backend.protocol();
         Lease held = client().lock("closing").acquire();
-        Position waiting = get(protocol.enqueue(LockRequest.exclusive("closing", UUID.randomUUID().toString())));
-        Position other = get(protocol.enqueue(LockRequest.exclusive("closing", UUID.randomUUID().toString())));
+        Position waiting = get(protocol.enqueue(
+                LockRequest.exclusive("closing", UUID.randomUUID().toString())));
+        Position other = get(protocol.enqueue(
+                LockRequest.exclusive("closing", UUID.randomUUID().toString())));
         assertThat(waiting.isGranted()).isFalse();
         assertThat(other.isGranted()).isFalse();
         CompletableFuture<Position> turn = protocol.awaitTurn(waiting).toCompletableFuture();
 
         server.stop(); // every request from now on meets connection trouble
         try {
-            CompletableFuture<Optional<QueueEntry>> lookup =
-                    protocol.findOwnEntry("closing", UUID.randomUUID().toString()).toCompletableFuture();
-            CompletableFuture<Position> enqueue = protocol
-                    .enqueue(LockRequest.exclusive("closing", UUID.randomUUID().toString())).toCompletableFuture();
+            CompletableFuture<Optional<QueueEntry>> lookup = protocol.findOwnEntry(
+                            "closing", UUID.randomUUID().toString())
+                    .toCompletableFuture();
+            CompletableFuture<Position> enqueue = protocol.enqueue(
+                            LockRequest.exclusive("closing", UUID.randomUUID().toString()))
+                    .toCompletableFuture();
             CompletableFuture<Void> release = protocol.release(other.entry()).toCompletableFuture();
             List<CompletableFuture<?>> stages = List.of(turn, lookup, enqueue, release);
             Thread.sleep(1_500); // let each meet the outage and start retrying
@@ -63,8 +67,10 @@ class ZooKeeperBackendCloseIT extends ZooKeeperTestSupport {
             assertThat(lookup).isCompletedWithValue(Optional.empty()); // the session ended with the client
             assertThat(release).isCompleted().isNotCompletedExceptionally();
             // After close, new stages complete at once.
-            assertThat(protocol.findOwnEntry("closing", "late").toCompletableFuture()).isCompletedWithValue(Optional.empty());
-            assertThat(protocol.enqueue(LockRequest.exclusive("closing", "late")).toCompletableFuture())
+            assertThat(protocol.findOwnEntry("closing", "late").toCompletableFuture())
+                    .isCompletedWithValue(Optional.empty());
+            assertThat(protocol.enqueue(LockRequest.exclusive("closing", "late"))
+                            .toCompletableFuture())
                     .isCompletedExceptionally();
             assertThat(protocol.release(waiting.entry()).toCompletableFuture()).isCompleted();
         } finally {

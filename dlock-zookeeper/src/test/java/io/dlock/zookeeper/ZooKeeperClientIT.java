@@ -26,7 +26,8 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
     void lock_badName_throwsAndCreatesNothing(String name) {
         LockClient client = client();
         int before = server.nodeCount();
-        assertThatThrownBy(() -> client.lock(name)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.lock(name))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("lock name");
         assertThat(server.nodeCount()).isEqualTo(before);
     }
@@ -36,9 +37,12 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
         LockClient client = client();
         char[] chars = new char[201];
         Arrays.fill(chars, 'x');
-        assertThatThrownBy(() -> client.lock(new String(chars))).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> client.lock(new String(chars)))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("200");
-        assertThatThrownBy(() -> client.lock(null)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("null");
+        assertThatThrownBy(() -> client.lock(null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("null");
         assertThat(client.lock("A-z_0.9:ok").name()).isEqualTo("A-z_0.9:ok");
     }
 
@@ -48,7 +52,8 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
         DistributedLock lock = client.lock("negative");
         int before = server.nodeCount();
         assertThatThrownBy(() -> lock.tryAcquire(Duration.ofMillis(-1)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("negative");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("negative");
         assertThatThrownBy(() -> lock.acquireAsync(Duration.ofSeconds(-5)))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> client.withLock("negative", Duration.ofMillis(-1), () -> 1))
@@ -63,20 +68,27 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
     @Test
     void connect_badUriParameters_throwNamingTheParameter() {
         assertThatThrownBy(() -> LockClient.connect(uri("colour=blue")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'colour'")
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'colour'")
                 .hasMessageContaining("sessionTimeout");
         assertThatThrownBy(() -> LockClient.connect(uri("sessionTimeout=soon")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'sessionTimeout'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'sessionTimeout'");
         assertThatThrownBy(() -> LockClient.connect(uri("fair=maybe")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'fair'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'fair'");
         assertThatThrownBy(() -> LockClient.connect("zookeeper://127.0.0.1:99999/ns"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("port");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("port");
         assertThatThrownBy(() -> LockClient.connect("zookeeper://127.0.0.1:2181/ns/../up"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("namespace");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("namespace");
         assertThatThrownBy(() -> LockClient.connect("zookeeper:///ns"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no host");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no host");
         assertThatThrownBy(() -> LockClient.connect("redis://127.0.0.1:6379"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("io.dlock:dlock-redis");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("io.dlock:dlock-redis");
     }
 
     @Test
@@ -93,10 +105,10 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
 
     @Test
     void digestCredentials_otherUser_isRefusedWithBackendException() throws Exception {
-        LockClient alice = track(LockClient.connect(server.uri(namespace).replace("zookeeper://",
-                "zookeeper://alice:s3cret@")));
-        LockClient mallory = track(LockClient.connect(server.uri(namespace).replace("zookeeper://",
-                "zookeeper://mallory:guess@")));
+        LockClient alice =
+                track(LockClient.connect(server.uri(namespace).replace("zookeeper://", "zookeeper://alice:s3cret@")));
+        LockClient mallory =
+                track(LockClient.connect(server.uri(namespace).replace("zookeeper://", "zookeeper://mallory:guess@")));
         try (Lease lease = alice.lock("secured").acquire()) {
             assertThat(lease.isValid()).isTrue();
             assertThatThrownBy(() -> mallory.lock("secured").tryAcquire(Duration.ofSeconds(2)))
@@ -107,8 +119,8 @@ class ZooKeeperClientIT extends ZooKeeperTestSupport {
             assertThat(children("secured")).hasSize(1);
         }
         // Alice's own second client (same credentials) is allowed.
-        LockClient alice2 = track(LockClient.connect(server.uri(namespace).replace("zookeeper://",
-                "zookeeper://alice:s3cret@")));
+        LockClient alice2 =
+                track(LockClient.connect(server.uri(namespace).replace("zookeeper://", "zookeeper://alice:s3cret@")));
         assertThat(alice2.lock("secured").tryAcquire(Duration.ZERO)).isPresent();
     }
 

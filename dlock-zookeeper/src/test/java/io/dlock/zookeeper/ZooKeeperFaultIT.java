@@ -11,16 +11,16 @@ import io.dlock.spi.BackendUri;
 import io.dlock.spi.LockRequest;
 import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
-import java.net.URI;
-import java.util.Set;
-import java.util.UUID;
 import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.FaultProxy.Direction;
 import io.dlock.testkit.FencedStore;
 import io.dlock.testkit.Timing;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -50,8 +50,8 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
     /** A client that reaches the server through a new fault proxy. */
     private LockClient proxiedClient(String sessionTimeout) {
         proxy = FaultProxy.start(server.port());
-        return track(LockClient.connect("zookeeper://" + proxy.connectString() + "/" + namespace + "?sessionTimeout="
-                + sessionTimeout));
+        return track(LockClient.connect(
+                "zookeeper://" + proxy.connectString() + "/" + namespace + "?sessionTimeout=" + sessionTimeout));
     }
 
     @Test
@@ -63,8 +63,12 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
         proxy.blackhole(Direction.DOWNSTREAM); // the create reaches the server, its reply does not come back
         CompletableFuture<Lease> acquiring = client.lock("adopt").acquireAsync(Timing.scale(Duration.ofSeconds(30)));
 
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("adopt").size() == 2);
-        String created = children("adopt").stream().filter(c -> !c.equals(firstNode)).findFirst().orElseThrow();
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> children("adopt").size() == 2);
+        String created = children("adopt").stream()
+                .filter(c -> !c.equals(firstNode))
+                .findFirst()
+                .orElseThrow();
         assertThat(acquiring).isNotDone();
         proxy.pass(); // the silent connection times out; the client reconnects within its session
         first.close();
@@ -75,7 +79,9 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
         assertThat(children("adopt")).containsExactly(created); // adopted, not created twice
         assertThat(other.lock("adopt").tryAcquire(Duration.ZERO)).isEmpty();
         lease.close();
-        try (Lease next = other.lock("adopt").tryAcquire(Timing.scale(Duration.ofSeconds(5))).orElseThrow()) {
+        try (Lease next = other.lock("adopt")
+                .tryAcquire(Timing.scale(Duration.ofSeconds(5)))
+                .orElseThrow()) {
             assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
         }
         assertThat(children("adopt")).isEmpty();
@@ -84,11 +90,15 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
     @Test
     void findOwnEntry_connectionLostWhileLooking_retriesOnceReconnectedAndFindsIt() throws Exception {
         proxy = FaultProxy.start(server.port());
-        BackendUri uri = BackendUri.parse(URI.create("zookeeper://" + proxy.connectString() + "/" + namespace
-                + "?sessionTimeout=8s"), LockOptions.defaults(), Set.of());
+        BackendUri uri = BackendUri.parse(
+                URI.create("zookeeper://" + proxy.connectString() + "/" + namespace + "?sessionTimeout=8s"),
+                LockOptions.defaults(),
+                Set.of());
         ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
         String id = UUID.randomUUID().toString();
-        Position held = backend.protocol().enqueue(LockRequest.exclusive("find", id)).toCompletableFuture()
+        Position held = backend.protocol()
+                .enqueue(LockRequest.exclusive("find", id))
+                .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
 
         // The lookup's request is dropped; the client times out at 2/3 of the 8 s session and
@@ -116,9 +126,12 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
             Lease held = holder.lock("requeue").acquire();
             CompletableFuture<Lease> waiting =
                     waiter.lock("requeue").acquireAsync(Timing.scale(Duration.ofSeconds(20)));
-            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("requeue").size() == 2);
-            String waiterNode = "/" + namespace + "/requeue/" + children("requeue").stream()
-                    .max(java.util.Comparator.comparingInt(LockNodes::sequence)).orElseThrow(); // the later one
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> children("requeue").size() == 2);
+            String waiterNode = "/" + namespace + "/requeue/"
+                    + children("requeue").stream()
+                            .max(java.util.Comparator.comparingInt(LockNodes::sequence))
+                            .orElseThrow(); // the later one
             long session = rawClient().exists(waiterNode, false).getEphemeralOwner();
 
             // The waiter's session ends: its node goes, and it queues again in a new session (the
@@ -126,9 +139,11 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
             server.expireSession(session);
             String oldName = waiterNode.substring(waiterNode.lastIndexOf('/') + 1);
             await().atMost(Timing.scale(Duration.ofSeconds(10)))
-                    .until(() -> !children("requeue").contains(oldName) && children("requeue").size() >= 2);
+                    .until(() -> !children("requeue").contains(oldName)
+                            && children("requeue").size() >= 2);
             // Holder's node and the waiter's one new node: a second, orphaned entry would show up by now.
-            await().during(Duration.ofMillis(500)).atMost(Timing.scale(Duration.ofSeconds(5)))
+            await().during(Duration.ofMillis(500))
+                    .atMost(Timing.scale(Duration.ofSeconds(5)))
                     .until(() -> children("requeue").size() == 2);
             held.close();
 
@@ -136,7 +151,8 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
             assertThat(store.write("waiter", lease.fencingToken(), round)).isTrue();
             assertThat(children("requeue")).hasSize(1);
             lease.close();
-            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("requeue").isEmpty());
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> children("requeue").isEmpty());
         }
     }
 
@@ -153,7 +169,8 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
         // The other client queues at once; when the server has expired the holder's session and
         // grants it the lock, the holder must already know its lease is invalid.
         AtomicBoolean holderValidAtTakeover = new AtomicBoolean(true);
-        CompletableFuture<Lease> takeover = other.lock("cut").acquireAsync(Timing.scale(Duration.ofSeconds(10)))
+        CompletableFuture<Lease> takeover = other.lock("cut")
+                .acquireAsync(Timing.scale(Duration.ofSeconds(10)))
                 .whenComplete((l, e) -> holderValidAtTakeover.set(lease.isValid()));
 
         // The client notices within the session timeout: no reply for 2/3 of it, then 1/6 more.
@@ -163,17 +180,21 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
         await().atMost(Duration.ofSeconds(2)).until(() -> lost.get() == 1);
         Lease next = takeover.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
         assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
-        assertThat(holderValidAtTakeover).as("holder's lease still valid when the other client got the lock")
+        assertThat(holderValidAtTakeover)
+                .as("holder's lease still valid when the other client got the lock")
                 .isFalse();
 
         proxy.pass();
         lease.close(); // a lost lease closes quietly
         next.close();
-        try (Lease again = holder.lock("cut").tryAcquire(Timing.scale(Duration.ofSeconds(15))).orElseThrow()) {
+        try (Lease again = holder.lock("cut")
+                .tryAcquire(Timing.scale(Duration.ofSeconds(15)))
+                .orElseThrow()) {
             assertThat(again.isValid()).isTrue();
         }
         assertThat(lost).hasValue(1);
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("cut").isEmpty());
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> children("cut").isEmpty());
     }
 
     @Test
@@ -209,7 +230,8 @@ class ZooKeeperFaultIT extends ZooKeeperTestSupport {
             pool.shutdownNow();
             assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
         }
-        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> children("reset").isEmpty());
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> children("reset").isEmpty());
     }
 
     /** Read-modify-write under the lock until told to stop; errors from resets are retried. */

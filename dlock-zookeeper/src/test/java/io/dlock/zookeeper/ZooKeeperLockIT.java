@@ -44,8 +44,10 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
         List<CompletableFuture<Lease>> waiting = new ArrayList<>(pending);
         for (int released = 1; released <= 5; released++) {
             // Exactly one waiter is granted per release, whichever stood first in the queue.
-            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
-            List<CompletableFuture<Lease>> granted = waiting.stream().filter(CompletableFuture::isDone).toList();
+            await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                    .until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
+            List<CompletableFuture<Lease>> granted =
+                    waiting.stream().filter(CompletableFuture::isDone).toList();
             assertThat(granted).hasSize(1);
             waiting.removeAll(granted);
             int expectedWatches = waiters - released;
@@ -56,8 +58,10 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
             granted.get(0).get().close();
         }
         while (!waiting.isEmpty()) {
-            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
-            List<CompletableFuture<Lease>> granted = waiting.stream().filter(CompletableFuture::isDone).toList();
+            await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                    .until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
+            List<CompletableFuture<Lease>> granted =
+                    waiting.stream().filter(CompletableFuture::isDone).toList();
             assertThat(granted).hasSize(1);
             waiting.removeAll(granted);
             granted.get(0).get().close();
@@ -77,7 +81,8 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
             pending.add((i % 2 == 0 ? a : b).lock("local").acquireAsync(Duration.ofMinutes(1)));
         }
         // a's waiters queue behind a's holder inside the JVM; b's stand behind one b node.
-        await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> children("local").size() == 2);
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> children("local").size() == 2);
         assertThat(server.watchCount() - watchesBefore).isEqualTo(1);
 
         long lastToken = held.fencingToken();
@@ -85,8 +90,10 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
         int[] counter = {0};
         List<CompletableFuture<Lease>> waiting = new ArrayList<>(pending);
         while (!waiting.isEmpty()) {
-            await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
-            List<CompletableFuture<Lease>> granted = waiting.stream().filter(CompletableFuture::isDone).toList();
+            await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                    .until(() -> waiting.stream().anyMatch(CompletableFuture::isDone));
+            List<CompletableFuture<Lease>> granted =
+                    waiting.stream().filter(CompletableFuture::isDone).toList();
             assertThat(granted).as("one holder at a time").hasSize(1);
             waiting.removeAll(granted);
             Lease lease = granted.get(0).get();
@@ -116,19 +123,23 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
         server.expireSession(session);
         await().atMost(Timing.scale(Duration.ofSeconds(15))).until(() -> !lease.isValid());
         await().atMost(Duration.ofSeconds(5)).until(() -> lostCalls.get() == 1);
-        assertThatThrownBy(lease::checkValid).isInstanceOf(LockLostException.class).hasMessageContaining("expiry");
+        assertThatThrownBy(lease::checkValid)
+                .isInstanceOf(LockLostException.class)
+                .hasMessageContaining("expiry");
         assertThat(cause.get().lockName()).isEqualTo("expiry");
         // A listener added after the loss runs at once; the first one never runs again.
         AtomicInteger late = new AtomicInteger();
         lease.onLost(e -> late.incrementAndGet());
         assertThat(late).hasValue(1);
-        try (Lease next = other.lock("expiry").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+        try (Lease next =
+                other.lock("expiry").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
             assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
         }
         lease.close(); // closing a lost lease is harmless
         assertThat(lostCalls).hasValue(1);
         // The client recovers: a new session serves new acquisitions.
-        try (Lease again = holder.lock("expiry").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
+        try (Lease again =
+                holder.lock("expiry").tryAcquire(Duration.ofSeconds(10)).orElseThrow()) {
             assertThat(again.isValid()).isTrue();
         }
     }
@@ -156,9 +167,16 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
     void capabilities_areTruthful() {
         LockClient client = client();
         assertThat(client.capabilities())
-                .contains(Capability.EXCLUSIVE, Capability.FAIR, Capability.FENCING_TOKENS, Capability.READ_WRITE,
-                        Capability.SEMAPHORE, Capability.MULTI_LOCK, Capability.LOST_DETECTION,
-                        Capability.CRASH_RELEASE, Capability.NO_HERD)
+                .contains(
+                        Capability.EXCLUSIVE,
+                        Capability.FAIR,
+                        Capability.FENCING_TOKENS,
+                        Capability.READ_WRITE,
+                        Capability.SEMAPHORE,
+                        Capability.MULTI_LOCK,
+                        Capability.LOST_DETECTION,
+                        Capability.CRASH_RELEASE,
+                        Capability.NO_HERD)
                 .doesNotContain(Capability.RENEWAL); // the session is the lease: nothing to renew
     }
 }

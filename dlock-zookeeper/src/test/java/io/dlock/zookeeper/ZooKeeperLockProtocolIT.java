@@ -29,13 +29,20 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         String id = UUID.randomUUID().toString();
         // What a create whose reply was lost leaves behind: a node of ours the client never heard of.
         backend.curator.create().creatingParentContainersIfNeeded().forPath("/" + namespace + "/adopt");
-        String created = backend.zk().create("/" + namespace + "/adopt/" + LockNodes.prefix(id), new byte[0],
-                ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL);
-        Optional<QueueEntry> found = backend.protocol().findOwnEntry("adopt", id).toCompletableFuture()
+        String created = backend.zk()
+                .create(
+                        "/" + namespace + "/adopt/" + LockNodes.prefix(id),
+                        new byte[0],
+                        ZooDefs.Ids.OPEN_ACL_UNSAFE,
+                        CreateMode.EPHEMERAL_SEQUENTIAL);
+        Optional<QueueEntry> found = backend.protocol()
+                .findOwnEntry("adopt", id)
+                .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isPresent();
         assertThat(found.get().key()).isEqualTo(created);
-        assertThat(found.get().token()).isEqualTo(backend.zk().exists(created, false).getCzxid());
+        assertThat(found.get().token())
+                .isEqualTo(backend.zk().exists(created, false).getCzxid());
         assertThat(found.get().session()).isEqualTo(backend.zk().getSessionId());
     }
 
@@ -44,12 +51,17 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         ZooKeeperBackend mine = backend();
         ZooKeeperBackend other = backend();
         String id = UUID.randomUUID().toString();
-        Position theirs = other.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("foreign", id)).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Position theirs = other.protocol()
+                .enqueue(io.dlock.spi.LockRequest.exclusive("foreign", id))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
         assertThat(theirs.isGranted()).isTrue();
         assertThat(children("foreign")).hasSize(1);
         // A node carrying our acquisition id but owned by another session (for example one that is
         // expiring) must never be taken as ours: that is how two Curator clients once held one lock.
-        Optional<QueueEntry> found = mine.protocol().findOwnEntry("foreign", id).toCompletableFuture()
+        Optional<QueueEntry> found = mine.protocol()
+                .findOwnEntry("foreign", id)
+                .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isEmpty();
     }
@@ -58,13 +70,20 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
     void enqueue_afterParentRemoved_recreatesParentAndGrants() throws Exception {
         ZooKeeperBackend backend = backend();
         String id = UUID.randomUUID().toString();
-        Position first = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("fresh", id)).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Position first = backend.protocol()
+                .enqueue(io.dlock.spi.LockRequest.exclusive("fresh", id))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
         assertThat(first.isGranted()).isTrue();
-        assertThat(first.grant().fencingToken()).isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
+        assertThat(first.grant().fencingToken())
+                .isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
         backend.protocol().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("fresh")).isEmpty();
         backend.zk().delete("/" + namespace + "/fresh", -1);
-        Position second = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("fresh", UUID.randomUUID().toString())).toCompletableFuture()
+        Position second = backend.protocol()
+                .enqueue(io.dlock.spi.LockRequest.exclusive(
+                        "fresh", UUID.randomUUID().toString()))
+                .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(second.isGranted()).isTrue();
         assertThat(second.grant().fencingToken()).isGreaterThan(first.grant().fencingToken());
@@ -73,17 +92,23 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
 
     @Test
     void connect_uriSessionTimeout_overridesOptionsAndSetsSuspensionBound() {
-        LockOptions options = LockOptions.builder().sessionTimeout(java.time.Duration.ofSeconds(30)).build();
+        LockOptions options = LockOptions.builder()
+                .sessionTimeout(java.time.Duration.ofSeconds(30))
+                .build();
         BackendUri uri = BackendUri.parse(URI.create(uri("sessionTimeout=4s")), options, Set.of());
         ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
         assertThat(backend.zk().getSessionTimeout()).isEqualTo(4000);
-        assertThat(backend.maxSuspension()).isEqualTo(java.time.Duration.ofMillis(4000).dividedBy(6));
+        assertThat(backend.maxSuspension())
+                .isEqualTo(java.time.Duration.ofMillis(4000).dividedBy(6));
     }
 
     @Test
     void release_twice_isHarmless() throws Exception {
         ZooKeeperBackend backend = backend();
-        Position p = backend.protocol().enqueue(io.dlock.spi.LockRequest.exclusive("twice", UUID.randomUUID().toString())).toCompletableFuture()
+        Position p = backend.protocol()
+                .enqueue(io.dlock.spi.LockRequest.exclusive(
+                        "twice", UUID.randomUUID().toString()))
+                .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         backend.protocol().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         backend.protocol().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);

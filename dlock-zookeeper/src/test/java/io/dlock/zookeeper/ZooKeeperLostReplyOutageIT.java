@@ -63,11 +63,13 @@ class ZooKeeperLostReplyOutageIT extends ZooKeeperTestSupport {
         String heldNode = children("orphan").get(0);
 
         proxy.blackhole(Direction.DOWNSTREAM); // the create reaches the server, its reply does not come back
-        CompletableFuture<Lease> acquiring = inThread(() -> client.lock("orphan").acquire());
+        CompletableFuture<Lease> acquiring =
+                inThread(() -> client.lock("orphan").acquire());
         String created = awaitSecondNode("orphan", heldNode);
         outage();
 
-        assertThat(acquiring).failsWithin(Timing.scale(Duration.ofSeconds(30)))
+        assertThat(acquiring)
+                .failsWithin(Timing.scale(Duration.ofSeconds(30)))
                 .withThrowableOfType(ExecutionException.class)
                 .withCauseInstanceOf(LockBackendException.class);
         held.close();
@@ -78,9 +80,12 @@ class ZooKeeperLostReplyOutageIT extends ZooKeeperTestSupport {
         assertThat(next).as("the lock is blocked by the lost create's node").isPresent();
         assertThat(children("orphan")).doesNotContain(created, heldNode).hasSize(1);
         next.get().close();
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("orphan").isEmpty());
-        assertThat(client.lock("orphan").tryAcquire(Timing.scale(Duration.ofSeconds(5)))).isPresent()
-                .get().satisfies(Lease::close); // the first client itself is still usable
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> children("orphan").isEmpty());
+        assertThat(client.lock("orphan").tryAcquire(Timing.scale(Duration.ofSeconds(5))))
+                .isPresent()
+                .get()
+                .satisfies(Lease::close); // the first client itself is still usable
     }
 
     @Test
@@ -92,30 +97,35 @@ class ZooKeeperLostReplyOutageIT extends ZooKeeperTestSupport {
         String heldNode = children("orphan").get(0);
 
         proxy.blackhole(Direction.DOWNSTREAM);
-        CompletableFuture<Optional<Lease>> trying = inThread(() -> client.lock("orphan").tryAcquire(Duration.ofMillis(500)));
+        CompletableFuture<Optional<Lease>> trying =
+                inThread(() -> client.lock("orphan").tryAcquire(Duration.ofMillis(500)));
         String created = awaitSecondNode("orphan", heldNode);
         outage();
 
-        assertThat(trying.get(Timing.scale(Duration.ofSeconds(30)).toMillis(), TimeUnit.MILLISECONDS)).isEmpty();
+        assertThat(trying.get(Timing.scale(Duration.ofSeconds(30)).toMillis(), TimeUnit.MILLISECONDS))
+                .isEmpty();
         held.close();
 
         Optional<Lease> next = third.lock("orphan").tryAcquire(Timing.scale(Duration.ofSeconds(15)));
         assertThat(next).as("the lock is blocked by the lost create's node").isPresent();
         assertThat(children("orphan")).doesNotContain(created, heldNode).hasSize(1);
         next.get().close();
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children("orphan").isEmpty());
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> children("orphan").isEmpty());
     }
 
     /** Runs a blocking call on a thread of its own. */
     private static <T> CompletableFuture<T> inThread(Callable<T> call) {
         CompletableFuture<T> result = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                result.complete(call.call());
-            } catch (Throwable e) {
-                result.completeExceptionally(e);
-            }
-        }, "lost-reply-acquirer");
+        Thread t = new Thread(
+                () -> {
+                    try {
+                        result.complete(call.call());
+                    } catch (Throwable e) {
+                        result.completeExceptionally(e);
+                    }
+                },
+                "lost-reply-acquirer");
         t.setDaemon(true);
         t.start();
         return result;
@@ -123,7 +133,8 @@ class ZooKeeperLostReplyOutageIT extends ZooKeeperTestSupport {
 
     /** Waits for the create to land on the server; returns the new node's name. */
     private String awaitSecondNode(String lock, String heldNode) {
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> children(lock).size() == 2);
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> children(lock).size() == 2);
         List<String> now = children(lock);
         return now.stream().filter(c -> !c.equals(heldNode)).findFirst().orElseThrow();
     }

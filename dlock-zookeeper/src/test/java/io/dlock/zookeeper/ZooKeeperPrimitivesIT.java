@@ -45,7 +45,8 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport implements PrimitivesCo
     /** Expires the session that owns the lock's node, as the server does when a client goes silent. */
     @Override
     public void dropHolder(String lock) throws Exception {
-        long session = rawClient().exists("/" + namespace + "/" + lock + "/" + children(lock).get(0), false)
+        long session = rawClient()
+                .exists("/" + namespace + "/" + lock + "/" + children(lock).get(0), false)
                 .getEphemeralOwner();
         server.expireSession(session);
     }
@@ -58,14 +59,15 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport implements PrimitivesCo
         LockClient other = client();
         Lease write = owner.readWriteLock("gone").writeLock().acquire();
         String writeNode = children("gone").get(0);
-        CompletableFuture<Lease> queuedWriter = other.readWriteLock("gone").writeLock()
-                .acquireAsync(Duration.ofMinutes(1));
+        CompletableFuture<Lease> queuedWriter =
+                other.readWriteLock("gone").writeLock().acquireAsync(Duration.ofMinutes(1));
         await().until(() -> children("gone").size() == 2);
         // The write node vanishes behind the owner's back (an operator, a bug elsewhere): the
         // queued writer is let in, and a downgrade must not be granted beside it.
         rawClient().delete("/" + namespace + "/gone/" + writeNode, -1);
         Lease writer = queuedWriter.get(10, TimeUnit.SECONDS);
-        assertThat(owner.readWriteLock("gone").readLock().tryAcquire(Duration.ofMillis(300))).isEmpty();
+        assertThat(owner.readWriteLock("gone").readLock().tryAcquire(Duration.ofMillis(300)))
+                .isEmpty();
         assertThat(children("gone")).hasSize(1).noneMatch(n -> n.contains("dg__READ__"));
         writer.close();
         write.close();
@@ -135,13 +137,17 @@ class ZooKeeperPrimitivesIT extends ZooKeeperTestSupport implements PrimitivesCo
         assertThat(dlock.lock("handover").tryAcquire(Duration.ofMillis(300))).isEmpty();
         CompletableFuture<Lease> waiting = dlock.lock("handover").acquireAsync(Duration.ofMinutes(1));
         await().until(() -> children("handover").size() == 2);
-        assertThat(mutex.acquire(200, TimeUnit.MILLISECONDS)).as("Curator re-enters its own lock").isTrue();
+        assertThat(mutex.acquire(200, TimeUnit.MILLISECONDS))
+                .as("Curator re-enters its own lock")
+                .isTrue();
         mutex.release();
         assertThat(waiting).isNotDone();
         mutex.release();
         Optional<Lease> got = Optional.of(waiting.get(10, TimeUnit.SECONDS));
         assertThat(got.get().isValid()).isTrue();
-        assertThat(mutex.acquire(200, TimeUnit.MILLISECONDS)).as("Curator now waits for dlock").isFalse();
+        assertThat(mutex.acquire(200, TimeUnit.MILLISECONDS))
+                .as("Curator now waits for dlock")
+                .isFalse();
         got.get().close();
     }
 }

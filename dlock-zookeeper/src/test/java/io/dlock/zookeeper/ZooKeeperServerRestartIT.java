@@ -27,11 +27,13 @@ class ZooKeeperServerRestartIT {
                 server.restart(); // SIGKILL, then a new server process on the same port and data
 
                 // The session was restored from the data directory: the lock is still held.
-                assertThat(other.lock("survivor").tryAcquire(Duration.ofSeconds(1))).isEmpty();
+                assertThat(other.lock("survivor").tryAcquire(Duration.ofSeconds(1)))
+                        .isEmpty();
                 assertThat(lease.isValid()).isTrue();
                 assertThat(lost).hasValue(0);
                 lease.close();
-                try (Lease next = other.lock("survivor").tryAcquire(Timing.scale(Duration.ofSeconds(20)))
+                try (Lease next = other.lock("survivor")
+                        .tryAcquire(Timing.scale(Duration.ofSeconds(20)))
                         .orElseThrow()) {
                     // zxids carry on after the restart: the fenced resource keeps accepting.
                     assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
@@ -49,11 +51,13 @@ class ZooKeeperServerRestartIT {
                 AtomicInteger lost = new AtomicInteger();
                 lease.onLost(e -> lost.incrementAndGet());
                 server.pause(); // the server stops answering; the client notices after 2 s
-                org.awaitility.Awaitility.await().atMost(Timing.scale(Duration.ofSeconds(15)))
+                org.awaitility.Awaitility.await()
+                        .atMost(Timing.scale(Duration.ofSeconds(15)))
                         .until(() -> !lease.isValid());
                 server.resume();
                 org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> lost.get() == 1);
-                try (Lease again = holder.lock("outage").tryAcquire(Timing.scale(Duration.ofSeconds(20)))
+                try (Lease again = holder.lock("outage")
+                        .tryAcquire(Timing.scale(Duration.ofSeconds(20)))
                         .orElseThrow()) {
                     assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
                 }

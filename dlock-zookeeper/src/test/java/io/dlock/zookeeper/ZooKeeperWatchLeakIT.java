@@ -42,20 +42,26 @@ class ZooKeeperWatchLeakIT extends ZooKeeperTestSupport {
         Poller poller = poller();
         Lease held = client().lock("polled").acquire();
 
-        int polls = poll(poller, "polled", (wait) -> poller.client().lock("polled").tryAcquire(wait));
+        int polls =
+                poll(poller, "polled", (wait) -> poller.client().lock("polled").tryAcquire(wait));
 
         assertThat(polls).isGreaterThanOrEqualTo(POLLS / 10);
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).untilAsserted(() -> assertThat(ClientWatches.data(zk(poller), root()))
+        await().atMost(Timing.scale(Duration.ofSeconds(5))).untilAsserted(() -> assertThat(
+                        ClientWatches.data(zk(poller), root()))
                 .as("data watchers left in the client after %d polls: %s", polls, ClientWatches.dataByPath(zk(poller)))
                 .isLessThanOrEqualTo(BOUND));
         assertThat(children("polled")).hasSize(1); // the holder's node alone: every waiter withdrew
         assertThat(held.isValid()).isTrue();
         held.close();
-        try (Lease mine = poller.client().lock("polled").tryAcquire(Timing.scale(Duration.ofSeconds(5)))
+        try (Lease mine = poller.client()
+                .lock("polled")
+                .tryAcquire(Timing.scale(Duration.ofSeconds(5)))
                 .orElseThrow()) {
             assertThat(mine.isValid()).isTrue();
         }
-        assertThat(ClientWatches.data(zk(poller), root())).as("%s", ClientWatches.dataByPath(zk(poller))).isZero();
+        assertThat(ClientWatches.data(zk(poller), root()))
+                .as("%s", ClientWatches.dataByPath(zk(poller)))
+                .isZero();
     }
 
     @Test
@@ -63,15 +69,19 @@ class ZooKeeperWatchLeakIT extends ZooKeeperTestSupport {
         Poller poller = poller();
         Lease held = client().semaphore("sem", 1).acquire(1);
 
-        int polls = poll(poller, "sem", (wait) -> poller.client().semaphore("sem", 1).tryAcquire(1, wait));
+        int polls = poll(
+                poller, "sem", (wait) -> poller.client().semaphore("sem", 1).tryAcquire(1, wait));
 
         assertThat(polls).isGreaterThanOrEqualTo(POLLS / 10);
-        await().atMost(Timing.scale(Duration.ofSeconds(5))).untilAsserted(() -> assertThat(
-                ClientWatches.children(zk(poller), root())).as("child watchers left in the client after %d polls", polls)
-                .isLessThanOrEqualTo(BOUND));
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .untilAsserted(() -> assertThat(ClientWatches.children(zk(poller), root()))
+                        .as("child watchers left in the client after %d polls", polls)
+                        .isLessThanOrEqualTo(BOUND));
         assertThat(children("sem")).hasSize(1);
         held.close();
-        try (Lease mine = poller.client().semaphore("sem", 1).tryAcquire(1, Timing.scale(Duration.ofSeconds(5)))
+        try (Lease mine = poller.client()
+                .semaphore("sem", 1)
+                .tryAcquire(1, Timing.scale(Duration.ofSeconds(5)))
                 .orElseThrow()) {
             assertThat(mine.isValid()).isTrue();
         }
@@ -92,7 +102,9 @@ class ZooKeeperWatchLeakIT extends ZooKeeperTestSupport {
         int polls = 0;
         while (polls < POLLS && System.nanoTime() - end < 0) {
             Duration wait = polls % 10 == 9 ? Duration.ofMillis(20) : Duration.ofMillis(1);
-            assertThat(attempt.tryAcquire(wait)).as("poll %d on a held lock", polls).isEmpty();
+            assertThat(attempt.tryAcquire(wait))
+                    .as("poll %d on a held lock", polls)
+                    .isEmpty();
             polls++;
         }
         return polls;

@@ -132,7 +132,8 @@ public final class DemoWorker {
                         emit(HOLDING + " " + token + " " + read);
                         Thread.sleep(config.holdForMs());
                     } else {
-                        Thread.sleep(ThreadLocalRandom.current().nextLong(config.orderMinMs(), config.orderMaxMs() + 1));
+                        Thread.sleep(
+                                ThreadLocalRandom.current().nextLong(config.orderMinMs(), config.orderMaxMs() + 1));
                     }
                     StockClient.PutResult result = stock.put(read - 1, config.client(), token);
                     if (result.accepted()) {

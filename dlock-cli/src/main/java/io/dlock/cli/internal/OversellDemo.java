@@ -107,8 +107,8 @@ public final class OversellDemo {
     public List<RoundResult> run() {
         List<RoundResult> results = new ArrayList<>();
         try (EmbeddedZooKeeper zooKeeper = EmbeddedZooKeeper.start()) {
-            String lockUri = zooKeeper.uri("dlock-demo") + "?sessionTimeout="
-                    + DurationConverter.toParameter(sessionTimeout);
+            String lockUri =
+                    zooKeeper.uri("dlock-demo") + "?sessionTimeout=" + DurationConverter.toParameter(sessionTimeout);
             out.printf(
                     "dlock demo: %d worker JVMs sell %d items, four times.%n"
                             + "ZooKeeper (embedded) at %s, worker session timeout %s.%n",
@@ -131,7 +131,8 @@ public final class OversellDemo {
         try (LockClient client = LockClient.connect(lockUri)) {
             LOG.debug("preflight: connected to {} ({})", lockUri, client.capabilities());
         } catch (RuntimeException e) {
-            throw new IllegalStateException("cannot connect to the embedded ZooKeeper with dlock: " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "cannot connect to the embedded ZooKeeper with dlock: " + e.getMessage(), e);
         }
     }
 
@@ -182,8 +183,8 @@ public final class OversellDemo {
         }
         if (number == 1) {
             if (snapshot.oversold() == 0) {
-                round.problems.add(name + "nothing was oversold without a lock (" + snapshot.sold()
-                        + " sold from " + stock + "); the race did not show");
+                round.problems.add(name + "nothing was oversold without a lock (" + snapshot.sold() + " sold from "
+                        + stock + "); the race did not show");
             }
             return;
         }
@@ -201,7 +202,8 @@ public final class OversellDemo {
     // ---------------------------------------------------------------- round 1
 
     private String noLock(Round round) {
-        out.printf("  %d workers each: GET the stock, process the order (%s ms), PUT stock-1. No lock.%n",
+        out.printf(
+                "  %d workers each: GET the stock, process the order (%s ms), PUT stock-1. No lock.%n",
                 workers, ORDER_MS);
         round.startWorkers(0, 0);
         round.awaitReady();
@@ -209,16 +211,15 @@ public final class OversellDemo {
         round.awaitFinished();
         StockServer.Snapshot s = round.stock.snapshot();
         out.printf("  %s: %d sold from a stock of %d.%n", soldByWorker(s), s.sold(), stock);
-        out.printf("  => %d oversold: concurrent read-modify-writes overwrote each other (lost updates).%n",
-                s.oversold());
+        out.printf(
+                "  => %d oversold: concurrent read-modify-writes overwrote each other (lost updates).%n", s.oversold());
         return "lost updates: " + s.sold() + " sold from " + stock;
     }
 
     // ---------------------------------------------------------------- round 2
 
     private String withLock(Round round) {
-        out.printf("  Each order runs under client.lock(\"%s\"); each PUT carries lease.fencingToken();%n",
-                LOCK_NAME);
+        out.printf("  Each order runs under client.lock(\"%s\"); each PUT carries lease.fencingToken();%n", LOCK_NAME);
         out.println("  the stock rejects a PUT whose token is lower than the highest it has accepted.");
         round.startWorkers(0, 0);
         round.awaitReady();
@@ -229,7 +230,8 @@ public final class OversellDemo {
         List<Long> tokens = s.acceptedTokens();
         boolean increasing = s.tokensStrictlyIncreasing();
         String range = tokens.isEmpty() ? "none" : tokens.get(0) + " .. " + tokens.get(tokens.size() - 1);
-        out.printf("  Fencing tokens of the %d accepted writes %s (%s).%n",
+        out.printf(
+                "  Fencing tokens of the %d accepted writes %s (%s).%n",
                 tokens.size(), increasing ? "strictly increased" : "did NOT strictly increase", range);
         out.printf("  => %d oversold.%n", s.oversold());
         if (!increasing) {
@@ -246,7 +248,8 @@ public final class OversellDemo {
         Hold hold = round.startHeld(holdAt, KILLED_HOLD_MS);
         Worker holder = round.holder();
         List<Worker> others = round.others();
-        out.printf("  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n",
+        out.printf(
+                "  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n",
                 holder.name, holdAt - 1, hold.token, hold.stockRead);
         round.goAndQueue(others);
         round.requireNoneAcquired(others, holder);
@@ -257,17 +260,21 @@ public final class OversellDemo {
         Found next = round.awaitAny(others, DemoWorker.ACQUIRED, passOnTimeout());
         Duration passOn = Duration.ofNanos(next.seenAt - killedAt);
         long nextToken = Long.parseLong(field(next.line, 1));
-        out.printf("  %s acquired the lock (token %d) %s after the kill: ZooKeeper expired the dead"
+        out.printf(
+                "  %s acquired the lock (token %d) %s after the kill: ZooKeeper expired the dead"
                         + " holder's session%n  (timeout %s, counted from its last heartbeat).%n",
-                next.worker.name, nextToken, DurationConverter.toSeconds(passOn),
+                next.worker.name,
+                nextToken,
+                DurationConverter.toSeconds(passOn),
                 DurationConverter.toParameter(sessionTimeout));
         if (nextToken <= hold.token) {
-            round.problems.add("round 3: the next token " + nextToken + " is not above the killed holder's "
-                    + hold.token);
+            round.problems.add(
+                    "round 3: the next token " + nextToken + " is not above the killed holder's " + hold.token);
         }
         round.awaitFinished();
         StockServer.Snapshot s = round.stock.snapshot();
-        out.printf("  %s: %d sold in all; the killed worker's order (stock %d -> %d) was never written.%n",
+        out.printf(
+                "  %s: %d sold in all; the killed worker's order (stock %d -> %d) was never written.%n",
                 soldByWorker(s), s.sold(), hold.stockRead, hold.stockRead - 1);
         out.printf("  => %d oversold.%n", s.oversold());
         return "lock passed on " + DurationConverter.toSeconds(passOn) + " after kill -9 (session timeout "
@@ -283,7 +290,8 @@ public final class OversellDemo {
         List<Worker> others = round.others();
         holder.jvm.pause();
         long pausedAt = System.nanoTime();
-        out.printf("  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n"
+        out.printf(
+                "  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n"
                         + "  SIGSTOP %s (pid %d): frozen like a long GC pause; its ZooKeeper session stops"
                         + " heartbeating.%n",
                 holder.name, holdAt - 1, hold.token, hold.stockRead, holder.name, holder.jvm.pid());
@@ -291,9 +299,11 @@ public final class OversellDemo {
         round.goAll(others);
         Found next = round.awaitAny(others, DemoWorker.ACQUIRED, passOnTimeout());
         round.awaitAny(others, DemoWorker.SOLD, STEP_TIMEOUT);
-        out.printf("  %s acquired the lock (token %s) %s into the pause, once ZooKeeper had expired the"
+        out.printf(
+                "  %s acquired the lock (token %s) %s into the pause, once ZooKeeper had expired the"
                         + " frozen holder's session.%n",
-                next.worker.name, field(next.line, 1),
+                next.worker.name,
+                field(next.line, 1),
                 DurationConverter.toSeconds(Duration.ofNanos(next.seenAt - pausedAt)));
         out.flush();
         // Keep the holder frozen a while longer, as a long GC pause would, while the others sell on.
@@ -302,9 +312,11 @@ public final class OversellDemo {
         StockServer.Snapshot duringPause = round.stock.snapshot();
         holder.jvm.resume();
         Duration paused = Duration.ofNanos(System.nanoTime() - pausedAt);
-        out.printf("  While %s was frozen the others sold %d (stock now %d).%n",
+        out.printf(
+                "  While %s was frozen the others sold %d (stock now %d).%n",
                 holder.name, duringPause.sold() - (holdAt - 1), duringPause.stock());
-        out.printf("  SIGCONT %s after %s: it wakes up and writes stock %d with its old token %d ...%n",
+        out.printf(
+                "  SIGCONT %s after %s: it wakes up and writes stock %d with its old token %d ...%n",
                 holder.name, DurationConverter.toSeconds(paused), hold.stockRead - 1, hold.token);
         out.flush();
         String write = holder.await(
@@ -320,7 +332,9 @@ public final class OversellDemo {
                     .ifPresent(rejection -> out.printf(
                             "  Without that check the stock would go from %d back to %d, and %d item%s would be"
                                     + " oversold.%n",
-                            rejection.stock(), rejection.newValue(), hold.stockRead - rejection.stock(),
+                            rejection.stock(),
+                            rejection.newValue(),
+                            hold.stockRead - rejection.stock(),
                             hold.stockRead - rejection.stock() == 1 ? "" : "s"));
             notes = "paused holder's write rejected: token " + hold.token + " < " + highest;
         } else {
@@ -333,7 +347,8 @@ public final class OversellDemo {
         round.awaitFinished();
         StockServer.Snapshot s = round.stock.snapshot();
         out.printf("  %s: %d sold in all.%n", soldByWorker(s), s.sold());
-        out.printf("  => %d oversold, %d stale write%s rejected.%n",
+        out.printf(
+                "  => %d oversold, %d stale write%s rejected.%n",
                 s.oversold(), s.rejections().size(), s.rejections().size() == 1 ? "" : "s");
         return notes;
     }
@@ -429,7 +444,8 @@ public final class OversellDemo {
             List<String> lines = jvm.lines();
             return lines.subList(Math.max(0, lines.size() - TAIL), lines.size()).stream()
                     .map(line -> "\n      | " + line)
-                    .collect(Collectors.joining("", "\n      last output of " + name + " (pid " + jvm.pid() + "):", ""));
+                    .collect(
+                            Collectors.joining("", "\n      last output of " + name + " (pid " + jvm.pid() + "):", ""));
         }
 
         @Override
@@ -469,7 +485,8 @@ public final class OversellDemo {
                     args.addAll(List.of("--lock-uri", lockUri, "--lock-name", LOCK_NAME));
                 }
                 if (i == 1 && holdAt > 0) {
-                    args.addAll(List.of("--hold-at", String.valueOf(holdAt), "--hold-for-ms", String.valueOf(holdForMs)));
+                    args.addAll(
+                            List.of("--hold-at", String.valueOf(holdAt), "--hold-for-ms", String.valueOf(holdForMs)));
                 }
                 ChildJvm jvm = ChildJvm.start(DemoWorker.class, args);
                 workers.add(new Worker(workerName(i), jvm));
@@ -530,8 +547,8 @@ public final class OversellDemo {
         void requireNoneAcquired(List<Worker> some, Worker holder) {
             for (Worker worker : some) {
                 if (worker.printed(DemoWorker.ACQUIRED)) {
-                    throw new IllegalStateException(worker.name + " acquired the lock while " + holder.name
-                            + " held it" + worker.tail());
+                    throw new IllegalStateException(
+                            worker.name + " acquired the lock while " + holder.name + " held it" + worker.tail());
                 }
             }
         }

@@ -97,7 +97,9 @@ public final class StockClient implements AutoCloseable {
             return new PutResult(true, fencingToken);
         }
         if (response.startsWith("REJECTED ")) {
-            return new PutResult(false, Long.parseLong(response.substring("REJECTED ".length()).trim()));
+            return new PutResult(
+                    false,
+                    Long.parseLong(response.substring("REJECTED ".length()).trim()));
         }
         throw new IllegalStateException("PUT: unexpected response '" + response + "'");
     }

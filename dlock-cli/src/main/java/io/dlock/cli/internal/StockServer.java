@@ -99,8 +99,8 @@ public final class StockServer implements AutoCloseable {
         }
         AtomicInteger count = new AtomicInteger();
         this.connections = Executors.newCachedThreadPool(runnable -> {
-            Thread thread = new Thread(runnable, "stock-server-" + serverSocket.getLocalPort() + "-conn-"
-                    + count.incrementAndGet());
+            Thread thread = new Thread(
+                    runnable, "stock-server-" + serverSocket.getLocalPort() + "-conn-" + count.incrementAndGet());
             thread.setDaemon(true);
             return thread;
         });
@@ -212,7 +212,8 @@ public final class StockServer implements AutoCloseable {
         if (command.isEmpty()) {
             return "ERROR empty request; expected GET or PUT <newValue> <client> <fencingToken>";
         }
-        return "ERROR unknown command '" + abbreviate(command) + "'; expected GET or PUT <newValue> <client> <fencingToken>";
+        return "ERROR unknown command '" + abbreviate(command)
+                + "'; expected GET or PUT <newValue> <client> <fencingToken>";
     }
 
     @GuardedBy("this")
@@ -232,8 +233,7 @@ public final class StockServer implements AutoCloseable {
         }
         String client = parts[2];
         if (!CLIENT.matcher(client).matches()) {
-            return "ERROR client must be 1 to 64 characters from A-Z a-z 0-9 _ . : -, got '" + abbreviate(client)
-                    + "'";
+            return "ERROR client must be 1 to 64 characters from A-Z a-z 0-9 _ . : -, got '" + abbreviate(client) + "'";
         }
         try {
             token = Long.parseLong(parts[3]);
@@ -288,8 +288,8 @@ public final class StockServer implements AutoCloseable {
     private void serve(Socket socket) {
         Session session = new Session();
         try (socket;
-                BufferedReader in = new BufferedReader(
-                        new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+                BufferedReader in =
+                        new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
                 PrintWriter out = new PrintWriter(
                         new OutputStreamWriter(socket.getOutputStream(), StandardCharsets.UTF_8), false)) {
             String line;

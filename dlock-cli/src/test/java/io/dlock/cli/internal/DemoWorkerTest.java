@@ -45,8 +45,8 @@ class DemoWorkerTest {
                 .hasMessageContaining("--port and --client are required");
         assertThatThrownBy(() -> DemoWorker.Config.parse(new String[] {"--port", "x", "--client", "w"}))
                 .hasMessageContaining("--port must be a number");
-        assertThatThrownBy(() -> DemoWorker.Config.parse(
-                        new String[] {"--port", "1", "--client", "w", "--order-ms", "10-5"}))
+        assertThatThrownBy(() ->
+                        DemoWorker.Config.parse(new String[] {"--port", "1", "--client", "w", "--order-ms", "10-5"}))
                 .hasMessageContaining("MAX < MIN");
     }
 }

@@ -142,22 +142,23 @@ class StockServerTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-        "",
-        "   ",
-        "FOO",
-        "get",
-        "GET 1",
-        "PUT",
-        "PUT 1 a",
-        "PUT 1 a 2 3",
-        "PUT x a 1",
-        "PUT -1 a 1",
-        "PUT 1 a x",
-        "PUT 1 a -1",
-        "PUT 1 bad/client 1",
-        "PUT 99999999999 a 1",
-    })
+    @ValueSource(
+            strings = {
+                "",
+                "   ",
+                "FOO",
+                "get",
+                "GET 1",
+                "PUT",
+                "PUT 1 a",
+                "PUT 1 a 2 3",
+                "PUT x a 1",
+                "PUT -1 a 1",
+                "PUT 1 a x",
+                "PUT 1 a -1",
+                "PUT 1 bad/client 1",
+                "PUT 99999999999 a 1",
+            })
     void handle_badCommand_errorLineAndChangesNothing(String line) {
         server = StockServer.start(20, true);
         StockServer.Session a = new StockServer.Session();

@@ -49,8 +49,9 @@ abstract class AnnotationContract {
     void closeAndCheckClean() {
         pool.shutdownNow();
         others.forEach(LockClient::close);
-        await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
-                assertThat(backend.leftovers(ns)).as("left on %s under %s", backend.name(), ns).isEmpty());
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(backend.leftovers(ns))
+                .as("left on %s under %s", backend.name(), ns)
+                .isEmpty());
     }
 
     ApplicationContextRunner runner(Orders.Counter counter) {
@@ -102,16 +103,24 @@ abstract class AnnotationContract {
             Future<Long> a = pool.submit(() -> orders.hold("a", enteredA, go));
             assertThat(enteredA.await(10, TimeUnit.SECONDS)).isTrue();
             Future<Long> b = pool.submit(() -> orders.hold("b", enteredB, go));
-            assertThat(enteredB.await(10, TimeUnit.SECONDS)).as("other key while 'gate:a' is held").isTrue();
+            assertThat(enteredB.await(10, TimeUnit.SECONDS))
+                    .as("other key while 'gate:a' is held")
+                    .isTrue();
             Future<Long> a2 = pool.submit(() -> orders.hold("a", enteredA2, go));
-            assertThat(enteredA2.await(300, TimeUnit.MILLISECONDS)).as("same key while held").isFalse();
+            assertThat(enteredA2.await(300, TimeUnit.MILLISECONDS))
+                    .as("same key while held")
+                    .isFalse();
 
             ActiveLocks active = ctx.getBean(ActiveLocks.class);
             var view = new DLockEndpoint(active).locks();
-            assertThat(view.get("held")).extracting(ActiveLocks.Entry::lockName)
+            assertThat(view.get("held"))
+                    .extracting(ActiveLocks.Entry::lockName)
                     .containsExactlyInAnyOrder("gate:a", "gate:b");
-            assertThat(view.get("held")).allSatisfy(e -> assertThat(e.fencingToken()).isPositive());
-            assertThat(view.get("waiting")).extracting(ActiveLocks.Entry::lockName).containsExactly("gate:a");
+            assertThat(view.get("held"))
+                    .allSatisfy(e -> assertThat(e.fencingToken()).isPositive());
+            assertThat(view.get("waiting"))
+                    .extracting(ActiveLocks.Entry::lockName)
+                    .containsExactly("gate:a");
 
             go.countDown();
             long tokenA = a.get(10, TimeUnit.SECONDS);
@@ -156,12 +165,11 @@ abstract class AnnotationContract {
         runner(new Orders.Counter()).run(ctx -> {
             Orders orders = ctx.getBean(Orders.class);
             try (Lease held = other.lock("order:7").acquire()) {
-                assertThatThrownBy(() -> orders.token(7))
-                        .isInstanceOfSatisfying(LockTimeoutException.class, e -> {
-                            assertThat(e.lockName()).isEqualTo("order:7");
-                            assertThat(e.backend()).isEqualTo(backend.name());
-                            assertThat(e.waitTime()).isEqualTo(Duration.ofMillis(300));
-                        });
+                assertThatThrownBy(() -> orders.token(7)).isInstanceOfSatisfying(LockTimeoutException.class, e -> {
+                    assertThat(e.lockName()).isEqualTo("order:7");
+                    assertThat(e.backend()).isEqualTo(backend.name());
+                    assertThat(e.waitTime()).isEqualTo(Duration.ofMillis(300));
+                });
                 assertThat(orders.skip(7)).isNull();
                 assertThat(orders.skipOptional(7)).isEqualTo(Optional.empty());
                 assertThat(orders.skip(8)).isEqualTo("ran");
@@ -205,7 +213,9 @@ abstract class AnnotationContract {
             // The acquisition is asynchronous: wait until the aspect reports the lock held.
             await().atMost(Duration.ofSeconds(10)).until(() -> ctx.getBean(ActiveLocks.class).held().stream()
                     .anyMatch(e -> e.lockName().equals("async:k")));
-            assertThat(other.lock("async:k").tryAcquire(Duration.ZERO)).as("held while the stage runs").isEmpty();
+            assertThat(other.lock("async:k").tryAcquire(Duration.ZERO))
+                    .as("held while the stage runs")
+                    .isEmpty();
             assertThat(orders.asyncSkip("k").get(10, TimeUnit.SECONDS)).isNull();
             CompletableFuture<Long> second = orders.async("k", CompletableFuture.completedFuture("x"));
             assertThatThrownBy(() -> second.get(10, TimeUnit.SECONDS))
@@ -237,7 +247,8 @@ abstract class AnnotationContract {
             await().atMost(Duration.ofSeconds(10)).until(() -> active.waiting().isEmpty());
             held.close();
             // FIFO: an attempt still queued would be granted before this one.
-            try (Lease again = other.lock("async:c").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+            try (Lease again =
+                    other.lock("async:c").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
                 assertThat(again.isValid()).isTrue();
             }
             assertThat(active.held()).isEmpty();
@@ -257,17 +268,20 @@ abstract class AnnotationContract {
                     orders.name(9);
                     outcome.complete(null);
                 } catch (Throwable t) {
-                    outcome.complete(Thread.currentThread().isInterrupted() ? t : new AssertionError("flag not set", t));
+                    outcome.complete(
+                            Thread.currentThread().isInterrupted() ? t : new AssertionError("flag not set", t));
                 }
             });
             caller.start();
             await().atMost(Duration.ofSeconds(10)).until(() -> active.waiting().size() == 1);
             caller.interrupt();
-            assertThat(outcome.get(10, TimeUnit.SECONDS)).isInstanceOf(io.dlock.LockInterruptedException.class)
+            assertThat(outcome.get(10, TimeUnit.SECONDS))
+                    .isInstanceOf(io.dlock.LockInterruptedException.class)
                     .hasMessageContaining("order:9");
             assertThat(active.waiting()).isEmpty();
             held.close();
-            try (Lease again = other.lock("order:9").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+            try (Lease again =
+                    other.lock("order:9").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
                 assertThat(again.isValid()).isTrue();
             }
         });
@@ -280,7 +294,8 @@ abstract class AnnotationContract {
             Orders orders = ctx.getBean(Orders.class);
             Future<Boolean> call = pool.submit(orders::bounded);
             assertThat(call.get(20, TimeUnit.SECONDS)).isTrue();
-            try (Lease l = other.lock("bounded").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+            try (Lease l =
+                    other.lock("bounded").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
                 assertThat(l.isValid()).isTrue();
             }
         });

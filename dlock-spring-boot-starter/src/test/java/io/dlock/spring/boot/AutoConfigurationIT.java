@@ -38,7 +38,8 @@ class AutoConfigurationIT {
     }
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class));
+            .withConfiguration(
+                    AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class));
 
     public static class Job {
         @DistributedLock(key = "'job'")
@@ -111,7 +112,9 @@ class AutoConfigurationIT {
     void userClientBean_wins_andIsNotClosedTwice() throws Exception {
         try (LockClient mine = LockClient.connect(backend.uri("auto-mine"))) {
             // dlock.uri points at nothing: connecting to it would fail the context.
-            runner.withPropertyValues("dlock.uri=zookeeper://127.0.0.1:1/none", "dlock.connect-timeout=1s",
+            runner.withPropertyValues(
+                            "dlock.uri=zookeeper://127.0.0.1:1/none",
+                            "dlock.connect-timeout=1s",
                             "dlock.session-timeout=1s")
                     .withBean("myClient", LockClient.class, () -> mine, bd -> bd.setDestroyMethodName(""))
                     .withBean(Job.class)
@@ -120,7 +123,10 @@ class AutoConfigurationIT {
                         assertThat(ctx.getBean(LockClient.class)).isSameAs(mine);
                         assertThat(ctx.getBean(Job.class).run()).isEqualTo("ran");
                     });
-            assertThat(mine.lock("job").tryAcquire(Duration.ZERO)).isPresent().get().satisfies(Lease::close);
+            assertThat(mine.lock("job").tryAcquire(Duration.ZERO))
+                    .isPresent()
+                    .get()
+                    .satisfies(Lease::close);
         }
     }
 
@@ -135,36 +141,46 @@ class AutoConfigurationIT {
 
     @Test
     void annotatedMethod_noClient_failsStartup() {
-        runner.withBean(Job.class).run(ctx -> assertThat(messages(ctx.getStartupFailure())).contains("set dlock.uri or define a LockClient bean"));
+        runner.withBean(Job.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
+                .contains("set dlock.uri or define a LockClient bean"));
     }
 
     @Test
     void unreachableBackend_failsStartup() {
-        runner.withPropertyValues("dlock.uri=zookeeper://127.0.0.1:1/none", "dlock.connect-timeout=1s",
+        runner.withPropertyValues(
+                        "dlock.uri=zookeeper://127.0.0.1:1/none",
+                        "dlock.connect-timeout=1s",
                         "dlock.session-timeout=1s")
                 .run(ctx -> assertThat(ctx).hasFailed());
     }
 
     @Test
     void badUri_failsStartupNamingIt() {
-        runner.withPropertyValues("dlock.uri=nosuch://127.0.0.1:1").run(ctx -> assertThat(messages(ctx.getStartupFailure())).contains("nosuch"));
+        runner.withPropertyValues("dlock.uri=nosuch://127.0.0.1:1")
+                .run(ctx -> assertThat(messages(ctx.getStartupFailure())).contains("nosuch"));
     }
 
     @Test
     void badAnnotations_failStartupNamingTheMethod() {
         ApplicationContextRunner r = runner.withPropertyValues("dlock.uri=" + backend.uri("auto-bad"));
         r.withBean(BadSpel.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("BadSpel.run").contains("not a valid SpEL expression"));
+                .contains("BadSpel.run")
+                .contains("not a valid SpEL expression"));
         r.withBean(EmptyKey.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("EmptyKey.run").contains("key is empty"));
+                .contains("EmptyKey.run")
+                .contains("key is empty"));
         r.withBean(BadDuration.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("BadDuration.run").contains("'five seconds' is not a duration"));
+                .contains("BadDuration.run")
+                .contains("'five seconds' is not a duration"));
         r.withBean(SkipOnPrimitive.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("SkipOnPrimitive.run").contains("SKIP"));
+                .contains("SkipOnPrimitive.run")
+                .contains("SKIP"));
         r.withBean(BadConstantName.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("BadConstantName.run").contains("' '"));
+                .contains("BadConstantName.run")
+                .contains("' '"));
         r.withBean(AtLeastOverAtMost.class).run(ctx -> assertThat(messages(ctx.getStartupFailure()))
-                .contains("AtLeastOverAtMost.run").contains("exceeds lockAtMostFor"));
+                .contains("AtLeastOverAtMost.run")
+                .contains("exceeds lockAtMostFor"));
     }
 
     @Test
@@ -175,7 +191,10 @@ class AutoConfigurationIT {
                 .run(ctx -> {
                     ctx.getBean(Job.class).run();
                     MeterRegistry r = ctx.getBean(MeterRegistry.class);
-                    assertThat(r.get(LockMetricNames.ACQUIRE).tag(LockMetricNames.TAG_OUTCOME, "acquired").timer().count())
+                    assertThat(r.get(LockMetricNames.ACQUIRE)
+                                    .tag(LockMetricNames.TAG_OUTCOME, "acquired")
+                                    .timer()
+                                    .count())
                             .isEqualTo(1);
                 });
         runner.withPropertyValues("dlock.uri=" + backend.uri("auto-metrics"), "dlock.metrics.enabled=false")
@@ -183,7 +202,10 @@ class AutoConfigurationIT {
                 .withBean(Job.class)
                 .run(ctx -> {
                     ctx.getBean(Job.class).run();
-                    assertThat(ctx.getBean(MeterRegistry.class).find(LockMetricNames.ACQUIRE).timers()).isEmpty();
+                    assertThat(ctx.getBean(MeterRegistry.class)
+                                    .find(LockMetricNames.ACQUIRE)
+                                    .timers())
+                            .isEmpty();
                 });
     }
 
@@ -191,8 +213,8 @@ class AutoConfigurationIT {
     void endpoint_availableWhenExposed() {
         runner.withConfiguration(AutoConfigurations.of(
                         org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration.class))
-                .withPropertyValues("dlock.uri=" + backend.uri("auto-endpoint"),
-                        "management.endpoints.web.exposure.include=dlock")
+                .withPropertyValues(
+                        "dlock.uri=" + backend.uri("auto-endpoint"), "management.endpoints.web.exposure.include=dlock")
                 .run(ctx -> assertThat(ctx).hasSingleBean(DLockEndpoint.class));
         runner.withPropertyValues("dlock.uri=" + backend.uri("auto-endpoint"), "management.health.dlock.enabled=false")
                 .run(ctx -> {

@@ -58,7 +58,8 @@ abstract class Backend implements AutoCloseable {
             List<String> leftovers(String namespace) {
                 // Lock parents are containers the server removes on its own; their children are the grants.
                 return zk.children("/" + namespace).stream()
-                        .flatMap(lock -> zk.children("/" + namespace + "/" + lock).stream().map(c -> lock + "/" + c))
+                        .flatMap(lock -> zk.children("/" + namespace + "/" + lock).stream()
+                                .map(c -> lock + "/" + c))
                         .toList();
             }
 

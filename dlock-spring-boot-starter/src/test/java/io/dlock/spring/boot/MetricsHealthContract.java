@@ -48,9 +48,13 @@ abstract class MetricsHealthContract {
 
     ApplicationContextRunner runner() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
-                .withPropertyValues("dlock.uri=" + backend.uri(ns), backend.shortLeaseProperty(),
-                        "dlock.connect-timeout=5s", "dlock.health.timeout=1s")
+                .withConfiguration(
+                        AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
+                .withPropertyValues(
+                        "dlock.uri=" + backend.uri(ns),
+                        backend.shortLeaseProperty(),
+                        "dlock.connect-timeout=5s",
+                        "dlock.health.timeout=1s")
                 .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
                 .withBean(Orders.Counter.class, Orders.Counter::new)
                 .withBean("keys", Orders.Keys.class, Orders.Keys::new)
@@ -58,7 +62,9 @@ abstract class MetricsHealthContract {
     }
 
     private static double acquires(MeterRegistry r, String outcome) {
-        var t = r.find(LockMetricNames.ACQUIRE).tag(LockMetricNames.TAG_OUTCOME, outcome).timers();
+        var t = r.find(LockMetricNames.ACQUIRE)
+                .tag(LockMetricNames.TAG_OUTCOME, outcome)
+                .timers();
         return t.stream().mapToDouble(x -> x.count()).sum();
     }
 
@@ -75,28 +81,33 @@ abstract class MetricsHealthContract {
                 assertThatThrownBy(() -> orders.token(1)).isInstanceOf(LockTimeoutException.class);
             }
             assertThat(acquires(registry, "timeout")).isEqualTo(1);
-            assertThat(registry.find(LockMetricNames.LEASE_LOST).counters()).allSatisfy(c ->
-                    assertThat(c.count()).isZero());
+            assertThat(registry.find(LockMetricNames.LEASE_LOST).counters())
+                    .allSatisfy(c -> assertThat(c.count()).isZero());
 
             // A lease held while the server goes away is lost, and counted once.
             CountDownLatch entered = new CountDownLatch(1);
             CountDownLatch go = new CountDownLatch(1);
             AtomicReference<Lease> lease = new AtomicReference<>();
-            Future<Long> holder = pool.submit(() -> orders.hold("lost", new CountDownLatch(0) {
-                @Override
-                public void countDown() {
-                    lease.set(DistributedLocks.currentLease());
-                    entered.countDown();
-                }
-            }, go));
+            Future<Long> holder = pool.submit(() -> orders.hold(
+                    "lost",
+                    new CountDownLatch(0) {
+                        @Override
+                        public void countDown() {
+                            lease.set(DistributedLocks.currentLease());
+                            entered.countDown();
+                        }
+                    },
+                    go));
             assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
             assertThat(registry.get(LockMetricNames.HELD).gauge().value()).isEqualTo(1);
             backend.stop();
             try {
                 await().atMost(Duration.ofSeconds(30)).until(() -> !lease.get().isValid());
-                await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(
-                        registry.find(LockMetricNames.LEASE_LOST).counters().stream().mapToDouble(c -> c.count()).sum())
-                        .isEqualTo(1));
+                await().atMost(Duration.ofSeconds(5))
+                        .untilAsserted(() -> assertThat(registry.find(LockMetricNames.LEASE_LOST).counters().stream()
+                                        .mapToDouble(c -> c.count())
+                                        .sum())
+                                .isEqualTo(1));
             } finally {
                 backend.restart();
             }
@@ -112,11 +123,13 @@ abstract class MetricsHealthContract {
             assertThat(health.health().getStatus()).isEqualTo(Status.UP);
             backend.stop();
             try {
-                await().atMost(Duration.ofSeconds(30)).until(() -> health.health().getStatus().equals(Status.DOWN));
+                await().atMost(Duration.ofSeconds(30))
+                        .until(() -> health.health().getStatus().equals(Status.DOWN));
             } finally {
                 backend.restart();
             }
-            await().atMost(Duration.ofSeconds(60)).until(() -> health.health().getStatus().equals(Status.UP));
+            await().atMost(Duration.ofSeconds(60))
+                    .until(() -> health.health().getStatus().equals(Status.UP));
         });
     }
 

@@ -42,8 +42,9 @@ abstract class ScheduledLockContract {
     @AfterEach
     void checkClean() {
         other.close();
-        await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
-                assertThat(backend.leftovers(ns)).as("left on %s under %s", backend.name(), ns).isEmpty());
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(backend.leftovers(ns))
+                .as("left on %s under %s", backend.name(), ns)
+                .isEmpty());
     }
 
     ApplicationContextRunner runner(List<Long> runs, boolean scheduling) {
@@ -60,17 +61,19 @@ abstract class ScheduledLockContract {
         runner(runs, true).run(a -> runner(runs, true).run(b -> {
             long start = System.currentTimeMillis();
             // Five two-second periods after both nodes are up.
-            await().atMost(Duration.ofSeconds(30)).until(() -> periods(runs, start).size() >= 5);
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> periods(runs, start).size() >= 5);
         }));
         long first = runs.get(0);
         Map<Long, Long> perPeriod = periods(runs, first);
-        assertThat(perPeriod).as("runs per 2 s period: %s", perPeriod).allSatisfy((period, count) ->
-                assertThat(count).isEqualTo(1L));
+        assertThat(perPeriod).as("runs per 2 s period: %s", perPeriod).allSatisfy((period, count) -> assertThat(count)
+                .isEqualTo(1L));
     }
 
     private static Map<Long, Long> periods(List<Long> runs, long from) {
         synchronized (runs) {
-            return runs.stream().filter(t -> t >= from)
+            return runs.stream()
+                    .filter(t -> t >= from)
                     .collect(Collectors.groupingBy(t -> t / 2000, Collectors.counting()));
         }
     }
@@ -96,13 +99,18 @@ abstract class ScheduledLockContract {
             jobs.cleanup();
             long returned = System.nanoTime();
             assertThat(jobs.directRuns()).isEqualTo(1);
-            assertThat(Duration.ofNanos(returned - t0)).as("the job's thread is not held back")
+            assertThat(Duration.ofNanos(returned - t0))
+                    .as("the job's thread is not held back")
                     .isLessThan(Duration.ofMillis(900));
-            assertThat(other.lock("cleanup").tryAcquire(Duration.ZERO)).as("kept after the job returned").isEmpty();
+            assertThat(other.lock("cleanup").tryAcquire(Duration.ZERO))
+                    .as("kept after the job returned")
+                    .isEmpty();
             jobs.cleanup(); // a second run on this node within lockAtLeastFor is skipped too
             assertThat(jobs.directRuns()).isEqualTo(1);
-            Lease l = await().pollInSameThread().atMost(Duration.ofSeconds(10)).until(
-                    () -> other.lock("cleanup").tryAcquire(Duration.ZERO), Optional::isPresent).orElseThrow();
+            Lease l = await().pollInSameThread()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> other.lock("cleanup").tryAcquire(Duration.ZERO), Optional::isPresent)
+                    .orElseThrow();
             long freed = System.nanoTime();
             l.close();
             assertThat(Duration.ofNanos(freed - t0)).isGreaterThanOrEqualTo(Duration.ofSeconds(1));
@@ -118,5 +126,4 @@ abstract class ScheduledLockContract {
             l.get().close();
         });
     }
-
 }

@@ -28,7 +28,8 @@ final class EtcdTarget implements BackendTarget {
 
     private EtcdTarget(EtcdServer server) {
         this.server = server;
-        this.inspector = Client.builder().endpoints("http://" + server.connectString()).build();
+        this.inspector =
+                Client.builder().endpoints("http://" + server.connectString()).build();
     }
 
     static EtcdTarget embedded() {
@@ -67,8 +68,13 @@ final class EtcdTarget implements BackendTarget {
 
     private List<KeyValue> keys(String namespace) {
         try {
-            return inspector.getKVClient().get(ByteSequence.from(namespace + "/", StandardCharsets.UTF_8),
-                    GetOption.builder().isPrefix(true).build()).get(10, TimeUnit.SECONDS).getKvs();
+            return inspector
+                    .getKVClient()
+                    .get(
+                            ByteSequence.from(namespace + "/", StandardCharsets.UTF_8),
+                            GetOption.builder().isPrefix(true).build())
+                    .get(10, TimeUnit.SECONDS)
+                    .getKvs();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while reading " + namespace + "/ from " + server, e);
@@ -91,8 +97,9 @@ final class EtcdTarget implements BackendTarget {
         List<String> lines = new ArrayList<>();
         try {
             for (KeyValue kv : keys(namespace)) {
-                lines.add(kv.getKey().toString(StandardCharsets.UTF_8) + " = " + kv.getValue().toString(
-                        StandardCharsets.UTF_8) + " (create revision " + kv.getCreateRevision() + ", lease "
+                lines.add(kv.getKey().toString(StandardCharsets.UTF_8) + " = "
+                        + kv.getValue().toString(StandardCharsets.UTF_8) + " (create revision " + kv.getCreateRevision()
+                        + ", lease "
                         + Long.toHexString(kv.getLease()) + ")");
             }
         } catch (RuntimeException e) {

@@ -68,7 +68,8 @@ final class PostgresTarget implements BackendTarget {
     @Override
     public List<String> leftovers(String namespace) {
         String t = table(namespace);
-        if (server.psql("SELECT count(*) FROM pg_tables WHERE tablename = '" + t + "'").equals(List.of("0"))) {
+        if (server.psql("SELECT count(*) FROM pg_tables WHERE tablename = '" + t + "'")
+                .equals(List.of("0"))) {
             return List.of();
         }
         List<String> found = new ArrayList<>();
@@ -84,8 +85,9 @@ final class PostgresTarget implements BackendTarget {
         String t = table(namespace);
         List<String> lines = new ArrayList<>();
         try {
-            lines.addAll(server.psql("SELECT name, owner, client, token, expires_ms - (EXTRACT(EPOCH FROM now()) * 1000)"
-                    + "::bigint AS remaining_ms, holder FROM " + t));
+            lines.addAll(
+                    server.psql("SELECT name, owner, client, token, expires_ms - (EXTRACT(EPOCH FROM now()) * 1000)"
+                            + "::bigint AS remaining_ms, holder FROM " + t));
             lines.addAll(server.psql("SELECT 'waiter', seq, name, acquisition, client, expires_ms -"
                     + " (EXTRACT(EPOCH FROM now()) * 1000)::bigint FROM " + t + "_waiters ORDER BY seq"));
         } catch (RuntimeException e) {

@@ -50,9 +50,18 @@ public record TortureResult(
         Duration elapsed) {
 
     /** Builds the result and its verdict from what a run collected. */
-    static TortureResult of(TortureConfig config, String backend, String description, List<FaultRecord> faults,
-            FencingChecker.Report check, Map<String, List<String>> workerLines, List<String> stuck,
-            List<String> leftovers, List<String> runProblems, Duration faultPhase, Duration elapsed) {
+    static TortureResult of(
+            TortureConfig config,
+            String backend,
+            String description,
+            List<FaultRecord> faults,
+            FencingChecker.Report check,
+            Map<String, List<String>> workerLines,
+            List<String> stuck,
+            List<String> leftovers,
+            List<String> runProblems,
+            Duration faultPhase,
+            Duration elapsed) {
         long lost = 0;
         long refusedValid = 0;
         long timeouts = 0;
@@ -82,8 +91,8 @@ public record TortureResult(
         }
         if (config.fenced()) {
             if (check.staleWritesAccepted() > 0) {
-                problems.add(check.staleWritesAccepted() + " stale writes accepted under fencing: "
-                        + check.firstProblem());
+                problems.add(
+                        check.staleWritesAccepted() + " stale writes accepted under fencing: " + check.firstProblem());
             }
             if (check.lostUpdates() > 0 || check.shortfall() != 0) {
                 problems.add(check.lostUpdates() + " lost updates (final value short by " + check.shortfall() + ")");
@@ -96,7 +105,8 @@ public record TortureResult(
             if (!f.recoveredInTime()) {
                 problems.add(f.kind().cliName() + " at " + TortureRun.seconds(Duration.ofMillis(f.atMillis())) + " ("
                         + f.target() + ", " + f.detail() + "): "
-                        + (f.recoveryMillis() < 0 ? "the lock was not usable again"
+                        + (f.recoveryMillis() < 0
+                                ? "the lock was not usable again"
                                 : "recovery took " + f.recoveryMillis() + " ms")
                         + ", bound " + f.boundMillis() + " ms");
             }
@@ -104,8 +114,20 @@ public record TortureResult(
         if (!leftovers.isEmpty()) {
             problems.add(leftovers.size() + " queue entries left behind: " + leftovers);
         }
-        return new TortureResult(config, backend, description, List.copyOf(faults), check, lost, refusedValid,
-                timeouts, errors, List.copyOf(stuck), List.copyOf(leftovers), List.copyOf(problems), faultPhase,
+        return new TortureResult(
+                config,
+                backend,
+                description,
+                List.copyOf(faults),
+                check,
+                lost,
+                refusedValid,
+                timeouts,
+                errors,
+                List.copyOf(stuck),
+                List.copyOf(leftovers),
+                List.copyOf(problems),
+                faultPhase,
                 elapsed);
     }
 
@@ -151,15 +173,30 @@ public record TortureResult(
      */
     public String table() {
         StringBuilder t = new StringBuilder();
-        t.append(String.format(Locale.ROOT, "%-16s %8s %9s %13s %13s %9s %12s%n", "fault", "injected", "recovered",
-                "recovery p50", "recovery max", "bound", "blocked max"));
+        t.append(String.format(
+                Locale.ROOT,
+                "%-16s %8s %9s %13s %13s %9s %12s%n",
+                "fault",
+                "injected",
+                "recovered",
+                "recovery p50",
+                "recovery max",
+                "bound",
+                "blocked max"));
         for (Map.Entry<FaultKind, Recovery> e : recoveries().entrySet()) {
             Recovery r = e.getValue();
             if (r.count() == 0 && !config.faults().contains(e.getKey())) {
                 continue;
             }
-            t.append(String.format(Locale.ROOT, "%-16s %8d %9d %13s %13s %9s %12s%n", e.getKey().cliName(),
-                    r.count(), r.recovered(), ms(r.p50()), ms(r.max()), ms(config.recoveryBound().toMillis()),
+            t.append(String.format(
+                    Locale.ROOT,
+                    "%-16s %8d %9d %13s %13s %9s %12s%n",
+                    e.getKey().cliName(),
+                    r.count(),
+                    r.recovered(),
+                    ms(r.p50()),
+                    ms(r.max()),
+                    ms(config.recoveryBound().toMillis()),
                     ms(r.blockedMax())));
         }
         t.append(System.lineSeparator());
@@ -204,8 +241,10 @@ public record TortureResult(
         field(j, "durationMs", Long.toString(faultPhase.toMillis())).append(',');
         field(j, "elapsedMs", Long.toString(elapsed.toMillis())).append(',');
         field(j, "seed", Long.toString(config.seed())).append(',');
-        field(j, "sessionTimeoutMs", Long.toString(config.sessionTimeout().toMillis())).append(',');
-        field(j, "recoveryBoundMs", Long.toString(config.recoveryBound().toMillis())).append(',');
+        field(j, "sessionTimeoutMs", Long.toString(config.sessionTimeout().toMillis()))
+                .append(',');
+        field(j, "recoveryBoundMs", Long.toString(config.recoveryBound().toMillis()))
+                .append(',');
         field(j, "operations", Long.toString(check.acceptedWrites())).append(',');
         field(j, "sections", Long.toString(check.sections())).append(',');
         StringBuilder injected = new StringBuilder("{");
@@ -220,16 +259,22 @@ public record TortureResult(
                 recovery.append(',');
             }
             field(injected, e.getKey().cliName(), Integer.toString(r.count()));
-            field(recovery, e.getKey().cliName(), "{\"recovered\":" + r.recovered() + ",\"p50\":" + r.p50()
-                    + ",\"max\":" + r.max() + ",\"blockedMax\":" + r.blockedMax() + "}");
+            field(
+                    recovery,
+                    e.getKey().cliName(),
+                    "{\"recovered\":" + r.recovered() + ",\"p50\":" + r.p50() + ",\"max\":" + r.max()
+                            + ",\"blockedMax\":" + r.blockedMax() + "}");
         }
         field(j, "faults", injected.append('}').toString()).append(',');
         field(j, "recoveryMs", recovery.append('}').toString()).append(',');
         field(j, "overlaps", Long.toString(check.overlaps())).append(',');
         field(j, "acceptedOverlaps", Long.toString(check.acceptedOverlaps())).append(',');
-        field(j, "staleWritesRejected", Long.toString(check.staleWritesRejected())).append(',');
-        field(j, "staleReadsRejected", Long.toString(check.staleReadsRejected())).append(',');
-        field(j, "staleWritesAccepted", Long.toString(check.staleWritesAccepted())).append(',');
+        field(j, "staleWritesRejected", Long.toString(check.staleWritesRejected()))
+                .append(',');
+        field(j, "staleReadsRejected", Long.toString(check.staleReadsRejected()))
+                .append(',');
+        field(j, "staleWritesAccepted", Long.toString(check.staleWritesAccepted()))
+                .append(',');
         field(j, "lostUpdates", Long.toString(check.lostUpdates())).append(',');
         field(j, "shortfall", Long.toString(check.shortfall())).append(',');
         field(j, "lockLostEvents", Long.toString(lockLost)).append(',');

@@ -117,12 +117,22 @@ public final class TortureRun {
             }
             store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             storeServer = FencedStoreServer.start(store);
-            out.printf("dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n", target.description(),
-                    config.workers(), seconds(config.duration()), config.fenced() ? "fenced" : "UNFENCED",
-                    config.faults().isEmpty() ? "none" : names(), config.seed());
+            out.printf(
+                    "dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n",
+                    target.description(),
+                    config.workers(),
+                    seconds(config.duration()),
+                    config.fenced() ? "fenced" : "UNFENCED",
+                    config.faults().isEmpty() ? "none" : names(),
+                    config.seed());
             String expiry = target.backend().equals("redis") ? "lease time" : "session timeout";
-            out.printf("%s %s, recovery bound %s (%s + %s)%n", expiry, seconds(config.sessionTimeout()),
-                    seconds(config.recoveryBound()), expiry, seconds(config.recoveryMargin()));
+            out.printf(
+                    "%s %s, recovery bound %s (%s + %s)%n",
+                    expiry,
+                    seconds(config.sessionTimeout()),
+                    seconds(config.recoveryBound()),
+                    expiry,
+                    seconds(config.recoveryMargin()));
             out.flush();
             for (int i = 0; i < config.workers(); i++) {
                 startWorker();
@@ -136,8 +146,17 @@ public final class TortureRun {
             List<String> stuck = stopWorkers();
             List<String> leftovers = awaitNoLeftovers();
             FencingChecker.Report check = store.check();
-            return TortureResult.of(config, target.backend(), target.description(), faults, check,
-                    everyoneLines(), stuck, leftovers, problems, Duration.ofNanos(faultPhase),
+            return TortureResult.of(
+                    config,
+                    target.backend(),
+                    target.description(),
+                    faults,
+                    check,
+                    everyoneLines(),
+                    stuck,
+                    leftovers,
+                    problems,
+                    Duration.ofNanos(faultPhase),
                     Duration.ofNanos(System.nanoTime() - started));
         } finally {
             closeAll();
@@ -185,18 +204,31 @@ public final class TortureRun {
             out.flush();
             return;
         }
-        long recovery = awaitRecovery(done.clearedAt(), done.clear().accesses(), done.clear().highest());
+        long recovery = awaitRecovery(
+                done.clearedAt(), done.clear().accesses(), done.clear().highest());
         long blocked = recovery < 0 ? -1 : firstNewerWrite(done.start());
-        FaultRecord record = new FaultRecord(kind, done.target(), done.detail(), (at - t0) / 1_000_000,
-                (done.clearedAt() - done.startedAt()) / 1_000_000, blocked, recovery,
+        FaultRecord record = new FaultRecord(
+                kind,
+                done.target(),
+                done.detail(),
+                (at - t0) / 1_000_000,
+                (done.clearedAt() - done.startedAt()) / 1_000_000,
+                blocked,
+                recovery,
                 millis(config.recoveryBound()));
         faults.add(record);
         if (recovery < 0) {
             diagnose(kind.cliName() + " at " + seconds(Duration.ofNanos(at - t0)));
         }
-        out.printf("%7s  %-15s %-4s %-38s blocked %6s, recovered %s%s%n", seconds(Duration.ofNanos(at - t0)),
-                kind.cliName(), done.target(), done.detail(), blocked < 0 ? "-" : seconds(Duration.ofMillis(blocked)),
-                recovery < 0 ? "NOT within " + seconds(config.recoveryBound().plus(RECOVERY_OBSERVATION))
+        out.printf(
+                "%7s  %-15s %-4s %-38s blocked %6s, recovered %s%s%n",
+                seconds(Duration.ofNanos(at - t0)),
+                kind.cliName(),
+                done.target(),
+                done.detail(),
+                blocked < 0 ? "-" : seconds(Duration.ofMillis(blocked)),
+                recovery < 0
+                        ? "NOT within " + seconds(config.recoveryBound().plus(RECOVERY_OBSERVATION))
                         : "in " + seconds(Duration.ofMillis(recovery)),
                 record.recoveredInTime() ? "" : "  <-- beyond the bound of " + seconds(config.recoveryBound()));
         out.flush();
@@ -238,8 +270,8 @@ public final class TortureRun {
         } finally {
             w.jvm.resume();
         }
-        return cleared(w.name, "SIGSTOP " + seconds(Duration.ofMillis(pauseMs)) + (holding ? " while holding" : ""),
-                start);
+        return cleared(
+                w.name, "SIGSTOP " + seconds(Duration.ofMillis(pauseMs)) + (holding ? " while holding" : ""), start);
     }
 
     private Injected kill() {
@@ -268,11 +300,12 @@ public final class TortureRun {
     private Injected partition() {
         Worker w = pick();
         boolean holding = random.nextBoolean() && holdAndWait(w);
-        FaultProxy.Direction direction = switch (random.nextInt(5)) {
-            case 0 -> FaultProxy.Direction.UPSTREAM;
-            case 1 -> FaultProxy.Direction.DOWNSTREAM;
-            default -> FaultProxy.Direction.BOTH;
-        };
+        FaultProxy.Direction direction =
+                switch (random.nextInt(5)) {
+                    case 0 -> FaultProxy.Direction.UPSTREAM;
+                    case 1 -> FaultProxy.Direction.DOWNSTREAM;
+                    default -> FaultProxy.Direction.BOTH;
+                };
         long lengthMs = faultLength();
         Mark start = mark();
         w.proxy.blackhole(direction);
@@ -281,13 +314,16 @@ public final class TortureRun {
         } finally {
             w.proxy.pass();
         }
-        String way = switch (direction) {
-            case UPSTREAM -> "requests";
-            case DOWNSTREAM -> "replies";
-            case BOTH -> "both ways";
-        };
-        return cleared(w.name, "drop " + way + " " + seconds(Duration.ofMillis(lengthMs))
-                + (holding ? " while holding" : ""), start);
+        String way =
+                switch (direction) {
+                    case UPSTREAM -> "requests";
+                    case DOWNSTREAM -> "replies";
+                    case BOTH -> "both ways";
+                };
+        return cleared(
+                w.name,
+                "drop " + way + " " + seconds(Duration.ofMillis(lengthMs)) + (holding ? " while holding" : ""),
+                start);
     }
 
     private Worker pick() {
@@ -324,12 +360,15 @@ public final class TortureRun {
      * the observation window.
      */
     private long awaitRecovery(long clearedAt, int from, long highest) {
-        long limit = clearedAt + config.recoveryBound().plus(RECOVERY_OBSERVATION).toNanos();
+        long limit =
+                clearedAt + config.recoveryBound().plus(RECOVERY_OBSERVATION).toNanos();
         int index = from;
         while (true) {
             for (FencedStore.Access a : store.accesses(index)) {
                 index = (int) a.sequence() + 1;
-                if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > highest
+                if (a.accepted()
+                        && a.kind() == FencedStore.Kind.WRITE
+                        && a.token() > highest
                         && a.nanoTime() - clearedAt >= 0) {
                     return (a.nanoTime() - clearedAt) / 1_000_000;
                 }
@@ -364,7 +403,11 @@ public final class TortureRun {
         target.describeQueue(namespace).forEach(l -> text.append("  ").append(l).append('\n'));
         for (Worker w : live) {
             List<String> lines = w.jvm.lines();
-            text.append("\nworker ").append(w.name).append(" pid ").append(w.jvm.pid()).append(", last lines:\n");
+            text.append("\nworker ")
+                    .append(w.name)
+                    .append(" pid ")
+                    .append(w.jvm.pid())
+                    .append(", last lines:\n");
             lines.subList(Math.max(0, lines.size() - 15), lines.size())
                     .forEach(l -> text.append("  ").append(l).append('\n'));
             text.append(threadDump(w.jvm.pid()));
@@ -428,8 +471,8 @@ public final class TortureRun {
 
     private void awaitReady(Worker w) {
         try {
-            w.jvm.awaitLine(line -> line.equals(TortureWorker.READY) || line.startsWith(TortureWorker.FATAL),
-                    READY_TIMEOUT);
+            w.jvm.awaitLine(
+                    line -> line.equals(TortureWorker.READY) || line.startsWith(TortureWorker.FATAL), READY_TIMEOUT);
         } catch (IllegalStateException e) {
             throw new IllegalStateException("worker " + w.name + " did not start: " + e.getMessage(), e);
         }

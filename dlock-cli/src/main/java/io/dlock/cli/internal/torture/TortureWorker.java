@@ -104,8 +104,8 @@ public final class TortureWorker {
         long writes = 0;
         long refused = 0;
         long errors = 0;
-        try (FencedStoreServer.Client store = FencedStoreServer.Client.connect(Integer.parseInt(o.get("store-port")),
-                        name);
+        try (FencedStoreServer.Client store =
+                        FencedStoreServer.Client.connect(Integer.parseInt(o.get("store-port")), name);
                 LockClient client = LockClient.connect(o.get("uri"))) {
             DistributedLock lock = client.lock(o.get("lock"));
             startStdinReader();
@@ -161,45 +161,50 @@ public final class TortureWorker {
     }
 
     private static void startStdinReader() {
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) {
-                    String[] parts = line.trim().split("\\s+");
-                    if (parts[0].equals(STOP)) {
-                        stop = true;
-                    } else if (parts[0].equals(HOLD) && parts.length == 2) {
-                        holdMs.set(Long.parseLong(parts[1]));
+        Thread reader = new Thread(
+                () -> {
+                    try (BufferedReader in =
+                            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = in.readLine()) != null) {
+                            String[] parts = line.trim().split("\\s+");
+                            if (parts[0].equals(STOP)) {
+                                stop = true;
+                            } else if (parts[0].equals(HOLD) && parts.length == 2) {
+                                holdMs.set(Long.parseLong(parts[1]));
+                            }
+                        }
+                    } catch (IOException | NumberFormatException e) {
+                        // treated as the controller being gone
                     }
-                }
-            } catch (IOException | NumberFormatException e) {
-                // treated as the controller being gone
-            }
-            // Standard input closed: the torture that started us is gone; do not linger.
-            Runtime.getRuntime().halt(3);
-        }, "torture-worker-stdin");
+                    // Standard input closed: the torture that started us is gone; do not linger.
+                    Runtime.getRuntime().halt(3);
+                },
+                "torture-worker-stdin");
         reader.setDaemon(true);
         reader.start();
     }
 
     private static void startWatchdog(long maxRuntimeMs) {
-        Thread watchdog = new Thread(() -> {
-            try {
-                TimeUnit.MILLISECONDS.sleep(maxRuntimeMs);
-                emit(FATAL + " ran longer than " + maxRuntimeMs + " ms; halting");
-                Runtime.getRuntime().halt(4);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "torture-worker-watchdog");
+        Thread watchdog = new Thread(
+                () -> {
+                    try {
+                        TimeUnit.MILLISECONDS.sleep(maxRuntimeMs);
+                        emit(FATAL + " ran longer than " + maxRuntimeMs + " ms; halting");
+                        Runtime.getRuntime().halt(4);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                },
+                "torture-worker-watchdog");
         watchdog.setDaemon(true);
         watchdog.start();
     }
 
     static Map<String, String> parse(String[] args) {
         Map<String, String> values = WorkerArgs.parse(args);
-        for (String required : new String[] {"uri", "client", "store-port", "lock", "wait-ms", "work-ms",
-                "max-runtime-ms"}) {
+        for (String required :
+                new String[] {"uri", "client", "store-port", "lock", "wait-ms", "work-ms", "max-runtime-ms"}) {
             if (!values.containsKey(required)) {
                 throw new IllegalArgumentException("--" + required + " is required");
             }
@@ -210,8 +215,8 @@ public final class TortureWorker {
                     throw new NumberFormatException();
                 }
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--" + number + " must be a number >= 0, got '"
-                        + values.get(number) + "'");
+                throw new IllegalArgumentException(
+                        "--" + number + " must be a number >= 0, got '" + values.get(number) + "'");
             }
         }
         return values;

@@ -37,8 +37,8 @@ final class ZooKeeperTarget implements BackendTarget {
     private final String userInfo; // null or user:password
     private final String extraQuery; // "" or "&k=v..." carried over from the user's URI
 
-    private ZooKeeperTarget(ZooKeeperProcess server, InetSocketAddress address, String basePath, String userInfo,
-            String extraQuery) {
+    private ZooKeeperTarget(
+            ZooKeeperProcess server, InetSocketAddress address, String basePath, String userInfo, String extraQuery) {
         this.server = server;
         this.address = address;
         this.basePath = basePath;
@@ -228,8 +228,10 @@ final class ZooKeeperTarget implements BackendTarget {
                 }
             });
             if (userInfo != null) {
-                zk.addAuthInfo("digest", java.net.URLDecoder.decode(userInfo, StandardCharsets.UTF_8)
-                        .getBytes(StandardCharsets.UTF_8));
+                zk.addAuthInfo(
+                        "digest",
+                        java.net.URLDecoder.decode(userInfo, StandardCharsets.UTF_8)
+                                .getBytes(StandardCharsets.UTF_8));
             }
             if (!connected.await(INSPECT_CONNECT_SECONDS, TimeUnit.SECONDS)) {
                 zk.close();

@@ -16,8 +16,8 @@ class TortureParsingTest {
 
     @Test
     void parseList_namesAllAndNone_kinds() {
-        assertThat(FaultKind.parseList("pause, server-restart")).containsExactlyInAnyOrder(FaultKind.PAUSE,
-                FaultKind.SERVER_RESTART);
+        assertThat(FaultKind.parseList("pause, server-restart"))
+                .containsExactlyInAnyOrder(FaultKind.PAUSE, FaultKind.SERVER_RESTART);
         assertThat(FaultKind.parseList("all")).isEqualTo(EnumSet.allOf(FaultKind.class));
         assertThat(FaultKind.parseList("none")).isEmpty();
         assertThat(FaultKind.parseList("")).isEmpty();
@@ -31,7 +31,8 @@ class TortureParsingTest {
         assertThat(BackendTargets.ownsServer("embedded")).isTrue();
         assertThat(BackendTargets.ownsServer("embedded:zookeeper")).isTrue();
         assertThat(BackendTargets.ownsServer("zookeeper://127.0.0.1:2181/x")).isFalse();
-        assertThatThrownBy(() -> BackendTargets.validate("etcd://x")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> BackendTargets.validate("etcd://x"))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("unsupported --uri 'etcd://x'");
     }
 
@@ -50,8 +51,22 @@ class TortureParsingTest {
         assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri", "x"}))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("--client is required");
-        assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri", "x", "--client", "w", "--store-port", "-1",
-                        "--lock", "l", "--wait-ms", "1", "--work-ms", "1", "--max-runtime-ms", "1"}))
+        assertThatThrownBy(() -> TortureWorker.parse(new String[] {
+                    "--uri",
+                    "x",
+                    "--client",
+                    "w",
+                    "--store-port",
+                    "-1",
+                    "--lock",
+                    "l",
+                    "--wait-ms",
+                    "1",
+                    "--work-ms",
+                    "1",
+                    "--max-runtime-ms",
+                    "1"
+                }))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("--store-port must be a number >= 0");
         assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri"}))
@@ -67,24 +82,46 @@ class TortureParsingTest {
         unsafe.write("next", 2, 1);
         unsafe.write("paused", 1, 1);
         TortureConfig fenced = config(true);
-        TortureResult r = TortureResult.of(fenced, "zookeeper", "test", List.of(), unsafe.check(),
+        TortureResult r = TortureResult.of(
+                fenced,
+                "zookeeper",
+                "test",
+                List.of(),
+                unsafe.check(),
                 Map.of("w1", List.of("READY", "LOST 5", "REFUSED write 7 false", "TIMEOUT", "ERROR x")),
-                List.of(), List.of("/t/torture/_c_x-lock-0000000001"), List.of(), Duration.ofSeconds(1),
+                List.of(),
+                List.of("/t/torture/_c_x-lock-0000000001"),
+                List.of(),
+                Duration.ofSeconds(1),
                 Duration.ofSeconds(2));
         assertThat(r.passed()).isFalse();
         assertThat(r.lockLost()).isEqualTo(1);
         assertThat(r.refusedWhileValid()).isZero();
         assertThat(r.timeouts()).isEqualTo(1);
         assertThat(r.errors()).isEqualTo(1);
-        assertThat(r.problems()).anyMatch(p -> p.contains("stale writes accepted under fencing"))
+        assertThat(r.problems())
+                .anyMatch(p -> p.contains("stale writes accepted under fencing"))
                 .anyMatch(p -> p.contains("lost updates"))
                 .anyMatch(p -> p.contains("queue entries left behind"));
-        assertThat(r.json()).startsWith("{\"backend\":\"zookeeper\"").contains("\"staleWritesAccepted\":1")
-                .contains("\"passed\":false").endsWith("]}");
+        assertThat(r.json())
+                .startsWith("{\"backend\":\"zookeeper\"")
+                .contains("\"staleWritesAccepted\":1")
+                .contains("\"passed\":false")
+                .endsWith("]}");
         assertThat(r.table()).contains("stale writes accepted", "leftover queue entries");
 
-        TortureResult unfenced = TortureResult.of(config(false), "zookeeper", "test", List.of(), unsafe.check(),
-                Map.of(), List.of(), List.of(), List.of(), Duration.ofSeconds(1), Duration.ofSeconds(2));
+        TortureResult unfenced = TortureResult.of(
+                config(false),
+                "zookeeper",
+                "test",
+                List.of(),
+                unsafe.check(),
+                Map.of(),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2));
         assertThat(unfenced.passed()).as("%s", unfenced.problems()).isTrue();
         assertThat(unfenced.table()).contains("(unfenced: expected)");
     }
@@ -95,12 +132,22 @@ class TortureParsingTest {
         store.read("w1", 1);
         store.write("w1", 1, 1);
         FaultRecord slow = new FaultRecord(FaultKind.KILL, "w1", "SIGKILL", 1_000, 0, 5_000, 5_000, 4_000);
-        TortureResult r = TortureResult.of(config(true), "zookeeper", "test", List.of(slow), store.check(),
-                Map.of("w2", List.of("REFUSED write 3 true")), List.of(), List.of(), List.of(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2));
+        TortureResult r = TortureResult.of(
+                config(true),
+                "zookeeper",
+                "test",
+                List.of(slow),
+                store.check(),
+                Map.of("w2", List.of("REFUSED write 3 true")),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2));
         assertThat(r.passed()).isFalse();
         assertThat(r.refusedWhileValid()).isEqualTo(1);
-        assertThat(r.problems()).anyMatch(p -> p.startsWith("kill at 1.0s") && p.contains("recovery took 5000 ms"))
+        assertThat(r.problems())
+                .anyMatch(p -> p.startsWith("kill at 1.0s") && p.contains("recovery took 5000 ms"))
                 .anyMatch(p -> p.contains("while its lease was still valid"));
     }
 
@@ -110,7 +157,16 @@ class TortureParsingTest {
     }
 
     private static TortureConfig config(boolean fenced) {
-        return new TortureConfig("embedded", 3, Duration.ofSeconds(10), Set.of(FaultKind.KILL), fenced, 1,
-                Duration.ofSeconds(2), Duration.ofSeconds(2), 5, 10);
+        return new TortureConfig(
+                "embedded",
+                3,
+                Duration.ofSeconds(10),
+                Set.of(FaultKind.KILL),
+                fenced,
+                1,
+                Duration.ofSeconds(2),
+                Duration.ofSeconds(2),
+                5,
+                10);
     }
 }

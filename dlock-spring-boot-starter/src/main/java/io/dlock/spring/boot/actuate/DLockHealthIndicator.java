@@ -76,7 +76,9 @@ public final class DLockHealthIndicator implements HealthIndicator {
             return Health.down().withException(e.getCause()).build();
         } catch (TimeoutException e) {
             probe.cancel(false);
-            return Health.down().withDetail("error", "no answer from the backend within " + timeout).build();
+            return Health.down()
+                    .withDetail("error", "no answer from the backend within " + timeout)
+                    .build();
         } catch (InterruptedException e) {
             probe.cancel(false);
             Thread.currentThread().interrupt();

@@ -41,13 +41,21 @@ public final class ActiveLocks {
 
     long waiting(String lockName, String method) {
         long id = ids.incrementAndGet();
-        entries.put(id, new Entry(lockName, State.WAITING, -1, Instant.now(), method, Thread.currentThread().getName()));
+        entries.put(
+                id,
+                new Entry(
+                        lockName,
+                        State.WAITING,
+                        -1,
+                        Instant.now(),
+                        method,
+                        Thread.currentThread().getName()));
         return id;
     }
 
     void held(long id, long token) {
-        entries.computeIfPresent(id, (k, e) ->
-                new Entry(e.lockName(), State.HELD, token, Instant.now(), e.method(), e.thread()));
+        entries.computeIfPresent(
+                id, (k, e) -> new Entry(e.lockName(), State.HELD, token, Instant.now(), e.method(), e.thread()));
     }
 
     void remove(long id) {

@@ -206,8 +206,8 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
             throw cause;
         }
         active.held(id, lease.fencingToken());
-        ScheduledFuture<?> atMost = releaser.schedule(() -> release(lease, id), remaining(spec.holdAtMost(), start),
-                TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> atMost =
+                releaser.schedule(() -> release(lease, id), remaining(spec.holdAtMost(), start), TimeUnit.NANOSECONDS);
         try {
             return runUnder(inv, spec, name, lease);
         } finally {
@@ -260,7 +260,8 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
             ((CompletionStage<?>) stage).whenComplete((v, e) -> {
                 release(lease, id);
                 if (e != null) {
-                    result.completeExceptionally(e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
+                    result.completeExceptionally(
+                            e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
                 } else {
                     result.complete(v);
                 }
@@ -286,7 +287,9 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         try {
             lease.close();
         } catch (RuntimeException e) {
-            log.warn("[lock={}] release failed; the engine frees it when the lease expires: {}", lease.lockName(),
+            log.warn(
+                    "[lock={}] release failed; the engine frees it when the lease expires: {}",
+                    lease.lockName(),
                     e.toString());
         }
     }
@@ -329,8 +332,10 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         try {
             value = spec.key().getValue(ctx);
         } catch (RuntimeException e) {
-            throw new IllegalArgumentException("@DistributedLock on " + spec.method() + ": key \""
-                    + spec.key().getExpressionString() + "\" failed: " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "@DistributedLock on " + spec.method() + ": key \""
+                            + spec.key().getExpressionString() + "\" failed: " + e.getMessage(),
+                    e);
         }
         String name = value == null ? null : value.toString();
         if (name == null || name.isEmpty()) {
@@ -350,8 +355,8 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         DistributedLock dl = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
         ScheduledLock sl = AnnotatedElementUtils.findMergedAnnotation(specific, ScheduledLock.class);
         if (dl != null && sl != null) {
-            throw new IllegalStateException(LockSpec.describe(specific)
-                    + ": @DistributedLock and @ScheduledLock on one method; choose one");
+            throw new IllegalStateException(
+                    LockSpec.describe(specific) + ": @DistributedLock and @ScheduledLock on one method; choose one");
         }
         s = dl != null ? LockSpec.parse(specific, dl) : sl != null ? LockSpec.parse(specific, sl) : null;
         if (s != null) {

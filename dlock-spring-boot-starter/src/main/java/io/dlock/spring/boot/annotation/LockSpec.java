@@ -8,9 +8,9 @@ import java.util.concurrent.CompletionStage;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
+import org.springframework.expression.spel.ast.Literal;
 import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
-import org.springframework.expression.spel.ast.Literal;
 
 /**
  * One annotated method, parsed once when its bean is proxied: every error that can be known before a
@@ -57,22 +57,25 @@ record LockSpec(
         try {
             key = PARSER.parseExpression(keyText);
         } catch (ParseException e) {
-            throw new IllegalStateException("@DistributedLock on " + where + ": key \"" + keyText
-                    + "\" is not a valid SpEL expression: " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "@DistributedLock on " + where + ": key \"" + keyText + "\" is not a valid SpEL expression: "
+                            + e.getMessage(),
+                    e);
         }
         String constant = null;
         if (key instanceof SpelExpression spel && spel.getAST() instanceof Literal lit) {
             Object v = lit.getLiteralValue().getValue();
             constant = v == null ? null : v.toString();
             if (constant == null || constant.isEmpty()) {
-                throw new IllegalStateException("@DistributedLock on " + where + ": key \"" + keyText
-                        + "\" is an empty lock name");
+                throw new IllegalStateException(
+                        "@DistributedLock on " + where + ": key \"" + keyText + "\" is an empty lock name");
             }
         }
         Duration wait = duration(where, "@DistributedLock", "waitTime", a.waitTime(), true);
         Duration hold = duration(where, "@DistributedLock", "leaseTime", a.leaseTime(), false);
         if (hold != null && hold.isZero()) {
-            throw new IllegalStateException("@DistributedLock on " + where + ": leaseTime must be positive: " + a.leaseTime());
+            throw new IllegalStateException(
+                    "@DistributedLock on " + where + ": leaseTime must be positive: " + a.leaseTime());
         }
         Result result = result(m);
         if (a.onTimeout() == OnTimeout.SKIP && result == Result.PRIMITIVE) {
@@ -80,8 +83,17 @@ record LockSpec(
                     + " object return type to return null; " + m.getReturnType() + " cannot be null");
         }
         Kind kind = isAsync(m) ? Kind.ASYNC : hold != null ? Kind.OWNED : Kind.BLOCKING;
-        return new LockSpec(where, kind, constant, constant == null ? key : null, wait, hold, Duration.ZERO,
-                a.onTimeout(), leaseParameter(m), result);
+        return new LockSpec(
+                where,
+                kind,
+                constant,
+                constant == null ? key : null,
+                wait,
+                hold,
+                Duration.ZERO,
+                a.onTimeout(),
+                leaseParameter(m),
+                result);
     }
 
     static LockSpec parse(Method m, ScheduledLock a) {
@@ -93,8 +105,8 @@ record LockSpec(
         Duration atMost = duration(where, "@ScheduledLock", "lockAtMostFor", a.lockAtMostFor(), false);
         Duration atLeast = duration(where, "@ScheduledLock", "lockAtLeastFor", a.lockAtLeastFor(), true);
         if (atMost == null || atMost.isZero()) {
-            throw new IllegalStateException("@ScheduledLock on " + where + ": lockAtMostFor must be positive: '"
-                    + a.lockAtMostFor() + "'");
+            throw new IllegalStateException(
+                    "@ScheduledLock on " + where + ": lockAtMostFor must be positive: '" + a.lockAtMostFor() + "'");
         }
         if (atLeast == null) {
             atLeast = Duration.ZERO;
@@ -109,11 +121,20 @@ record LockSpec(
                     + " method must return void or an object, not " + m.getReturnType());
         }
         if (isAsync(m)) {
-            throw new IllegalStateException("@ScheduledLock on " + where + ": async scheduled jobs are not supported;"
-                    + " return void");
+            throw new IllegalStateException(
+                    "@ScheduledLock on " + where + ": async scheduled jobs are not supported;" + " return void");
         }
-        return new LockSpec(where, Kind.OWNED, name, null, Duration.ZERO, atMost, atLeast, OnTimeout.SKIP,
-                leaseParameter(m), result);
+        return new LockSpec(
+                where,
+                Kind.OWNED,
+                name,
+                null,
+                Duration.ZERO,
+                atMost,
+                atLeast,
+                OnTimeout.SKIP,
+                leaseParameter(m),
+                result);
     }
 
     private static Duration duration(String where, String annotation, String attribute, String text, boolean zeroOk) {
@@ -124,8 +145,10 @@ record LockSpec(
         try {
             d = DurationStyle.detectAndParse(text.trim());
         } catch (IllegalArgumentException e) {
-            throw new IllegalStateException(annotation + " on " + where + ": " + attribute + " '" + text
-                    + "' is not a duration (write 500ms, 5s, 2m or PT5S)", e);
+            throw new IllegalStateException(
+                    annotation + " on " + where + ": " + attribute + " '" + text
+                            + "' is not a duration (write 500ms, 5s, 2m or PT5S)",
+                    e);
         }
         if (d.isNegative() || (!zeroOk && d.isZero())) {
             throw new IllegalStateException(annotation + " on " + where + ": " + attribute + " must be "

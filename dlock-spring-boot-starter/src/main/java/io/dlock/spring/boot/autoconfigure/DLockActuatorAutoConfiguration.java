@@ -37,7 +37,9 @@ public class DLockActuatorAutoConfiguration {
     @ConditionalOnEnabledHealthIndicator("dlock")
     public DLockHealthIndicator dlockHealthIndicator(LockClient client, DLockProperties properties) {
         return new DLockHealthIndicator(
-                client, properties.getHealth().getLockName(), properties.getHealth().getTimeout());
+                client,
+                properties.getHealth().getLockName(),
+                properties.getHealth().getTimeout());
     }
 
     /**

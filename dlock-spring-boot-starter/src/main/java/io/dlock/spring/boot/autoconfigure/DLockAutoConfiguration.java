@@ -19,8 +19,8 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.type.AnnotationMetadata;
 
@@ -36,10 +36,11 @@ import org.springframework.core.type.AnnotationMetadata;
  *
  * <p>Thread-safety: Spring configuration, used once at startup.
  */
-@AutoConfiguration(afterName = {
-    "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
-    "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration"
-})
+@AutoConfiguration(
+        afterName = {
+            "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+            "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration"
+        })
 @ConditionalOnClass(LockClient.class)
 @EnableConfigurationProperties(DLockProperties.class)
 @Import(DLockAutoConfiguration.AutoProxyRegistrar.class)

@@ -35,7 +35,10 @@ class OversellApplicationIT {
     private static ConfigurableApplicationContext node(OversellApplication.FencedStock shared) {
         return new SpringApplicationBuilder(OversellApplication.class)
                 .initializers(ctx -> ctx.getBeanFactory().registerSingleton("stock", shared))
-                .run("--server.port=0", "--server.address=127.0.0.1", "--dlock.uri=" + zk.uri("shop"),
+                .run(
+                        "--server.port=0",
+                        "--server.address=127.0.0.1",
+                        "--dlock.uri=" + zk.uri("shop"),
                         "--management.endpoints.web.exposure.include=health,dlock",
                         "--management.endpoint.health.show-components=always");
     }
@@ -47,13 +50,18 @@ class OversellApplicationIT {
     @Test
     void concurrentBuyersOnTwoNodes_neverOversell() throws Exception {
         OversellApplication.FencedStock shared = new OversellApplication.FencedStock(100);
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-        try (ConfigurableApplicationContext a = node(shared); ConfigurableApplicationContext b = node(shared)) {
+        HttpClient http =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        try (ConfigurableApplicationContext a = node(shared);
+                ConfigurableApplicationContext b = node(shared)) {
             List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
             for (int i = 0; i < 150; i++) {
                 int port = port(i % 2 == 0 ? a : b);
-                calls.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/buy/widget"))
-                                .POST(HttpRequest.BodyPublishers.noBody()).timeout(Duration.ofSeconds(60)).build(),
+                calls.add(http.sendAsync(
+                        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/buy/widget"))
+                                .POST(HttpRequest.BodyPublishers.noBody())
+                                .timeout(Duration.ofSeconds(60))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString()));
             }
             int sold = 0;
@@ -72,13 +80,15 @@ class OversellApplicationIT {
             assertThat(shared.units()).isZero();
             assertThat(shared.refused()).isZero();
 
-            HttpResponse<String> health = http.send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + port(a) + "/actuator/health")).build(),
+            HttpResponse<String> health = http.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port(a) + "/actuator/health"))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(health.statusCode()).isEqualTo(200);
             assertThat(health.body()).contains("\"dlock\":{\"status\":\"UP\"");
-            HttpResponse<String> locks = http.send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + port(b) + "/actuator/dlock")).build(),
+            HttpResponse<String> locks = http.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port(b) + "/actuator/dlock"))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(locks.statusCode()).isEqualTo(200);
             assertThat(locks.body()).contains("\"held\":[]").contains("\"waiting\":[]");
