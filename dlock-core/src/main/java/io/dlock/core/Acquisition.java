@@ -371,6 +371,7 @@ final class Acquisition {
 
     private void onFailure(Throwable error) {
         boolean entryGone = error instanceof EntryLostException;
+        QueueEntry lostEntry = entry;
         if (entryGone && state == LockState.QUEUED) {
             // Our entry vanished (its session ended): stand in the queue again, same deadline.
             log.debug("[lock={} state=QUEUED] entry lost, enqueueing again: {}", name, error.getMessage());
@@ -379,9 +380,11 @@ final class Acquisition {
                 client.protocol.enqueue(request()).whenComplete(this::onPosition);
                 return;
             }
-            // A cancel landed after the first check: it saw the lost entry (gone anyway) or none,
-            // and nothing new was sent, so there is nothing to withdraw.
-            finishCancelled();
+            // A cancel landed after the first check: it saw the lost entry or none, and nothing new
+            // was sent. If it is withdrawing the lost entry, that withdrawal finishes.
+            if (lostEntry == null || withdrawn != lostEntry) {
+                finishCancelled();
+            }
             return;
         }
         Throwable cause = error instanceof LockBackendException
@@ -391,6 +394,11 @@ final class Acquisition {
                 : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
         cancelFrom(LockState.QUEUED, cause);
         if (state != LockState.CANCELLED) {
+            return;
+        }
+        if (lostEntry != null && withdrawn == lostEntry) {
+            // This entry's withdrawal is under way (a protocol may fail the pending wait of an
+            // entry it is asked to remove): the withdrawal answers the caller once it is done.
             return;
         }
         if (entryGone) {
