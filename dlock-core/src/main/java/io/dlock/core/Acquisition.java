@@ -468,16 +468,20 @@ final class Acquisition {
      * connection is still down) is not taken for "none": the entry would block the lock for every
      * client for as long as its session lives. So the lookup is repeated, with the retry policy's
      * back-off, until it answers or the client closes. The caller is told of the failure once the
-     * entry is gone, or after the connect timeout if the lookup is still going on by then.
+     * entry is gone, or after the connect timeout if the lookup is still going on by then. The
+     * repeats are bounded by the retry policy: the protocol's own lookup keeps trying for as long as
+     * the entry's session may live, and a lease backend's entry runs out by itself.
      */
     private void cleanupUnknownEntry() {
         lookUpAndRemove(0);
         if (!outcome.isDone()) {
             try {
+                // finishCancelled, not only the caller's answer: the next local waiter goes to the
+                // backend now (behind the unknown entry, if it exists, until the lookup removes it).
                 client.schedule(
-                        this::completeCancelled, client.options.connectTimeout().toNanos());
+                        this::finishCancelled, client.options.connectTimeout().toNanos());
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                completeCancelled(); // the client is closing
+                finishCancelled(); // the client is closing
             }
         }
     }
@@ -490,6 +494,18 @@ final class Acquisition {
                         : CompletableFuture.<Void>completedFuture(null))
                 .whenComplete((ok, err) -> {
                     if (err == null || !client.isOpen()) {
+                        finishCancelled();
+                        return;
+                    }
+                    if (attempt >= client.options.retryPolicy().maxRetries()) {
+                        // The protocol's own lookup retries for as long as the entry's session may
+                        // live (ZooKeeper); a lease backend's entry runs out by itself.
+                        log.warn(
+                                "[lock={} state=CANCELLED] gave up looking for the entry of {} after {} attempts: {}",
+                                name,
+                                id,
+                                attempt + 1,
+                                err.toString());
                         finishCancelled();
                         return;
                     }
