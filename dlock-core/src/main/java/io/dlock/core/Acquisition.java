@@ -466,11 +466,11 @@ final class Acquisition {
     /**
      * Finds the entry an unanswered enqueue may have made, and removes it. A lookup that fails (the
      * connection is still down) is not taken for "none": the entry would block the lock for every
-     * client for as long as its session lives. So the lookup is repeated, with the retry policy's
-     * back-off, until it answers or the client closes. The caller is told of the failure once the
-     * entry is gone, or after the connect timeout if the lookup is still going on by then. The
-     * repeats are bounded by the retry policy: the protocol's own lookup keeps trying for as long as
-     * the entry's session may live, and a lease backend's entry runs out by itself.
+     * client for as long as its session lives. So the lookup is repeated with the retry policy's
+     * back-off, up to its retries (the protocol's own lookup keeps trying for as long as the entry's
+     * session may live, and a lease backend's entry runs out by itself). The caller hears of the
+     * failure once the entry is gone, when the first lookup fails, or after the connect timeout if
+     * the lookup has not answered by then; the lookup goes on without it.
      */
     private void cleanupUnknownEntry() {
         lookUpAndRemove(0);
@@ -509,6 +509,9 @@ final class Acquisition {
                         finishCancelled();
                         return;
                     }
+                    // The caller hears of the failure now (the enqueue failed; nothing is known to
+                    // be held), and the next local waiter may go; the lookup goes on without them.
+                    finishCancelled();
                     log.debug(
                             "[lock={} state=CANCELLED] looking for the entry of {} failed ({}); looking again",
                             name,
