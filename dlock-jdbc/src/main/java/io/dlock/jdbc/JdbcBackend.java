@@ -200,21 +200,27 @@ final class JdbcBackend implements LockBackend {
                             null);
                 }
             }
-            try {
-                for (String ddl : uri.dialect().ddlStatements(uri.table())) {
-                    try (Statement s = c.createStatement()) {
-                        s.execute(ddl);
+            // Two clients creating at once: PostgreSQL's IF NOT EXISTS is not race-free (the loser
+            // fails on the row type the winner is still creating), and the winner may be between
+            // its statements. Every statement is idempotent, so the loser runs them again.
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    for (String ddl : uri.dialect().ddlStatements(uri.table())) {
+                        try (Statement s = c.createStatement()) {
+                            s.execute(ddl);
+                        }
                     }
-                }
-            } catch (SQLException e) {
-                // Two clients creating at once: PostgreSQL's IF NOT EXISTS is not race-free. If the
-                // tables are there now, the other client made them.
-                try (Statement s = c.createStatement()) {
-                    s.executeQuery(sql.probe).close();
-                    return;
-                } catch (SQLException again) {
-                    e.addSuppressed(again);
-                    throw e;
+                    break;
+                } catch (SQLException e) {
+                    if (attempt >= 5) {
+                        throw e;
+                    }
+                    try {
+                        Thread.sleep(50L * attempt);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        throw e;
+                    }
                 }
             }
             log.info("[client={}] created lock tables {} and {}", NAME, uri.table(), sql.waiters);
