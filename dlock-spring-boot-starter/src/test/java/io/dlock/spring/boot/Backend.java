@@ -80,6 +80,9 @@ abstract class Backend implements AutoCloseable {
 
             @Override
             String uri(String namespace) {
+                // A fresh prefix on a fresh server: nothing was ever granted under it, so skip
+                // dlock-redis's data-loss fence (a lease time) by marking its epoch continuous.
+                redis.command("SET", namespace + ":epoch", "=0", "NX");
                 return redis.uri(namespace);
             }
 
@@ -101,7 +104,8 @@ abstract class Backend implements AutoCloseable {
             @Override
             @SuppressWarnings("unchecked")
             List<String> leftovers(String namespace) {
-                return (List<String>) redis.command("KEYS", namespace + ":*");
+                return ((List<String>) redis.command("KEYS", namespace + ":*"))
+                        .stream().filter(k -> !k.endsWith(":epoch")).toList();
             }
 
             @Override
