@@ -155,7 +155,7 @@ final class BenchServers implements AutoCloseable {
         redis = RedisServer.builder().persistence(false).start(); // no AOF fsync, as ZooKeeper's forceSync=no
         // A fresh server has no epoch marker, which dlock-redis reads as lost data and fences for a
         // lease time; this one is known to have granted nothing yet.
-        redis.command("SET", DlockAdapter.NAMESPACE + ":epoch", "=0");
+        redis.markFreshPrefix(DlockAdapter.NAMESPACE);
         redisAddress = "127.0.0.1:" + redis.port();
     }
 

@@ -38,7 +38,7 @@ class AllBackendsIT {
                 LockClient etcdClient = LockClient.connect(etcd.uri("all"))) {
             // A fresh redis-server: nothing was granted under the prefix, so skip dlock-redis's
             // data-loss fence (a lease time) by marking its epoch continuous.
-            redis.command("SET", "all:epoch", "=0");
+            redis.markFreshPrefix("all");
             for (LockClient client : List.of(zkClient, redisClient, etcdClient)) {
                 try (Lease lease = client.lock("shared-name")
                         .tryAcquire(Duration.ofSeconds(10))

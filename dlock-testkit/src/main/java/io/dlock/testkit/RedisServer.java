@@ -395,6 +395,19 @@ public final class RedisServer implements TestServer {
     }
 
     /**
+     * Marks dlock-redis's epoch marker for a key prefix under which nothing was ever granted, so
+     * that its first grants skip the data-loss fence (one lease time). A marker that exists is kept.
+     *
+     * <p>Blocking: one round trip. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server does not answer.
+     *
+     * @param keyPrefix the prefix dlock-redis uses ({@code keyPrefix}, the namespace of {@link #uri})
+     */
+    public void markFreshPrefix(String keyPrefix) {
+        command("SET", keyPrefix + ":epoch", "=0", "NX");
+    }
+
+    /**
      * Sends one command over a fresh connection (TLS, verifying the certificate, for a {@link
      * Builder#tls()} server) and returns the reply: a {@code String}, a {@code Long}, a {@code
      * List<Object>} or null. For inspection and fault injection in tests.

@@ -82,7 +82,7 @@ abstract class Backend implements AutoCloseable {
             String uri(String namespace) {
                 // A fresh prefix on a fresh server: nothing was ever granted under it, so skip
                 // dlock-redis's data-loss fence (a lease time) by marking its epoch continuous.
-                redis.command("SET", namespace + ":epoch", "=0", "NX");
+                redis.markFreshPrefix(namespace);
                 return redis.uri(namespace);
             }
 

@@ -48,7 +48,7 @@ final class RedisTarget implements BackendTarget {
      */
     @Override
     public String clientUri(String proxy, String namespace, Duration expiry) {
-        server.command("SET", namespace + ":epoch", "=0", "NX");
+        server.markFreshPrefix(namespace);
         return "redis://" + proxy + "?keyPrefix=" + namespace + "&leaseTime=" + DurationConverter.toParameter(expiry);
     }
 
