@@ -1,30 +1,18 @@
 package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.io.BufferedInputStream;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.GeneralSecurityException;
-import java.security.KeyStore;
-import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
 import javax.net.ssl.SSLSocketFactory;
-import javax.net.ssl.TrustManagerFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -63,10 +51,9 @@ public final class RedisServer implements TestServer {
     public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
 
     /** The password of {@link #caTrustStore()}. */
-    public static final String TRUST_STORE_PASSWORD = "dlock-test";
+    public static final String TRUST_STORE_PASSWORD = TlsMaterial.TRUST_STORE_PASSWORD;
 
     private static final Duration PROBE_TIMEOUT = Duration.ofMillis(500);
-    private static final Duration OPENSSL_TIMEOUT = Duration.ofSeconds(30);
 
     private final int port;
     private final Path dir;
@@ -272,19 +259,18 @@ public final class RedisServer implements TestServer {
          */
         public RedisServer start() {
             String binary = binary(); // fail before creating anything
-            String openssl = null;
             if (tls) {
                 if (sentinel) {
                     throw new IllegalStateException("RedisServer: tls() is not supported together with sentinel()");
                 }
-                openssl = openssl();
+                TlsMaterial.openssl(); // fail before creating anything
             }
             Path dir = Reaper.createTempDirectory("dlock-redis-");
             RedisServer server = new RedisServer(this, port != 0 ? port : FreePorts.loopback(), dir);
             synchronized (server) {
                 try {
-                    if (openssl != null) {
-                        server.makeCertificates(openssl);
+                    if (tls) {
+                        server.tlsSockets = TlsMaterial.create(dir).socketFactory();
                     }
                     server.launch(binary);
                     if (replica) {
@@ -369,7 +355,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caCertificate() {
         requireTls("caCertificate");
-        return dir.resolve("ca.crt");
+        return dir.resolve(TlsMaterial.CA_CERTIFICATE);
     }
 
     /**
@@ -386,7 +372,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caTrustStore() {
         requireTls("caTrustStore");
-        return dir.resolve("truststore.p12");
+        return dir.resolve(TlsMaterial.TRUST_STORE);
     }
 
     private void requireTls(String what) {
@@ -537,9 +523,11 @@ public final class RedisServer implements TestServer {
         if (tls) {
             lines.add("port 0");
             lines.add("tls-port " + port);
-            lines.add("tls-cert-file " + dir.resolve("server.crt").toAbsolutePath());
-            lines.add("tls-key-file " + dir.resolve("server.key").toAbsolutePath());
-            lines.add("tls-ca-cert-file " + dir.resolve("ca.crt").toAbsolutePath());
+            lines.add("tls-cert-file "
+                    + dir.resolve(TlsMaterial.SERVER_CERTIFICATE).toAbsolutePath());
+            lines.add("tls-key-file " + dir.resolve(TlsMaterial.SERVER_KEY).toAbsolutePath());
+            lines.add("tls-ca-cert-file "
+                    + dir.resolve(TlsMaterial.CA_CERTIFICATE).toAbsolutePath());
             lines.add("tls-auth-clients no");
         } else {
             lines.add("port " + port);
@@ -597,147 +585,6 @@ public final class RedisServer implements TestServer {
         }
     }
 
-    /**
-     * Makes a CA and a server certificate for 127.0.0.1/localhost (P-256 keys, valid two days),
-     * and a PKCS12 trust store holding the CA; then the socket factory that the probe and {@link
-     * #command} use.
-     */
-    @GuardedBy("this")
-    private void makeCertificates(String openssl) {
-        Path ext = dir.resolve("server.ext");
-        try {
-            Files.write(
-                    ext,
-                    List.of(
-                            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                            "basicConstraints=critical,CA:FALSE",
-                            "keyUsage=critical,digitalSignature,keyEncipherment",
-                            "extendedKeyUsage=serverAuth"),
-                    StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + ext, e);
-        }
-        String ec = "ec_paramgen_curve:prime256v1";
-        runOpenssl(
-                openssl,
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                ec,
-                "-nodes",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=dlock throwaway test CA",
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign");
-        runOpenssl(
-                openssl,
-                "req",
-                "-new",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                ec,
-                "-nodes",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=localhost");
-        runOpenssl(
-                openssl,
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "server.crt",
-                "-days",
-                "2",
-                "-extfile",
-                ext.toString());
-        try (InputStream in = Files.newInputStream(dir.resolve("ca.crt"));
-                OutputStream out = Files.newOutputStream(dir.resolve("truststore.p12"))) {
-            KeyStore store = KeyStore.getInstance("PKCS12");
-            store.load(null, null);
-            store.setCertificateEntry(
-                    "dlock-test-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
-            store.store(out, TRUST_STORE_PASSWORD.toCharArray());
-            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-            tmf.init(store);
-            SSLContext context = SSLContext.getInstance("TLS");
-            context.init(null, tmf.getTrustManagers(), null);
-            tlsSockets = context.getSocketFactory();
-        } catch (IOException e) {
-            throw new UncheckedIOException(this + ": cannot read the CA certificate or write the trust store", e);
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException(this + ": cannot load the CA certificate openssl made", e);
-        }
-    }
-
-    private void runOpenssl(String openssl, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(openssl));
-        cmd.addAll(List.of(args));
-        Path out = dir.resolve("openssl.log");
-        try {
-            Process p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile()))
-                    .start();
-            Reaper.track(p);
-            try {
-                if (!p.waitFor(OPENSSL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
-                    p.destroyForcibly();
-                    p.waitFor(10, TimeUnit.SECONDS);
-                    throw new IllegalStateException(this + ": " + String.join(" ", cmd) + " did not finish within "
-                            + OPENSSL_TIMEOUT + tail(out));
-                }
-            } finally {
-                Reaper.untrack(p);
-            }
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(
-                        this + ": " + String.join(" ", cmd) + " exited with " + p.exitValue() + tail(out));
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + openssl, e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while running openssl", e);
-        }
-    }
-
-    /** The openssl binary on the PATH, or an exception saying how to get one. */
-    static String openssl() {
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String d : path.split(File.pathSeparator)) {
-                Path candidate = Path.of(d, "openssl");
-                if (Files.isExecutable(candidate)) {
-                    return candidate.toString();
-                }
-            }
-        }
-        throw new IllegalStateException("openssl not found on the PATH: RedisServer.tls() makes its throwaway CA and"
-                + " server certificate with the openssl CLI. Install it (Debian/Ubuntu: apt-get install openssl)");
-    }
-
     private static String tail(Path logFile) {
         try {
             List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
@@ -772,118 +619,6 @@ public final class RedisServer implements TestServer {
         throw new IllegalStateException("redis-server not found on the PATH: the Redis tests need a real server."
                 + " Install one (Debian/Ubuntu: apt-get install redis-server) or point -D" + BINARY_PROPERTY
                 + "=/path/to/redis-server at it");
-    }
-
-    /** A minimal RESP2 client: enough for readiness probes and test inspection. */
-    static final class Resp {
-        private Resp() {}
-
-        static boolean isUp(int port, @Nullable SSLSocketFactory tls, @Nullable String password, Duration timeout) {
-            try {
-                Object pong = command(port, tls, password, timeout, "PING");
-                return "PONG".equals(pong);
-            } catch (UncheckedIOException | IllegalStateException e) {
-                return false;
-            }
-        }
-
-        /** Sends one command; over TLS (verifying the host 127.0.0.1) when {@code tls} is not null. */
-        static @Nullable Object command(
-                int port, @Nullable SSLSocketFactory tls, @Nullable String password, Duration timeout, String... args) {
-            try (Socket plain = new Socket()) {
-                plain.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
-                plain.setSoTimeout((int) timeout.toMillis());
-                if (tls == null) {
-                    return exchange(plain, password, args);
-                }
-                try (SSLSocket ssl = (SSLSocket) tls.createSocket(plain, "127.0.0.1", port, true)) {
-                    SSLParameters params = ssl.getSSLParameters();
-                    params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name 127.0.0.1
-                    ssl.setSSLParameters(params);
-                    ssl.startHandshake();
-                    return exchange(ssl, password, args);
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(
-                        "cannot reach redis on 127.0.0.1:" + port + (tls == null ? "" : " (TLS)"), e);
-            }
-        }
-
-        private static @Nullable Object exchange(Socket socket, @Nullable String password, String... args)
-                throws IOException {
-            OutputStream out = socket.getOutputStream();
-            InputStream in = new BufferedInputStream(socket.getInputStream());
-            if (password != null) {
-                write(out, "AUTH", password);
-                read(in);
-            }
-            write(out, args);
-            return read(in);
-        }
-
-        private static void write(OutputStream out, String... args) throws IOException {
-            StringBuilder sb =
-                    new StringBuilder().append('*').append(args.length).append("\r\n");
-            for (String a : args) {
-                byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
-                sb.append('$').append(bytes.length).append("\r\n").append(a).append("\r\n");
-            }
-            out.write(sb.toString().getBytes(StandardCharsets.UTF_8));
-            out.flush();
-        }
-
-        private static @Nullable Object read(InputStream in) throws IOException {
-            int type = in.read();
-            String line = line(in);
-            switch (type) {
-                case '+':
-                    return line;
-                case '-':
-                    throw new IllegalStateException(line);
-                case ':':
-                    return Long.parseLong(line);
-                case '$': {
-                    int n = Integer.parseInt(line);
-                    if (n < 0) {
-                        return null;
-                    }
-                    byte[] data = in.readNBytes(n + 2);
-                    return new String(data, 0, n, StandardCharsets.UTF_8);
-                }
-                case '*': {
-                    int n = Integer.parseInt(line);
-                    if (n < 0) {
-                        return null;
-                    }
-                    List<Object> items = new ArrayList<>(n);
-                    for (int i = 0; i < n; i++) {
-                        try {
-                            items.add(read(in));
-                        } catch (IllegalStateException e) {
-                            items.add(e);
-                        }
-                    }
-                    return items;
-                }
-                case -1:
-                    throw new IOException("connection closed");
-                default:
-                    throw new IOException("unexpected RESP type '" + (char) type + "'");
-            }
-        }
-
-        private static String line(InputStream in) throws IOException {
-            StringBuilder sb = new StringBuilder();
-            int c;
-            while ((c = in.read()) != -1) {
-                if (c == '\r') {
-                    in.read(); // '\n'
-                    break;
-                }
-                sb.append((char) c);
-            }
-            return sb.toString();
-        }
     }
 
     private Process running() {
