@@ -734,7 +734,7 @@ final class RedisLockProtocol implements LockProtocol {
             return (RuntimeException) cause;
         }
         String m = String.valueOf(cause.getMessage());
-        String acl = RedisBackend.aclHint(m, backend.uri.keyPrefix());
+        String acl = RedisConnector.aclHint(m, backend.uri.keyPrefix());
         String hint = !acl.isEmpty() ? acl : m.startsWith("NOAUTH") ? " (authentication required)" : "";
         return new LockBackendException(lockName, RedisBackend.NAME, what + " failed: " + m + hint, cause);
     }
