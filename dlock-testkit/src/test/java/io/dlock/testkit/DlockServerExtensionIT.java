@@ -13,6 +13,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.platform.testkit.engine.EngineExecutionResults;
 import org.junit.platform.testkit.engine.EngineTestKit;
 
@@ -67,7 +71,23 @@ class DlockServerExtensionIT {
     private static EngineExecutionResults run(Class<?> testClass) {
         return EngineTestKit.engine("junit-jupiter")
                 .selectors(selectClass(testClass))
+                .configurationParameter(SampleOnly.PARAMETER, "true")
                 .execute();
+    }
+
+    /**
+     * The sample classes below run only inside {@link #run}: a pattern such as {@code
+     * -Dit.test='DlockServer*'} also selects nested classes, and {@link Undeclared} fails on purpose.
+     */
+    static final class SampleOnly implements ExecutionCondition {
+        static final String PARAMETER = "dlock.testkit.sample";
+
+        @Override
+        public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+            return context.getConfigurationParameter(PARAMETER).isPresent()
+                    ? ConditionEvaluationResult.enabled("run by DlockServerExtensionIT")
+                    : ConditionEvaluationResult.disabled("a sample for DlockServerExtensionIT, not a test of its own");
+        }
     }
 
     private static void connect(int port) throws IOException {
@@ -76,6 +96,7 @@ class DlockServerExtensionIT {
         }
     }
 
+    @ExtendWith(SampleOnly.class)
     @DlockServer({DlockServer.Kind.REDIS, DlockServer.Kind.ZOOKEEPER})
     static class TwoKinds {
         @BeforeAll
@@ -105,6 +126,7 @@ class DlockServerExtensionIT {
         }
     }
 
+    @ExtendWith(SampleOnly.class)
     @DlockServer(DlockServer.Kind.MEMCACHED)
     static class OneKind {
         @Test
@@ -122,6 +144,7 @@ class DlockServerExtensionIT {
         }
     }
 
+    @ExtendWith(SampleOnly.class)
     @DlockServer(DlockServer.Kind.MEMCACHED)
     static class Undeclared {
         @Test
