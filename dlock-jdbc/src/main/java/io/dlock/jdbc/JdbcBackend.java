@@ -71,6 +71,9 @@ final class JdbcBackend implements LockBackend {
     private final ThreadPoolExecutor workers;
     final ScheduledThreadPoolExecutor timer;
     private final JdbcLockProtocol protocol;
+    /** Session mode's protocol, or null in lease mode. */
+    private final PgSessionProtocol sessions;
+
     private final Set<Capability> capabilities;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -106,6 +109,8 @@ final class JdbcBackend implements LockBackend {
         EnumSet<Capability> caps = EnumSet.of(
                 Capability.EXCLUSIVE,
                 Capability.FENCING_TOKENS,
+                Capability.READ_WRITE,
+                Capability.SEMAPHORE,
                 Capability.MULTI_LOCK,
                 Capability.LOST_DETECTION,
                 Capability.CRASH_RELEASE,
@@ -114,8 +119,14 @@ final class JdbcBackend implements LockBackend {
         if (options.fair()) {
             caps.add(Capability.FAIR);
         }
+        if (uri.sessionMode()) {
+            // Advisory locks: exclusive only; PostgreSQL's lock queue is FIFO whatever 'fair' says.
+            caps.removeAll(EnumSet.of(Capability.READ_WRITE, Capability.SEMAPHORE));
+            caps.add(Capability.FAIR);
+        }
         this.capabilities = Set.copyOf(caps);
         this.protocol = new JdbcLockProtocol(this);
+        this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
     }
 
     /**
@@ -155,7 +166,7 @@ final class JdbcBackend implements LockBackend {
     private static JdbcBackend start(JdbcBackend b) {
         try {
             b.checkTables();
-            if (b.uri.dialect() == JdbcDialect.POSTGRESQL) {
+            if (b.uri.dialect() == JdbcDialect.POSTGRESQL && !b.uri.sessionMode()) {
                 b.listener = new PgListener(b, b.protocol);
                 b.listener.start();
             }
@@ -185,6 +196,16 @@ final class JdbcBackend implements LockBackend {
                 s.executeQuery(sql.probe).close();
                 return;
             } catch (SQLException e) {
+                if (missingColumn(e)) {
+                    throw new LockBackendException(
+                            null,
+                            NAME,
+                            "lock table " + uri.table() + " or " + sql.waiters
+                                    + " lacks columns this version of dlock needs (" + e.getMessage()
+                                    + "). Add them or create the tables anew with the DDL below:\n"
+                                    + uri.dialect().ddl(uri.table()),
+                            null);
+                }
                 if (!missingTable(e)) {
                     throw e;
                 }
@@ -234,6 +255,12 @@ final class JdbcBackend implements LockBackend {
         }
     }
 
+    static boolean missingColumn(SQLException e) {
+        // PostgreSQL 42703, MariaDB/MySQL 42S22 (error 1054), H2 42S22 (error 42122)
+        String state = String.valueOf(e.getSQLState());
+        return state.equals("42703") || state.equals("42S22") || e.getErrorCode() == 1054 || e.getErrorCode() == 42122;
+    }
+
     static boolean missingTable(SQLException e) {
         String state = String.valueOf(e.getSQLState());
         // PostgreSQL 42P01, MariaDB/MySQL 42S02 (error 1146), H2 42S02 and errors 42102..42104
@@ -268,6 +295,8 @@ final class JdbcBackend implements LockBackend {
                 } catch (SQLException e) {
                     broken = c == null || brokenConnection(e);
                     f.completeExceptionally(e);
+                } catch (IllegalArgumentException e) {
+                    f.completeExceptionally(e); // refused input: the connection is fine
                 } catch (RuntimeException e) {
                     broken = true;
                     f.completeExceptionally(e);
@@ -327,6 +356,11 @@ final class JdbcBackend implements LockBackend {
         }
     }
 
+    /** Whether connections come from the application's DataSource (their settings are not dlock's). */
+    boolean borrowsConnections() {
+        return connections instanceof BorrowedConnections;
+    }
+
     boolean isClosed() {
         return closed.get();
     }
@@ -359,7 +393,7 @@ final class JdbcBackend implements LockBackend {
 
     @Override
     public LockProtocol protocol() {
-        return protocol;
+        return sessions != null ? sessions : protocol;
     }
 
     @Override
@@ -381,6 +415,9 @@ final class JdbcBackend implements LockBackend {
         PgListener l = listener;
         if (l != null) {
             l.close();
+        }
+        if (sessions != null) {
+            sessions.close();
         }
         try {
             // The client's waiter rows (the engine released its leases before closing us).

@@ -25,6 +25,8 @@ import java.util.regex.Pattern;
  * @param createTable whether to create missing tables
  * @param maxConnections how many connections dlock opens for its statements (PostgreSQL: plus one
  *     for LISTEN)
+ * @param sessionMode PostgreSQL's session mode ({@code mode=session}): advisory locks on a
+ *     connection per held lock instead of leases in the table
  * @param options the client's options
  */
 record JdbcUri(
@@ -34,6 +36,7 @@ record JdbcUri(
         String table,
         boolean createTable,
         int maxConnections,
+        boolean sessionMode,
         LockOptions options) {
 
     /** The default lock table. */
@@ -43,7 +46,7 @@ record JdbcUri(
     static final int DEFAULT_MAX_CONNECTIONS = 4;
 
     /** dlock's own parameters beyond the common ones. */
-    static final Set<String> PARAMETERS = Set.of("dlockTable", "createTable", "maxConnections");
+    static final Set<String> PARAMETERS = Set.of("dlockTable", "createTable", "maxConnections", "mode");
 
     /**
      * A table name: an unquoted identifier, optionally schema-qualified; short enough that {@code
@@ -136,7 +139,18 @@ record JdbcUri(
                     "parameter 'maxConnections' must be an integer: '" + params.get("maxConnections") + "'");
         }
         checkMaxConnections(max);
-        return new JdbcUri(dialect, jdbcUrl, password, table, create, max, options);
+        boolean session =
+                switch (params.getOrDefault("mode", "lease")) {
+                    case "lease" -> false;
+                    case "session" -> true;
+                    default -> throw new IllegalArgumentException(
+                            "parameter 'mode' must be lease or session: '" + params.get("mode") + "'");
+                };
+        if (session && dialect != JdbcDialect.POSTGRESQL) {
+            throw new IllegalArgumentException(
+                    "parameter 'mode=session' needs PostgreSQL (advisory locks), not " + dialect.id);
+        }
+        return new JdbcUri(dialect, jdbcUrl, password, table, create, max, session, options);
     }
 
     static void checkTable(String table) {
