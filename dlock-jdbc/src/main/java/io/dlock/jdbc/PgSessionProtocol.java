@@ -1,5 +1,6 @@
 package io.dlock.jdbc;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.dlock.LockBackendException;
 import io.dlock.Ticker;
 import io.dlock.spi.EntryLostException;
@@ -67,18 +68,36 @@ final class PgSessionProtocol implements LockProtocol {
     private final BlockingQueue<Connection> idle;
     private final ExecutorService threads;
 
-    /** One acquisition's connection, and whether its advisory lock is granted. */
+    /**
+     * One acquisition's connection. Every step on it (the try, the wait, renewals, the release)
+     * runs on its lane, one after the other; only cancelling a wait comes from outside.
+     */
     private static final class Session {
         final QueueEntry entry;
         final long key;
-        final Connection connection;
+        /** Set by the first step; read by later steps of the lane only. */
+        volatile Connection connection;
+        /** Whether the session holds the advisory lock (set and cleared on the lane). */
+        volatile boolean locked;
+        /** Whether the grant (with its token) was reported. */
         volatile boolean granted;
-        volatile boolean withdrawn;
+        /** Whether the connection failed and must not be used again. */
+        volatile boolean broken;
+        /** The statement blocked in pg_advisory_lock, for cancelling it. */
+        volatile PreparedStatement waiting;
 
-        Session(QueueEntry entry, long key, Connection connection) {
+        @GuardedBy("this")
+        boolean withdrawn;
+
+        @GuardedBy("this")
+        boolean blocked;
+
+        @GuardedBy("this")
+        CompletableFuture<?> tail = CompletableFuture.completedFuture(null);
+
+        Session(QueueEntry entry, long key) {
             this.entry = entry;
             this.key = key;
-            this.connection = connection;
         }
     }
 
@@ -112,32 +131,34 @@ final class PgSessionProtocol implements LockProtocol {
         }
     }
 
-    private <T> CompletableFuture<T> run(String lockName, String what, Work<T> work) {
-        CompletableFuture<T> f = new CompletableFuture<>();
-        try {
-            threads.execute(() -> {
+    /** Runs {@code work} on the session's lane, after every step queued before it. */
+    private <T> CompletableFuture<T> onLane(Session s, String what, Work<T> work) {
+        synchronized (s) {
+            CompletableFuture<T> f = new CompletableFuture<>();
+            s.tail.whenComplete((x, e) -> {
                 try {
-                    f.complete(work.run());
-                } catch (SQLException e) {
-                    f.completeExceptionally(failure(lockName, what, e));
-                } catch (RuntimeException e) {
-                    f.completeExceptionally(e);
+                    threads.execute(() -> {
+                        try {
+                            f.complete(work.run());
+                        } catch (SQLException e2) {
+                            f.completeExceptionally(failure(s.entry.lockName(), what, e2));
+                        } catch (RuntimeException e2) {
+                            f.completeExceptionally(e2);
+                        }
+                    });
+                } catch (RejectedExecutionException e2) {
+                    f.completeExceptionally(
+                            new LockBackendException(s.entry.lockName(), JdbcBackend.NAME, "client is closed", null));
                 }
             });
-        } catch (RejectedExecutionException e) {
-            f.completeExceptionally(new LockBackendException(lockName, JdbcBackend.NAME, "client is closed", null));
+            s.tail = f;
+            return f;
         }
-        return f;
     }
 
     @FunctionalInterface
     private interface Work<T> {
         T run() throws SQLException;
-    }
-
-    private Connection connection() throws SQLException {
-        Connection c = idle.poll();
-        return c != null ? c : backend.dedicatedConnection();
     }
 
     @Override
@@ -149,34 +170,58 @@ final class PgSessionProtocol implements LockProtocol {
         String name = request.lockName();
         QueueEntry entry =
                 new QueueEntry(name, request.acquisitionId(), "pg/" + name + "#" + request.acquisitionId(), 0, 0);
-        long key = key(backend.uri.table(), name);
+        Session s = new Session(entry, key(backend.uri.table(), name));
+        sessions.put(entry.acquisitionId(), s);
         long t0 = ticker.read();
-        return run(name, "acquire", () -> {
-            Connection c = connection();
-            Session s = new Session(entry, key, c);
+        CompletableFuture<Position> f = onLane(s, "acquire", () -> {
+            boolean got;
+            Connection kept = idle.poll();
+            s.connection = kept != null ? kept : backend.dedicatedConnection();
             try {
-                boolean got;
-                try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-                    ps.setLong(1, key);
-                    try (ResultSet rs = ps.executeQuery()) {
-                        rs.next();
-                        got = rs.getBoolean(1);
-                    }
+                got = tryLock(s);
+            } catch (SQLException e) {
+                if (kept == null) {
+                    s.broken = true;
+                    throw e;
                 }
-                sessions.put(entry.acquisitionId(), s);
-                if (!got) {
-                    return Position.waiting(entry, "pg_advisory_lock");
+                // A kept connection that died while idle: once more on a new one.
+                discard(kept);
+                s.connection = backend.dedicatedConnection();
+                try {
+                    got = tryLock(s);
+                } catch (SQLException again) {
+                    s.broken = true;
+                    throw again;
                 }
-                return Position.granted(grant(s, t0));
-            } catch (SQLException | RuntimeException e) {
-                sessions.remove(entry.acquisitionId(), s);
-                discard(c);
-                throw e;
+            }
+            if (!got) {
+                return Position.waiting(entry, "pg_advisory_lock");
+            }
+            s.locked = true;
+            return Position.granted(grant(s, t0));
+        });
+        f.whenComplete((p, e) -> {
+            if (e != null && sessions.remove(entry.acquisitionId(), s)) {
+                onLane(s, "clean-up", () -> {
+                    cleanUp(s);
+                    return null;
+                });
             }
         });
+        return f;
     }
 
-    /** Takes the token on the holding session; the validity counts from before the lock was asked for. */
+    private static boolean tryLock(Session s) throws SQLException {
+        try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+            ps.setLong(1, s.key);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Takes the token on the holding session; the validity counts from {@code t0}. */
     private Grant grant(Session s, long t0) throws SQLException {
         long token;
         try (PreparedStatement ps = s.connection.prepareStatement(tokenSql)) {
@@ -196,15 +241,37 @@ final class PgSessionProtocol implements LockProtocol {
         if (s == null) {
             return CompletableFuture.failedFuture(new EntryLostException(waiting.entry(), "it is not waiting here"));
         }
-        return run(s.entry.lockName(), "waiting", () -> {
-            try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_advisory_lock(?)")) {
-                ps.setLong(1, s.key);
-                ps.executeQuery().close();
-            } catch (SQLException e) {
+        return onLane(s, "waiting", () -> {
+            synchronized (s) {
                 if (s.withdrawn) {
                     throw new EntryLostException(s.entry, "it was withdrawn");
                 }
+                s.blocked = true;
+            }
+            try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_advisory_lock(?)")) {
+                s.waiting = ps;
+                ps.setLong(1, s.key);
+                ps.executeQuery().close();
+                s.locked = true;
+            } catch (SQLException e) {
+                if (!"57014".equals(e.getSQLState())) { // else cancelled by a withdrawal: the session is fine
+                    s.broken = true;
+                }
+                synchronized (s) {
+                    s.blocked = false;
+                    if (s.withdrawn) {
+                        throw new EntryLostException(s.entry, "it was withdrawn");
+                    }
+                }
                 throw e;
+            } finally {
+                s.waiting = null;
+            }
+            synchronized (s) {
+                s.blocked = false;
+                if (s.withdrawn) {
+                    throw new EntryLostException(s.entry, "it was withdrawn"); // the release's step unlocks
+                }
             }
             // The validity counts from the grant's own reading: the wait itself guarantees nothing.
             return Position.granted(grant(s, ticker.read()));
@@ -217,33 +284,80 @@ final class PgSessionProtocol implements LockProtocol {
         if (s == null) {
             return CompletableFuture.completedFuture(null);
         }
-        s.withdrawn = true;
-        if (!s.granted) {
-            // Its thread may be blocked in pg_advisory_lock: end the session under it.
-            try {
-                s.connection.abort(Runnable::run);
-            } catch (SQLException e) {
-                log.debug("[lock={} state=CANCELLED] abort: {}", entry.lockName(), backend.message(e));
-            }
-            backend.closeDedicated(s.connection);
-            return CompletableFuture.completedFuture(null);
+        boolean blocked;
+        synchronized (s) {
+            s.withdrawn = true;
+            blocked = s.blocked;
         }
-        return run(entry.lockName(), "release", () -> {
-            boolean unlocked = false;
-            try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_advisory_unlock(?)")) {
+        if (blocked) {
+            cancelWait(s);
+        }
+        return onLane(s, "release", () -> {
+            cleanUp(s);
+            return null;
+        });
+    }
+
+    /**
+     * Cancels a wait in pg_advisory_lock (a cancel request on a connection of its own, as {@code
+     * Statement.cancel} sends it), again every 50 ms while the wait goes on (a cancel that lands
+     * before the query runs is lost), and after 5 s ends the session instead.
+     */
+    private void cancelWait(Session s) {
+        try {
+            threads.execute(() -> {
+                for (int i = 0; i < 100; i++) {
+                    synchronized (s) {
+                        if (!s.blocked) {
+                            return;
+                        }
+                    }
+                    PreparedStatement st = s.waiting;
+                    try {
+                        if (st != null) {
+                            st.cancel();
+                        }
+                        Thread.sleep(50); // bounded: 100 tries
+                    } catch (SQLException e) {
+                        log.debug("[lock={} state=CANCELLED] cancel: {}", s.entry.lockName(), backend.message(e));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+                s.broken = true;
+                try {
+                    s.connection.abort(Runnable::run);
+                } catch (SQLException e) {
+                    // closed by cleanUp
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            // closing: close() aborts every session
+        }
+    }
+
+    /** Unlocks if locked, then keeps the connection for the next lock or closes it. On the lane. */
+    private void cleanUp(Session s) {
+        Connection c = s.connection;
+        if (c == null) {
+            return;
+        }
+        if (s.locked && !s.broken) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
                 ps.setLong(1, s.key);
                 try (ResultSet rs = ps.executeQuery()) {
-                    unlocked = rs.next() && rs.getBoolean(1);
+                    s.locked = !(rs.next() && rs.getBoolean(1));
                 }
             } catch (SQLException e) {
                 // The session is gone, and its lock with it.
-                log.debug("[lock={} state=RELEASING] unlock: {}", entry.lockName(), backend.message(e));
+                s.broken = true;
+                log.debug("[lock={} state=RELEASING] unlock: {}", s.entry.lockName(), backend.message(e));
             }
-            if (!unlocked || backend.isClosed() || !idle.offer(s.connection)) {
-                discard(s.connection);
-            }
-            return null;
-        });
+        }
+        if (s.locked || s.broken || backend.isClosed() || !idle.offer(c)) {
+            discard(c);
+        }
     }
 
     private void discard(Connection c) {
@@ -257,23 +371,18 @@ final class PgSessionProtocol implements LockProtocol {
             return CompletableFuture.failedFuture(new EntryLostException(grant.entry(), "its session is gone"));
         }
         long t0 = ticker.read();
-        CompletableFuture<Grant> f = new CompletableFuture<>();
-        try {
-            threads.execute(() -> {
-                try (PreparedStatement ps = s.connection.prepareStatement("SELECT 1")) {
-                    ps.executeQuery().close();
-                    f.complete(new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos));
-                } catch (SQLException e) {
-                    f.completeExceptionally(new EntryLostException(
-                            grant.entry(),
-                            "its session ended, and PostgreSQL dropped the advisory lock with it (" + backend.message(e)
-                                    + ")"));
-                }
-            });
-        } catch (RejectedExecutionException e) {
-            f.completeExceptionally(new EntryLostException(grant.entry(), "the client is closed"));
-        }
-        return f;
+        return onLane(s, "renewal", () -> {
+            try (PreparedStatement ps = s.connection.prepareStatement("SELECT 1")) {
+                ps.executeQuery().close();
+                return new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos);
+            } catch (SQLException e) {
+                s.broken = true;
+                throw new EntryLostException(
+                        grant.entry(),
+                        "its session ended, and PostgreSQL dropped the advisory lock with it (" + backend.message(e)
+                                + ")");
+            }
+        });
     }
 
     @Override
@@ -285,13 +394,18 @@ final class PgSessionProtocol implements LockProtocol {
     /** Ends every session (the server drops their locks) and the idle connections. */
     void close() {
         for (Session s : sessions.values()) {
-            s.withdrawn = true;
-            try {
-                s.connection.abort(Runnable::run);
-            } catch (SQLException e) {
-                // closed below
+            synchronized (s) {
+                s.withdrawn = true;
             }
-            backend.closeDedicated(s.connection);
+            Connection c = s.connection;
+            if (c != null) {
+                try {
+                    c.abort(Runnable::run);
+                } catch (SQLException e) {
+                    // closed below
+                }
+                backend.closeDedicated(c);
+            }
         }
         sessions.clear();
         Connection c;
