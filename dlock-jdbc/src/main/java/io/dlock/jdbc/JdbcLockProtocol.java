@@ -33,13 +33,15 @@ import org.slf4j.LoggerFactory;
  * dlock's exclusive lock on a lease table (see {@link JdbcStatements} for why each step is one
  * statement).
  *
- * <p>An acquisition first tries the grant. If the lock is taken it inserts a waiter row (arrival
- * order = its {@code seq}) and tries once more, since the holder may have left between the two
- * statements. A waiting acquisition is tried again when (a) on PostgreSQL, the releasing statement
+ * <p>An acquisition first tries the grant. If the lock is taken it reports waiting; its first
+ * {@code awaitTurn} inserts a waiter row (arrival order = its {@code seq}) and tries once more,
+ * since the holder may have left between the two statements (so a caller that gives up at once,
+ * {@code tryAcquire(ZERO)}, writes nothing). Read-write locks and semaphores: {@link SharedQueue}. A waiting acquisition is tried again when (a) on PostgreSQL, the releasing statement
  * NOTIFYs this client with the acquisition id of the first live waiter; (b) the client's single
  * poller finds the lock free or its holder's lease run out (a crashed holder); the poller runs one
  * query for all of this client's waiters, with a back-off from 10 ms doubling to 100 ms where no
- * NOTIFY arrives (MariaDB, H2, a PostgreSQL LISTEN connection that is down), or to a third of the
+ * NOTIFY arrives (MariaDB, H2, a PostgreSQL LISTEN connection that is down; back to 10 ms while a
+ * waited-for lock keeps changing hands between polls), or to a third of the
  * waiter lease on PostgreSQL, and never later than the earliest blocking holder's expiry. The same
  * poll refreshes every waiter row of this client in one statement (the waiter lease, equal to the
  * lease time), so a crashed client's waiter rows stop counting after the lease time and are deleted
@@ -360,6 +362,9 @@ final class JdbcLockProtocol implements LockProtocol {
         final QueueEntry entry;
         /** What a read-write or semaphore entry asks for; null for an exclusive lock. */
         final SharedQueue.Request shared;
+
+        /** The holder the last poll saw (the poller's thread only; volatile for the next poll's thread). */
+        volatile String lastOwner;
 
         /** The row's arrival order, once its insert is confirmed; -1 before. */
         @GuardedBy("this")
@@ -703,6 +708,13 @@ final class JdbcLockProtocol implements LockProtocol {
         } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
             w.check();
         } else {
+            String before = w.lastOwner;
+            w.lastOwner = r.owner();
+            if (before != null && !before.equals(r.owner()) && !backend.notified()) {
+                // The lock changed hands since the last poll: it is busy, and without NOTIFY the next
+                // release is only seen by a poll. Poll at the shortest interval while that goes on.
+                return MIN_POLL_MS;
+            }
             return r.remainingMs() + 2;
         }
         return Long.MAX_VALUE;
