@@ -25,6 +25,7 @@ import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
 import javax.net.ssl.SSLSocketFactory;
 import javax.net.ssl.TrustManagerFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code redis-server} process on a free loopback port, started from the binary installed on
@@ -71,14 +72,14 @@ public final class RedisServer implements TestServer {
     private final Path dir;
     private final List<String> config;
     private final boolean sentinel;
-    private final String password;
+    private final @Nullable String password;
     private final boolean persistence;
     private final boolean tls;
 
     /** Trusts this server's CA; set once before the first launch, null without TLS. */
-    private volatile SSLSocketFactory tlsSockets;
+    private volatile @Nullable SSLSocketFactory tlsSockets;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     @GuardedBy("this")
     private boolean closed;
@@ -146,7 +147,7 @@ public final class RedisServer implements TestServer {
         private boolean persistence = true;
         private boolean sentinel;
         private boolean tls;
-        private String probePassword;
+        private @Nullable String probePassword;
         private int port;
         private boolean replica;
 
@@ -330,7 +331,7 @@ public final class RedisServer implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return process.pid();
+        return running().pid();
     }
 
     /**
@@ -417,10 +418,10 @@ public final class RedisServer implements TestServer {
      * cannot be reached or the TLS handshake fails.
      *
      * @param args the command and its arguments, for example {@code "KEYS", "dlock:*"}
-     * @return the reply
+     * @return the reply; null for a nil reply
      * @throws IllegalStateException if the server answers with an error
      */
-    public Object command(String... args) {
+    public @Nullable Object command(String... args) {
         return Resp.command(port, tlsSockets, password, Duration.ofSeconds(5), args);
     }
 
@@ -457,7 +458,7 @@ public final class RedisServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void pause() {
-        Reaper.signal(process.pid(), "STOP");
+        Reaper.signal(running().pid(), "STOP");
     }
 
     /**
@@ -467,7 +468,7 @@ public final class RedisServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void resume() {
-        Reaper.signal(process.pid(), "CONT");
+        Reaper.signal(running().pid(), "CONT");
     }
 
     /**
@@ -777,7 +778,7 @@ public final class RedisServer implements TestServer {
     static final class Resp {
         private Resp() {}
 
-        static boolean isUp(int port, SSLSocketFactory tls, String password, Duration timeout) {
+        static boolean isUp(int port, @Nullable SSLSocketFactory tls, @Nullable String password, Duration timeout) {
             try {
                 Object pong = command(port, tls, password, timeout, "PING");
                 return "PONG".equals(pong);
@@ -787,7 +788,8 @@ public final class RedisServer implements TestServer {
         }
 
         /** Sends one command; over TLS (verifying the host 127.0.0.1) when {@code tls} is not null. */
-        static Object command(int port, SSLSocketFactory tls, String password, Duration timeout, String... args) {
+        static @Nullable Object command(
+                int port, @Nullable SSLSocketFactory tls, @Nullable String password, Duration timeout, String... args) {
             try (Socket plain = new Socket()) {
                 plain.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
                 plain.setSoTimeout((int) timeout.toMillis());
@@ -807,7 +809,8 @@ public final class RedisServer implements TestServer {
             }
         }
 
-        private static Object exchange(Socket socket, String password, String... args) throws IOException {
+        private static @Nullable Object exchange(Socket socket, @Nullable String password, String... args)
+                throws IOException {
             OutputStream out = socket.getOutputStream();
             InputStream in = new BufferedInputStream(socket.getInputStream());
             if (password != null) {
@@ -829,7 +832,7 @@ public final class RedisServer implements TestServer {
             out.flush();
         }
 
-        private static Object read(InputStream in) throws IOException {
+        private static @Nullable Object read(InputStream in) throws IOException {
             int type = in.read();
             String line = line(in);
             switch (type) {
@@ -881,5 +884,13 @@ public final class RedisServer implements TestServer {
             }
             return sb.toString();
         }
+    }
+
+    private Process running() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException(this + " was never started");
+        }
+        return p;
     }
 }
