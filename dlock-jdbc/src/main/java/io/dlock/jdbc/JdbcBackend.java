@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,6 +57,7 @@ final class JdbcBackend implements LockBackend {
     /** One unit of work on a connection. */
     @FunctionalInterface
     interface Work<T> {
+        @Nullable
         T run(Connection c) throws SQLException;
     }
 
@@ -72,12 +74,12 @@ final class JdbcBackend implements LockBackend {
     final ScheduledThreadPoolExecutor timer;
     private final JdbcLockProtocol protocol;
     /** Session mode's protocol, or null in lease mode. */
-    private final PgSessionProtocol sessions;
+    private final @Nullable PgSessionProtocol sessions;
 
     private final Set<Capability> capabilities;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private volatile PgListener listener;
+    private volatile @Nullable PgListener listener;
 
     private JdbcBackend(JdbcUri uri, Connections connections) {
         this.uri = uri;
@@ -167,8 +169,9 @@ final class JdbcBackend implements LockBackend {
         try {
             b.checkTables();
             if (b.uri.dialect() == JdbcDialect.POSTGRESQL && !b.uri.sessionMode()) {
-                b.listener = new PgListener(b, b.protocol);
-                b.listener.start();
+                PgListener l = new PgListener(b, b.protocol);
+                b.listener = l;
+                l.start();
             }
             return b;
         } catch (RuntimeException e) {
@@ -348,6 +351,7 @@ final class JdbcBackend implements LockBackend {
         return false;
     }
 
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
@@ -393,7 +397,8 @@ final class JdbcBackend implements LockBackend {
 
     @Override
     public LockProtocol protocol() {
-        return sessions != null ? sessions : protocol;
+        PgSessionProtocol s = sessions;
+        return s != null ? s : protocol;
     }
 
     @Override
@@ -416,8 +421,9 @@ final class JdbcBackend implements LockBackend {
         if (l != null) {
             l.close();
         }
-        if (sessions != null) {
-            sessions.close();
+        PgSessionProtocol s = sessions;
+        if (s != null) {
+            s.close();
         }
         try {
             // The client's waiter rows (the engine released its leases before closing us).

@@ -26,6 +26,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,7 +75,7 @@ final class JdbcLockProtocol implements LockProtocol {
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
 
     @GuardedBy("this")
-    private ScheduledFuture<?> pollTimer;
+    private @Nullable ScheduledFuture<?> pollTimer;
 
     @GuardedBy("this")
     private long pollTimerAt;
@@ -105,6 +106,7 @@ final class JdbcLockProtocol implements LockProtocol {
     // ---- statements
 
     /** Tries the grant; the token, or null if the lock is taken (or a live waiter is ahead). */
+    @Nullable
     Long grant(Connection c, String name, String acquisition, long seqBound) throws SQLException {
         long bound = fair ? seqBound : Long.MIN_VALUE;
         Long token = grantOnce(c, name, acquisition, bound);
@@ -114,7 +116,7 @@ final class JdbcLockProtocol implements LockProtocol {
         return token;
     }
 
-    private Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
+    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
         switch (sql.dialect) {
             case POSTGRESQL -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
@@ -168,7 +170,11 @@ final class JdbcLockProtocol implements LockProtocol {
 
     /** Creates the lock's row with token 0 if absent; true if it was created now. */
     private boolean ensureRow(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql.ensureRow)) {
+        String ensure = sql.ensureRow;
+        if (ensure == null) {
+            return false;
+        }
+        try (PreparedStatement ps = c.prepareStatement(ensure)) {
             ps.setString(1, name);
             if (sql.dialect == JdbcDialect.H2) {
                 ps.setString(2, name);
@@ -250,13 +256,13 @@ final class JdbcLockProtocol implements LockProtocol {
 
     // ---- enqueue
 
-    record Outcome(Long token, long seq) {}
+    record Outcome(@Nullable Long token, long seq) {}
 
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
         String name = request.lockName();
         String acq = request.acquisitionId();
-        SharedQueue.Request shared = null;
+        SharedQueue.@Nullable Request shared = null;
         String key = name;
         if (request.mode() != LockMode.EXCLUSIVE) {
             key = SharedQueue.key(request.mode(), name);
@@ -289,9 +295,10 @@ final class JdbcLockProtocol implements LockProtocol {
         long t0 = firstSentAt;
         // One grant attempt, no waiter row yet: that is written by the first awaitTurn, so a caller that
         // gives up at once (tryAcquire(ZERO)) leaves no trace and its withdrawal costs no statement.
+        SharedQueue.Request sh = w.shared;
         backend.submit(c -> {
-                    if (w.shared != null) {
-                        return sharedAttempt(c, acq, w.shared, false); // finds its own row after a lost reply
+                    if (sh != null) {
+                        return sharedAttempt(c, acq, sh, false); // finds its own row after a lost reply
                     }
                     if (attempt > 0) {
                         Outcome earlier = findOwn(c, name, acq);
@@ -318,10 +325,11 @@ final class JdbcLockProtocol implements LockProtocol {
                         result.completeExceptionally(failure(name, "acquire", error));
                         return;
                     }
-                    if (outcome.token() != null) {
+                    Long token = outcome.token();
+                    if (token != null) {
                         waiters.remove(acq, w);
                         w.cancel();
-                        result.complete(Position.granted(granted(entry, outcome.token(), t0)));
+                        result.complete(Position.granted(granted(entry, token, t0)));
                         return;
                     }
                     w.seq(outcome.seq());
@@ -330,7 +338,7 @@ final class JdbcLockProtocol implements LockProtocol {
     }
 
     /** What an earlier try of this acquisition left: a grant, a waiter row, or nothing (null). */
-    private Outcome findOwn(Connection c, String name, String acq) throws SQLException {
+    private @Nullable Outcome findOwn(Connection c, String name, String acq) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
             ps.setString(1, name);
             ps.setString(2, acq);
@@ -361,10 +369,10 @@ final class JdbcLockProtocol implements LockProtocol {
     private final class Waiter {
         final QueueEntry entry;
         /** What a read-write or semaphore entry asks for; null for an exclusive lock. */
-        final SharedQueue.Request shared;
+        final SharedQueue.@Nullable Request shared;
 
         /** The holder the last poll saw (the poller's thread only; volatile for the next poll's thread). */
-        volatile String lastOwner;
+        volatile @Nullable String lastOwner;
 
         /** The row's arrival order, once its insert is confirmed; -1 before. */
         @GuardedBy("this")
@@ -375,6 +383,7 @@ final class JdbcLockProtocol implements LockProtocol {
         boolean mayHaveRow;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Position> pending;
 
         @GuardedBy("this")
@@ -389,7 +398,7 @@ final class JdbcLockProtocol implements LockProtocol {
         @GuardedBy("this")
         boolean gone;
 
-        Waiter(QueueEntry entry, SharedQueue.Request shared) {
+        Waiter(QueueEntry entry, SharedQueue.@Nullable Request shared) {
             this.entry = entry;
             this.shared = shared;
         }
@@ -436,9 +445,10 @@ final class JdbcLockProtocol implements LockProtocol {
             long t0 = ticker.read();
             String name = entry.lockName();
             String acq = entry.acquisitionId();
+            SharedQueue.Request sh = shared;
             backend.submit(c -> {
-                        if (shared != null) {
-                            return sharedAttempt(c, acq, shared, true);
+                        if (sh != null) {
+                            return sharedAttempt(c, acq, sh, true);
                         }
                         long s = insert ? insertWaiter(c, name, acq) : bound;
                         Long token = grant(c, name, acq, s);
@@ -450,9 +460,10 @@ final class JdbcLockProtocol implements LockProtocol {
                     .whenComplete((outcome, error) -> onReply(outcome, error, t0));
         }
 
-        private void onReply(Outcome outcome, Throwable error, long t0) {
-            CompletableFuture<Position> done;
+        private void onReply(@Nullable Outcome outcome, @Nullable Throwable error, long t0) {
+            CompletableFuture<Position> done = null;
             Throwable refused = null;
+            Long token = error == null && outcome != null ? outcome.token() : null;
             boolean runAgain;
             synchronized (this) {
                 checking = false;
@@ -473,7 +484,7 @@ final class JdbcLockProtocol implements LockProtocol {
                     gone = true;
                     done = pending;
                     refused = cause;
-                } else if (error != null || outcome.token() == null) {
+                } else if (token == null) {
                     if (error != null) {
                         // Transient or not, keep waiting: the poller tries again, and the waiter row
                         // expires if the database stays away, which ends in EntryLostException.
@@ -482,20 +493,22 @@ final class JdbcLockProtocol implements LockProtocol {
                                 entry.lockName(),
                                 backend.message(error));
                     }
-                    done = null;
                 } else {
                     gone = true;
                     done = pending;
                 }
             }
+            if (done == null) {
+                if (runAgain) {
+                    check();
+                }
+                return;
+            }
+            waiters.remove(entry.acquisitionId(), this);
             if (refused != null) {
-                waiters.remove(entry.acquisitionId(), this);
                 done.completeExceptionally(refused);
-            } else if (done != null) {
-                waiters.remove(entry.acquisitionId(), this);
-                done.complete(Position.granted(granted(entry, outcome.token(), t0)));
-            } else if (runAgain) {
-                check();
+            } else if (token != null) {
+                done.complete(Position.granted(granted(entry, token, t0)));
             }
         }
 
@@ -601,7 +614,7 @@ final class JdbcLockProtocol implements LockProtocol {
         pollTimer = backend.schedule(this::poll, delayMs);
     }
 
-    private record Row(long seq, String owner, Long remainingMs) {}
+    private record Row(long seq, @Nullable String owner, @Nullable Long remainingMs) {}
 
     /** One poll's answer: exclusive waiters by acquisition; shared queues by name. */
     private record Status(Map<String, Row> rows, Map<String, List<SharedQueue.Entry>> queues) {}
@@ -692,7 +705,8 @@ final class JdbcLockProtocol implements LockProtocol {
                         }
                         for (Waiter w : judged) {
                             if (w.awaiting()) {
-                                next = Math.min(next, w.shared == null ? judge(w, status.rows()) : judge(w, status));
+                                SharedQueue.Request sh = w.shared;
+                                next = Math.min(next, sh == null ? judge(w, status.rows()) : judge(w, sh, status));
                             }
                         }
                     }
@@ -703,33 +717,35 @@ final class JdbcLockProtocol implements LockProtocol {
     /** Acts on an exclusive waiter's row; returns when to look again at the latest, in ms. */
     private long judge(Waiter w, Map<String, Row> rows) {
         Row r = rows.get(w.entry.acquisitionId());
+        String owner = r == null ? null : r.owner();
+        Long remaining = r == null ? null : r.remainingMs();
         if (r == null) {
             w.lost();
-        } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
+        } else if (owner == null || remaining == null || remaining < 0) {
             w.check();
         } else {
             String before = w.lastOwner;
-            w.lastOwner = r.owner();
-            if (before != null && !before.equals(r.owner()) && !backend.notified()) {
+            w.lastOwner = owner;
+            if (before != null && !before.equals(owner) && !backend.notified()) {
                 // The lock changed hands since the last poll: it is busy, and without NOTIFY the next
                 // release is only seen by a poll. Poll at the shortest interval while that goes on.
                 return MIN_POLL_MS;
             }
-            return r.remainingMs() + 2;
+            return remaining + 2;
         }
         return Long.MAX_VALUE;
     }
 
     /** Acts on a shared waiter's queue; returns when to look again at the latest, in ms. */
-    private long judge(Waiter w, Status status) {
-        List<SharedQueue.Entry> queue = status.queues().getOrDefault(w.shared.key(), List.of());
+    private long judge(Waiter w, SharedQueue.Request shared, Status status) {
+        List<SharedQueue.Entry> queue = status.queues().getOrDefault(shared.key(), List.of());
         String acq = w.entry.acquisitionId();
         if (SharedQueue.find(queue, acq) == null) {
             w.lost();
             return Long.MAX_VALUE;
         }
         List<SharedQueue.Entry> live = SharedQueue.live(queue);
-        if (SharedQueue.find(live, acq) == null || SharedQueue.fits(live, acq, w.shared, fair)) {
+        if (SharedQueue.find(live, acq) == null || SharedQueue.fits(live, acq, shared, fair)) {
             w.check();
             return Long.MAX_VALUE;
         }
@@ -833,7 +849,7 @@ final class JdbcLockProtocol implements LockProtocol {
             lockCounter(c, key, false);
             deleteWaiter(c, acq);
             wake(c, queue(c, key), acq);
-            return null;
+            return Boolean.TRUE;
         });
     }
 
@@ -903,14 +919,15 @@ final class JdbcLockProtocol implements LockProtocol {
 
     /** PostgreSQL: NOTIFYs the client of each waiting entry that may now be granted (never {@code self}). */
     private void wake(Connection c, List<SharedQueue.Entry> queue, String self) throws SQLException {
-        if (sql.notify == null) {
+        String notify = sql.notify;
+        if (notify == null) {
             return;
         }
         for (SharedQueue.Entry e : SharedQueue.grantable(queue, fair)) {
             if (e.acquisition().equals(self)) {
                 continue;
             }
-            try (PreparedStatement ps = c.prepareStatement(sql.notify)) {
+            try (PreparedStatement ps = c.prepareStatement(notify)) {
                 ps.setString(1, "dlock_" + e.client());
                 ps.setString(2, e.acquisition());
                 ps.executeQuery().close();

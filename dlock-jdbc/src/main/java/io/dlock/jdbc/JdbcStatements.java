@@ -1,5 +1,7 @@
 package io.dlock.jdbc;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The SQL text for one lock table, as constants built once per client. Table names are validated
  * identifiers ({@link JdbcUri#TABLE}); every value is a bind parameter.
@@ -29,7 +31,7 @@ final class JdbcStatements {
     /** Params: name, owner, client, leaseMs, holder, seqBound. Returns the token, or no row. */
     final String grant;
     /** H2/MariaDB: params name; creates the row with token 0 if absent. */
-    final String ensureRow;
+    final @Nullable String ensureRow;
     /** Params: leaseMs, name, owner, token. Update count 1 = renewed. */
     final String renew;
     /** Params: name, owner. PostgreSQL: a query (the NOTIFY); elsewhere an update. */
@@ -74,7 +76,7 @@ final class JdbcStatements {
     /** Params: client. Rows as {@link #queue}, with the name first, of every name this client waits on. */
     final String sharedStatus;
     /** PostgreSQL only. Params: channel, payload. */
-    final String notify;
+    final @Nullable String notify;
 
     JdbcStatements(JdbcDialect dialect, String table) {
         this.dialect = dialect;
@@ -110,8 +112,7 @@ final class JdbcStatements {
                 grant = "SELECT token FROM FINAL TABLE (UPDATE " + table + " l SET owner = ?, client = ?,"
                         + " token = token + 1, expires_ms = " + now + " + ?, holder = ? WHERE l.name = ? AND "
                         + free + " AND " + ahead + ")";
-                ensureRow = "INSERT INTO " + table + " (name, token) SELECT CAST(? AS VARCHAR(255)), 0"
-                        + " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE name = ?)";
+                ensureRow = h2EnsureRow(table);
                 release = plainRelease(table);
             }
             default -> throw new AssertionError(dialect);
@@ -137,7 +138,7 @@ final class JdbcStatements {
         ensureCounter = switch (dialect) {
             case POSTGRESQL -> "INSERT INTO " + table + " (name, token) VALUES (?, 0) ON CONFLICT (name) DO NOTHING";
             case MARIADB -> "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
-            case H2 -> ensureRow;
+            case H2 -> h2EnsureRow(table);
         };
         setCounter = "UPDATE " + table + " SET token = ? WHERE name = ?";
         String columns = "acquisition, client, kind, permits, max_permits, token, seq, expires_ms - " + now;
@@ -152,6 +153,11 @@ final class JdbcStatements {
                         + now + " FROM " + waiters + " q WHERE q.name IN (SELECT w.name FROM " + waiters
                         + " w WHERE w.client = ? AND w.token = 0 AND w.kind <> 'X') ORDER BY q.name, q.seq";
         notify = dialect == JdbcDialect.POSTGRESQL ? "SELECT pg_notify(?, ?)" : null;
+    }
+
+    private static String h2EnsureRow(String table) {
+        return "INSERT INTO " + table + " (name, token) SELECT CAST(? AS VARCHAR(255)), 0"
+                + " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE name = ?)";
     }
 
     private static String plainRelease(String table) {

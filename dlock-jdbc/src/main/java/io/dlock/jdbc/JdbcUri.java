@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code jdbc:} URI taken apart: the JDBC URL handed to the driver, and dlock's own parameters
@@ -32,7 +33,7 @@ import java.util.regex.Pattern;
 record JdbcUri(
         JdbcDialect dialect,
         String jdbcUrl,
-        String password,
+        @Nullable String password,
         String table,
         boolean createTable,
         int maxConnections,
@@ -120,7 +121,11 @@ record JdbcUri(
 
     /** Builds the record from dlock's own parameters; checks the table and the numbers. */
     static JdbcUri of(
-            JdbcDialect dialect, String jdbcUrl, String password, Map<String, String> params, LockOptions options) {
+            JdbcDialect dialect,
+            String jdbcUrl,
+            @Nullable String password,
+            Map<String, String> params,
+            LockOptions options) {
         String table = params.getOrDefault("dlockTable", DEFAULT_TABLE);
         checkTable(table);
         boolean create =
@@ -153,7 +158,7 @@ record JdbcUri(
         return new JdbcUri(dialect, jdbcUrl, password, table, create, max, session, options);
     }
 
-    static void checkTable(String table) {
+    static void checkTable(@Nullable String table) {
         if (table == null || !TABLE.matcher(table).matches()) {
             String shown = table == null ? "null" : table.length() > 60 ? table.substring(0, 60) + "…" : table;
             throw new IllegalArgumentException("parameter 'dlockTable' must be an unquoted SQL identifier, optionally"
@@ -175,7 +180,7 @@ record JdbcUri(
     }
 
     /** {@code text} with the password and any {@code password=} value replaced by {@code ***}. */
-    static String redact(String text, String password) {
+    static @Nullable String redact(@Nullable String text, @Nullable String password) {
         if (text == null) {
             return null;
         }

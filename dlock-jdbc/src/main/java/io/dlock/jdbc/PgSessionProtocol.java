@@ -30,6 +30,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -76,7 +77,7 @@ final class PgSessionProtocol implements LockProtocol {
         final QueueEntry entry;
         final long key;
         /** Set by the first step; read by later steps of the lane only. */
-        volatile Connection connection;
+        volatile @Nullable Connection connection;
         /** Whether the session holds the advisory lock (set and cleared on the lane). */
         volatile boolean locked;
         /** Whether the grant (with its token) was reported. */
@@ -84,7 +85,7 @@ final class PgSessionProtocol implements LockProtocol {
         /** Whether the connection failed and must not be used again. */
         volatile boolean broken;
         /** The statement blocked in pg_advisory_lock, for cancelling it. */
-        volatile PreparedStatement waiting;
+        volatile @Nullable PreparedStatement waiting;
 
         @GuardedBy("this")
         boolean withdrawn;
@@ -158,6 +159,7 @@ final class PgSessionProtocol implements LockProtocol {
 
     @FunctionalInterface
     private interface Work<T> {
+        @Nullable
         T run() throws SQLException;
     }
 
@@ -211,8 +213,17 @@ final class PgSessionProtocol implements LockProtocol {
         return f;
     }
 
+    /** The session's connection, set by its first step. */
+    private static Connection connectionOf(Session s) {
+        Connection c = s.connection;
+        if (c == null) {
+            throw new IllegalStateException("session of " + s.entry.key() + " has no connection yet");
+        }
+        return c;
+    }
+
     private static boolean tryLock(Session s) throws SQLException {
-        try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+        try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_try_advisory_lock(?)")) {
             ps.setLong(1, s.key);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -224,7 +235,7 @@ final class PgSessionProtocol implements LockProtocol {
     /** Takes the token on the holding session; the validity counts from {@code t0}. */
     private Grant grant(Session s, long t0) throws SQLException {
         long token;
-        try (PreparedStatement ps = s.connection.prepareStatement(tokenSql)) {
+        try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
             ps.setString(1, "pg/" + s.entry.lockName());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -248,7 +259,7 @@ final class PgSessionProtocol implements LockProtocol {
                 }
                 s.blocked = true;
             }
-            try (PreparedStatement ps = s.connection.prepareStatement("SELECT pg_advisory_lock(?)")) {
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_advisory_lock(?)")) {
                 s.waiting = ps;
                 ps.setLong(1, s.key);
                 ps.executeQuery().close();
@@ -326,8 +337,11 @@ final class PgSessionProtocol implements LockProtocol {
                     }
                 }
                 s.broken = true;
+                Connection c = s.connection;
                 try {
-                    s.connection.abort(Runnable::run);
+                    if (c != null) {
+                        c.abort(Runnable::run);
+                    }
                 } catch (SQLException e) {
                     // closed by cleanUp
                 }
@@ -372,7 +386,7 @@ final class PgSessionProtocol implements LockProtocol {
         }
         long t0 = ticker.read();
         return onLane(s, "renewal", () -> {
-            try (PreparedStatement ps = s.connection.prepareStatement("SELECT 1")) {
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
                 ps.executeQuery().close();
                 return new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos);
             } catch (SQLException e) {

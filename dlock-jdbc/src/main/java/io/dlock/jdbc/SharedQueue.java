@@ -3,6 +3,7 @@ package io.dlock.jdbc;
 import io.dlock.spi.LockMode;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Who may hold a read-write lock or a semaphore: the rules, decided on the queue's rows. The same
@@ -56,7 +57,7 @@ final class SharedQueue {
     }
 
     /** What a request asks for, besides its acquisition id. */
-    record Request(String key, char kind, int permits, int maxPermits, String despite) {}
+    record Request(String key, char kind, int permits, int maxPermits, @Nullable String despite) {}
 
     /** The queue row's kind of a mode. */
     static char kind(LockMode mode) {
@@ -88,7 +89,7 @@ final class SharedQueue {
     }
 
     /** The acquisition id in an entry key, or null. */
-    static String acquisitionOf(String entryKey) {
+    static @Nullable String acquisitionOf(@Nullable String entryKey) {
         if (entryKey == null) {
             return null;
         }
@@ -96,7 +97,7 @@ final class SharedQueue {
         return hash < 0 ? entryKey : entryKey.substring(hash + 1);
     }
 
-    static Entry find(List<Entry> queue, String acquisition) {
+    static @Nullable Entry find(List<Entry> queue, @Nullable String acquisition) {
         for (Entry e : queue) {
             if (e.acquisition().equals(acquisition)) {
                 return e;
@@ -113,8 +114,9 @@ final class SharedQueue {
         Entry own = find(queue, acquisition);
         long mySeq = own == null ? Long.MAX_VALUE : own.seq();
         boolean downgrade = false;
-        if (r.kind() == 'R' && r.despite() != null) {
-            Entry write = find(queue, r.despite());
+        String despite = r.despite();
+        if (r.kind() == 'R' && despite != null) {
+            Entry write = find(queue, despite);
             downgrade = write != null && write.granted();
         }
         long used = 0;
