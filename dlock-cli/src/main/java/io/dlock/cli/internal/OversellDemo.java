@@ -13,6 +13,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,7 +66,7 @@ public final class OversellDemo {
     private final Duration sessionTimeout;
     private final PrintWriter out;
     /** The lock server given by the user ({@code --uri}), or null for the embedded ZooKeeper. */
-    private final String serverUri;
+    private final @Nullable String serverUri;
     /** What the narration calls the holder's liveness: a ZooKeeper session or a lease. */
     private final String liveness;
 
@@ -100,7 +101,7 @@ public final class OversellDemo {
      *     the embedded ZooKeeper
      * @throws IllegalArgumentException if a number is out of range or the URI is blank
      */
-    public OversellDemo(int stock, int workers, Duration sessionTimeout, PrintWriter out, String serverUri) {
+    public OversellDemo(int stock, int workers, Duration sessionTimeout, PrintWriter out, @Nullable String serverUri) {
         if (serverUri != null && serverUri.isBlank()) {
             throw new IllegalArgumentException("the lock server URI must not be blank");
         }
@@ -199,7 +200,7 @@ public final class OversellDemo {
         String play(Round round);
     }
 
-    private RoundResult play(int number, String mode, String lockUri, Script script) {
+    private RoundResult play(int number, String mode, @Nullable String lockUri, Script script) {
         out.printf("%nRound %d of 4: %s%n", number, mode);
         out.flush();
         try (Round round = new Round(number, lockUri)) {
@@ -449,7 +450,7 @@ public final class OversellDemo {
         return parts[index];
     }
 
-    private static String firstLine(String text) {
+    private static String firstLine(@Nullable String text) {
         if (text == null) {
             return "";
         }
@@ -529,13 +530,13 @@ public final class OversellDemo {
     /** One round's stock server and workers; closing stops all of them. */
     private final class Round implements AutoCloseable {
         final int number;
-        final String lockUri;
+        final @Nullable String lockUri;
         final StockServer stock;
         final List<Worker> workers = new ArrayList<>();
         final List<String> problems = new ArrayList<>();
-        private Worker victim;
+        private @Nullable Worker victim;
 
-        Round(int number, String lockUri) {
+        Round(int number, @Nullable String lockUri) {
             this.number = number;
             this.lockUri = lockUri;
             this.stock = StockServer.start(OversellDemo.this.stock, lockUri != null);
