@@ -333,11 +333,12 @@ final class EngineClient implements LockClient {
         live.add(a);
         if (metrics.timesAcquisitions()) {
             long start = ticker.read();
+            Object started = metrics.acquireStarted(a);
             a.outcome.whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
-                metrics.acquireEnded(a, ticker.read() - start, e);
+                metrics.acquireEnded(a, ticker.read() - start, e, started);
             });
         } else {
             a.outcome.whenComplete((x, e) -> {
