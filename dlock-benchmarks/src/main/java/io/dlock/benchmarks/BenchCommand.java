@@ -84,7 +84,7 @@ public final class BenchCommand implements Callable<Integer> {
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor; and the diagnostic"
-                    + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
+                    + " zk-floor-async, zk-protocol, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every one on the chosen servers but the"
                     + " diagnostic ones).")
     private List<String> impls = new ArrayList<>();
 
