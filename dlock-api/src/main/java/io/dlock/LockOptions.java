@@ -2,6 +2,7 @@ package io.dlock;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A client's options. Immutable; build with {@link #builder()} or start from {@link #defaults()}.
@@ -64,9 +65,9 @@ public final class LockOptions {
     private final int callbackThreads;
     private final boolean localQueueing;
     private final int maxLocalHandoffs;
-    private final Object metricsRegistry;
+    private final @Nullable Object metricsRegistry;
     private final boolean metricsPerLockName;
-    private final Object observationRegistry;
+    private final @Nullable Object observationRegistry;
     private final boolean observationsPerLockName;
 
     private LockOptions(Builder b) {
@@ -362,9 +363,9 @@ public final class LockOptions {
         private int callbackThreads = DEFAULT_CALLBACK_THREADS;
         private boolean localQueueing = DEFAULT_LOCAL_QUEUEING;
         private int maxLocalHandoffs = DEFAULT_MAX_LOCAL_HANDOFFS;
-        private Object metricsRegistry;
+        private @Nullable Object metricsRegistry;
         private boolean metricsPerLockName;
-        private Object observationRegistry;
+        private @Nullable Object observationRegistry;
         private boolean observationsPerLockName;
 
         private Builder() {}
@@ -511,7 +512,7 @@ public final class LockOptions {
          *     metrics
          * @return this builder
          */
-        public Builder metricsRegistry(Object meterRegistry) {
+        public Builder metricsRegistry(@Nullable Object meterRegistry) {
             this.metricsRegistry = meterRegistry;
             return this;
         }
@@ -549,7 +550,7 @@ public final class LockOptions {
          *     null for no observations
          * @return this builder
          */
-        public Builder observationRegistry(Object observationRegistry) {
+        public Builder observationRegistry(@Nullable Object observationRegistry) {
             this.observationRegistry = observationRegistry;
             return this;
         }

@@ -4,6 +4,7 @@ import io.dlock.LockOptions;
 import io.dlock.LockTimeoutException;
 import io.dlock.spi.LockMode;
 import java.util.concurrent.CancellationException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the engine reports for metrics and observations. The default records nothing; {@link
@@ -36,7 +37,7 @@ interface LockMetrics {
      *
      * @return what {@link #acquireEnded} gets back as {@code started}, or null
      */
-    default Object acquireStarted(Acquisition a) {
+    default @Nullable Object acquireStarted(Acquisition a) {
         return null;
     }
 
@@ -46,7 +47,7 @@ interface LockMetrics {
      * @param error null if granted
      * @param started what {@link #acquireStarted} returned for it
      */
-    default void acquireEnded(Acquisition a, long nanos, Throwable error, Object started) {}
+    default void acquireEnded(Acquisition a, long nanos, @Nullable Throwable error, @Nullable Object started) {}
 
     default void leaseLost(Acquisition a, LossCause cause) {}
 
@@ -57,16 +58,26 @@ interface LockMetrics {
     /** The client closed. */
     default void close() {}
 
-    /** The {@code outcome} tag values of {@code dlock.acquire}, indexed by {@link #outcomeOf}. */
-    String[] OUTCOMES = {"acquired", "timeout", "error", "cancelled"};
-
     int ACQUIRED = 0;
     int TIMEOUT = 1;
     int ERROR = 2;
     int CANCELLED = 3;
+    /** How many outcomes {@link #outcomeOf} tells apart. */
+    int OUTCOME_COUNT = 4;
+
+    /** The {@code outcome} tag value of {@code dlock.acquire} for an index of {@link #outcomeOf}. */
+    static String outcomeTag(int outcome) {
+        return switch (outcome) {
+            case ACQUIRED -> "acquired";
+            case TIMEOUT -> "timeout";
+            case ERROR -> "error";
+            case CANCELLED -> "cancelled";
+            default -> throw new IllegalArgumentException("outcome " + outcome);
+        };
+    }
 
     /** The outcome index of an acquisition that ended with {@code error} (null: acquired). */
-    static int outcomeOf(Throwable error) {
+    static int outcomeOf(@Nullable Throwable error) {
         if (error == null) {
             return ACQUIRED;
         }

@@ -21,8 +21,10 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The Micrometer binding of {@link LockMetrics}. Without per-lock-name tags every meter is created
@@ -33,6 +35,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Concurrency: meters are thread-safe; the arrays are filled before the client is used.
  */
+// Meters sit in arrays indexed by the enums' ordinals: one array read per call, not a map lookup.
+@SuppressWarnings("EnumOrdinal")
 final class MicrometerLockMetrics implements LockMetrics {
     private static final AtomicInteger CLIENTS = new AtomicInteger();
 
@@ -40,14 +44,14 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final boolean perLockName;
     private final Tags base;
     /** [kind][outcome]; null with per-lock-name tags or with observations. */
-    private final Timer[][] timers;
+    private final Timer @Nullable [][] timers;
     /** Observations of acquisitions, or {@link LockMetrics#NONE} for the timer here. */
     private final LockMetrics observing;
 
-    private final Counter[] lost;
-    private final Counter renewedOk;
-    private final Counter renewalFailed;
-    private final Counter handOffs;
+    private final Counter @Nullable [] lost;
+    private final @Nullable Counter renewedOk;
+    private final @Nullable Counter renewalFailed;
+    private final @Nullable Counter handOffs;
     private final List<Meter> gauges = new ArrayList<>();
 
     private MicrometerLockMetrics(
@@ -74,9 +78,9 @@ final class MicrometerLockMetrics implements LockMetrics {
             return;
         }
         if (observing == NONE) {
-            timers = new Timer[LockMode.values().length][OUTCOMES.length];
+            timers = new Timer[LockMode.values().length][OUTCOME_COUNT];
             for (LockMode mode : LockMode.values()) {
-                for (int o = 0; o < OUTCOMES.length; o++) {
+                for (int o = 0; o < OUTCOME_COUNT; o++) {
                     timers[mode.ordinal()][o] = timer(base, mode, o);
                 }
             }
@@ -110,34 +114,40 @@ final class MicrometerLockMetrics implements LockMetrics {
     }
 
     @Override
-    public Object acquireStarted(Acquisition a) {
+    public @Nullable Object acquireStarted(Acquisition a) {
         return observing == NONE ? null : observing.acquireStarted(a);
     }
 
     @Override
-    public void acquireEnded(Acquisition a, long nanos, Throwable error, Object started) {
+    public void acquireEnded(Acquisition a, long nanos, @Nullable Throwable error, @Nullable Object started) {
         if (observing != NONE) {
             observing.acquireEnded(a, nanos, error, started);
             return;
         }
         int outcome = LockMetrics.outcomeOf(error);
-        Timer t = perLockName ? timer(base.and(TAG_LOCK, a.name), a.mode, outcome) : timers[a.mode.ordinal()][outcome];
+        Timer t = perLockName
+                ? timer(base.and(TAG_LOCK, a.name), a.mode, outcome)
+                : Objects.requireNonNull(timers)[a.mode.ordinal()][outcome];
         t.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override
     public void leaseLost(Acquisition a, LossCause cause) {
-        (perLockName ? lostCounter(base.and(TAG_LOCK, a.name), cause) : lost[cause.ordinal()]).increment();
+        (perLockName ? lostCounter(base.and(TAG_LOCK, a.name), cause) : Objects.requireNonNull(lost)[cause.ordinal()])
+                .increment();
     }
 
     @Override
     public void renewal(Acquisition a, boolean ok) {
-        (perLockName ? renewalCounter(base.and(TAG_LOCK, a.name), ok) : ok ? renewedOk : renewalFailed).increment();
+        (perLockName
+                        ? renewalCounter(base.and(TAG_LOCK, a.name), ok)
+                        : Objects.requireNonNull(ok ? renewedOk : renewalFailed))
+                .increment();
     }
 
     @Override
     public void localHandOff(Acquisition a) {
-        (perLockName ? handOffCounter(base.and(TAG_LOCK, a.name)) : handOffs).increment();
+        (perLockName ? handOffCounter(base.and(TAG_LOCK, a.name)) : Objects.requireNonNull(handOffs)).increment();
     }
 
     /** Removes this client's gauges, which would otherwise report a closed client. */
@@ -150,7 +160,7 @@ final class MicrometerLockMetrics implements LockMetrics {
         return Timer.builder(ACQUIRE)
                 .tags(tags)
                 .tag(TAG_KIND, LockMetrics.kindOf(mode))
-                .tag(TAG_OUTCOME, OUTCOMES[outcome])
+                .tag(TAG_OUTCOME, LockMetrics.outcomeTag(outcome))
                 .description("time from an acquire call to its outcome")
                 .register(registry);
     }

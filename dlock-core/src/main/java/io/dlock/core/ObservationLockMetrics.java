@@ -10,6 +10,9 @@ import io.dlock.spi.LockMode;
 import io.micrometer.common.KeyValue;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
+import java.util.EnumMap;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Each acquisition as a Micrometer observation named {@code dlock.acquire}: started on the calling
@@ -25,8 +28,7 @@ final class ObservationLockMetrics implements LockMetrics {
     private final ObservationRegistry registry;
     private final boolean perLockName;
     private final KeyValue backend;
-    /** By {@link LockMode#ordinal()}. */
-    private final KeyValue[] kinds;
+    private final EnumMap<LockMode, KeyValue> kinds = new EnumMap<>(LockMode.class);
     /** By {@link LockMetrics#outcomeOf}. */
     private final KeyValue[] outcomes;
 
@@ -34,14 +36,12 @@ final class ObservationLockMetrics implements LockMetrics {
         this.registry = registry;
         this.perLockName = perLockName;
         this.backend = KeyValue.of(TAG_BACKEND, client.backendName);
-        LockMode[] modes = LockMode.values();
-        this.kinds = new KeyValue[modes.length];
-        for (LockMode m : modes) {
-            kinds[m.ordinal()] = KeyValue.of(TAG_KIND, LockMetrics.kindOf(m));
+        for (LockMode m : LockMode.values()) {
+            kinds.put(m, KeyValue.of(TAG_KIND, LockMetrics.kindOf(m)));
         }
-        this.outcomes = new KeyValue[OUTCOMES.length];
-        for (int i = 0; i < OUTCOMES.length; i++) {
-            outcomes[i] = KeyValue.of(TAG_OUTCOME, OUTCOMES[i]);
+        this.outcomes = new KeyValue[OUTCOME_COUNT];
+        for (int i = 0; i < OUTCOME_COUNT; i++) {
+            outcomes[i] = KeyValue.of(TAG_OUTCOME, LockMetrics.outcomeTag(i));
         }
     }
 
@@ -61,14 +61,14 @@ final class ObservationLockMetrics implements LockMetrics {
     }
 
     @Override
-    public Object acquireStarted(Acquisition a) {
+    public @Nullable Object acquireStarted(Acquisition a) {
         // Checked per call: handlers may be registered after the client connected.
         if (registry.isNoop()) {
             return null;
         }
         Observation o = Observation.createNotStarted(ACQUIRE, registry)
                 .lowCardinalityKeyValue(backend)
-                .lowCardinalityKeyValue(kinds[a.mode.ordinal()]);
+                .lowCardinalityKeyValue(Objects.requireNonNull(kinds.get(a.mode)));
         if (perLockName) {
             o.highCardinalityKeyValue(TAG_LOCK, a.name);
         }
@@ -76,13 +76,13 @@ final class ObservationLockMetrics implements LockMetrics {
     }
 
     @Override
-    public void acquireEnded(Acquisition a, long nanos, Throwable error, Object started) {
+    public void acquireEnded(Acquisition a, long nanos, @Nullable Throwable error, @Nullable Object started) {
         if (!(started instanceof Observation o)) {
             return;
         }
         int outcome = LockMetrics.outcomeOf(error);
         o.lowCardinalityKeyValue(outcomes[outcome]);
-        if (outcome == TIMEOUT || outcome == ERROR) {
+        if (error != null && (outcome == TIMEOUT || outcome == ERROR)) {
             o.error(Acquisition.unwrap(error));
         }
         o.stop();

@@ -289,7 +289,6 @@ public final class EtcdServer implements TestServer {
     }
 
     /** Starts the process; waits for health if {@link #waitHealthy}, else only that it stays up. */
-    @GuardedBy("this")
     synchronized void launch(String binary) {
         Path logFile = dir.resolve("etcd.log");
         String peerUrl = "http://127.0.0.1:" + peerPort;
