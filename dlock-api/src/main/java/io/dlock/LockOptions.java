@@ -67,6 +67,8 @@ public final class LockOptions {
     private final int maxLocalHandoffs;
     private final @Nullable Object metricsRegistry;
     private final boolean metricsPerLockName;
+    private final @Nullable Object observationRegistry;
+    private final boolean observationsPerLockName;
 
     private LockOptions(Builder b) {
         this.leaseTime = b.leaseTime;
@@ -82,6 +84,8 @@ public final class LockOptions {
         this.maxLocalHandoffs = b.maxLocalHandoffs;
         this.metricsRegistry = b.metricsRegistry;
         this.metricsPerLockName = b.metricsPerLockName;
+        this.observationRegistry = b.observationRegistry;
+        this.observationsPerLockName = b.observationsPerLockName;
     }
 
     /**
@@ -264,6 +268,30 @@ public final class LockOptions {
         return metricsPerLockName;
     }
 
+    /**
+     * The Micrometer {@code ObservationRegistry} in which each acquire is an observation named
+     * {@link LockMetricNames#ACQUIRE}, or empty for none (the default).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the registry, typed {@code Object} because dlock-api depends on nothing
+     */
+    public java.util.Optional<Object> observationRegistry() {
+        return java.util.Optional.ofNullable(observationRegistry);
+    }
+
+    /**
+     * Whether acquire observations carry the lock's name as a high-cardinality key (traces, not
+     * meters); off by default.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return true if observations carry {@link LockMetricNames#TAG_LOCK}
+     */
+    public boolean observationsPerLockName() {
+        return observationsPerLockName;
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof LockOptions other
@@ -279,7 +307,9 @@ public final class LockOptions {
                 && localQueueing == other.localQueueing
                 && maxLocalHandoffs == other.maxLocalHandoffs
                 && metricsRegistry == other.metricsRegistry
-                && metricsPerLockName == other.metricsPerLockName;
+                && metricsPerLockName == other.metricsPerLockName
+                && observationRegistry == other.observationRegistry
+                && observationsPerLockName == other.observationsPerLockName;
     }
 
     @Override
@@ -295,7 +325,8 @@ public final class LockOptions {
                 callbackThreads,
                 localQueueing,
                 maxLocalHandoffs,
-                metricsPerLockName);
+                metricsPerLockName,
+                observationsPerLockName);
     }
 
     @Override
@@ -307,7 +338,12 @@ public final class LockOptions {
                 + localQueueing + ", maxLocalHandoffs=" + maxLocalHandoffs
                 + ", metrics="
                 + (metricsRegistry == null ? "off" : metricsRegistry.getClass().getSimpleName())
-                + (metricsPerLockName ? " per lock name" : "") + "]";
+                + (metricsPerLockName ? " per lock name" : "")
+                + (observationRegistry == null
+                        ? ""
+                        : ", observations=" + observationRegistry.getClass().getSimpleName()
+                                + (observationsPerLockName ? " per lock name" : ""))
+                + "]";
     }
 
     /**
@@ -329,6 +365,8 @@ public final class LockOptions {
         private int maxLocalHandoffs = DEFAULT_MAX_LOCAL_HANDOFFS;
         private @Nullable Object metricsRegistry;
         private boolean metricsPerLockName;
+        private @Nullable Object observationRegistry;
+        private boolean observationsPerLockName;
 
         private Builder() {}
 
@@ -346,6 +384,8 @@ public final class LockOptions {
             this.maxLocalHandoffs = o.maxLocalHandoffs;
             this.metricsRegistry = o.metricsRegistry;
             this.metricsPerLockName = o.metricsPerLockName;
+            this.observationRegistry = o.observationRegistry;
+            this.observationsPerLockName = o.observationsPerLockName;
         }
 
         /**
@@ -489,6 +529,44 @@ public final class LockOptions {
          */
         public Builder metricsPerLockName(boolean perLockName) {
             this.metricsPerLockName = perLockName;
+            return this;
+        }
+
+        /**
+         * Makes each acquire an observation ({@link LockMetricNames#ACQUIRE}) in a Micrometer
+         * {@code ObservationRegistry}, so that traces show lock waits: started on the calling
+         * thread (a child of its current observation), stopped with the outcome. Low-cardinality
+         * keys: {@link LockMetricNames#TAG_BACKEND}, {@link LockMetricNames#TAG_KIND}, {@link
+         * LockMetricNames#TAG_OUTCOME}. With a {@link #metricsRegistry(Object)} as well, the acquire
+         * timer is left to the observation registry's handlers (a meter handler, which Spring Boot
+         * registers, records it with the same tags), so it is not recorded twice; the other meters
+         * stay in the meter registry. Micrometer's observation API must be on the class path.
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail here; connecting
+         * with an object that is not an {@code ObservationRegistry} is an {@link
+         * IllegalArgumentException}.
+         *
+         * @param observationRegistry an {@code io.micrometer.observation.ObservationRegistry}, or
+         *     null for no observations
+         * @return this builder
+         */
+        public Builder observationRegistry(@Nullable Object observationRegistry) {
+            this.observationRegistry = observationRegistry;
+            return this;
+        }
+
+        /**
+         * Adds the lock's name to each acquire observation as a high-cardinality key ({@link
+         * LockMetricNames#TAG_LOCK}): spans show it, meters made from the observation do not. Off by
+         * default, since lock names often carry identifiers (order numbers, user ids).
+         *
+         * <p>Blocking: never. Thread-safety: confined. On failure: cannot fail.
+         *
+         * @param perLockName true to add the lock name to observations
+         * @return this builder
+         */
+        public Builder observationsPerLockName(boolean perLockName) {
+            this.observationsPerLockName = perLockName;
             return this;
         }
 

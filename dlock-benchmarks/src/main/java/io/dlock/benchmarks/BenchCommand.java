@@ -87,7 +87,8 @@ public final class BenchCommand implements Callable<Integer> {
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor, dlock-pg, spring-jdbc-pg, shedlock-pg, sql-floor-pg,"
                     + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb; and the diagnostic"
-                    + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
+                    + " zk-floor-async, zk-protocol, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every"
+                    + " one on the chosen servers but the"
                     + " diagnostic ones).")
     private List<String> impls = new ArrayList<>();
 

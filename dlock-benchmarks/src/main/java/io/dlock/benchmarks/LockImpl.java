@@ -1,6 +1,7 @@
 package io.dlock.benchmarks;
 
 import io.dlock.LockOptions;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.Locale;
 import java.util.function.Function;
 
@@ -64,6 +65,20 @@ public enum LockImpl {
             s -> DlockAdapter.redis(
                     s.address(Backend.REDIS),
                     LockOptions.builder().localQueueing(false).build())),
+    /**
+     * Diagnostic, not in the default set: dlock's Redis backend, defaults, recording its meters in
+     * a Micrometer {@code SimpleMeterRegistry} (metrics on vs off, issue 16).
+     */
+    DLOCK_REDIS_METRICS(
+            "dlock-redis-metrics",
+            Backend.REDIS,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.redis(
+                    s.address(Backend.REDIS),
+                    LockOptions.builder()
+                            .metricsRegistry(new SimpleMeterRegistry())
+                            .build())),
     /** Redisson's {@code RLock} (non-fair, pub/sub wake-ups, watchdog renewal). */
     REDISSON("redisson", Backend.REDIS, Role.ANCHOR, true, s -> new RedissonAdapter(s.address(Backend.REDIS), false)),
     /** Redisson's {@code RFairLock}. */
@@ -236,7 +251,10 @@ public enum LockImpl {
      * @return true for the default set
      */
     public boolean inDefaultSet() {
-        return this != ZK_FLOOR_ASYNC && this != ZK_PROTOCOL && this != REDIS_FENCED_FLOOR;
+        return this != ZK_FLOOR_ASYNC
+                && this != ZK_PROTOCOL
+                && this != REDIS_FENCED_FLOOR
+                && this != DLOCK_REDIS_METRICS;
     }
 
     /**

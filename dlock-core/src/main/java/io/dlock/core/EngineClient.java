@@ -340,11 +340,12 @@ final class EngineClient implements LockClient {
         live.add(a);
         if (metrics.timesAcquisitions()) {
             long start = ticker.read();
+            @Nullable Object started = metrics.acquireStarted(a);
             CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
-                metrics.acquireEnded(a, ticker.read() - start, e);
+                metrics.acquireEnded(a, ticker.read() - start, e, started);
             });
         } else {
             CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {

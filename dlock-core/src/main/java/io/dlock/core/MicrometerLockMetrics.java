@@ -12,7 +12,6 @@ import static io.dlock.LockMetricNames.TAG_LOCK;
 import static io.dlock.LockMetricNames.TAG_OUTCOME;
 import static io.dlock.LockMetricNames.WAITING;
 
-import io.dlock.LockTimeoutException;
 import io.dlock.spi.LockMode;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -23,15 +22,16 @@ import io.micrometer.core.instrument.Timer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The Micrometer binding of {@link LockMetrics}. Without per-lock-name tags every meter is created
- * once, when the client connects, so recording costs no registry lookup; with them, each record
- * looks its meter up by name (the price of the extra tag).
+ * once, when the client connects, so recording costs no registry lookup and builds no tags; with
+ * them, each record looks its meter up by name (the price of the extra tag). With an observation
+ * registry as well, acquisitions go to {@link ObservationLockMetrics} instead of the timer here,
+ * whose handlers then record {@code dlock.acquire}.
  *
  * <p>Concurrency: meters are thread-safe; the arrays are filled before the client is used.
  */
@@ -39,13 +39,14 @@ import org.jspecify.annotations.Nullable;
 @SuppressWarnings("EnumOrdinal")
 final class MicrometerLockMetrics implements LockMetrics {
     private static final AtomicInteger CLIENTS = new AtomicInteger();
-    private static final String[] OUTCOMES = {"acquired", "timeout", "error", "cancelled"};
 
     private final MeterRegistry registry;
     private final boolean perLockName;
     private final Tags base;
-    /** [kind][outcome]; null with per-lock-name tags. */
+    /** [kind][outcome]; null with per-lock-name tags or with observations. */
     private final Timer @Nullable [][] timers;
+    /** Observations of acquisitions, or {@link LockMetrics#NONE} for the timer here. */
+    private final LockMetrics observing;
 
     private final Counter @Nullable [] lost;
     private final @Nullable Counter renewedOk;
@@ -53,9 +54,11 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final @Nullable Counter handOffs;
     private final List<Meter> gauges = new ArrayList<>();
 
-    private MicrometerLockMetrics(MeterRegistry registry, boolean perLockName, EngineClient client) {
+    private MicrometerLockMetrics(
+            MeterRegistry registry, boolean perLockName, EngineClient client, LockMetrics observing) {
         this.registry = registry;
         this.perLockName = perLockName;
+        this.observing = observing;
         this.base = Tags.of(TAG_BACKEND, client.backendName);
         Tags clientTags = base.and("client", Integer.toString(CLIENTS.incrementAndGet()));
         gauges.add(Gauge.builder(HELD, client, EngineClient::heldCount)
@@ -74,11 +77,15 @@ final class MicrometerLockMetrics implements LockMetrics {
             handOffs = null;
             return;
         }
-        timers = new Timer[LockMode.values().length][OUTCOMES.length];
-        for (LockMode mode : LockMode.values()) {
-            for (int o = 0; o < OUTCOMES.length; o++) {
-                timers[mode.ordinal()][o] = timer(base, mode, o);
+        if (observing == NONE) {
+            timers = new Timer[LockMode.values().length][OUTCOME_COUNT];
+            for (LockMode mode : LockMode.values()) {
+                for (int o = 0; o < OUTCOME_COUNT; o++) {
+                    timers[mode.ordinal()][o] = timer(base, mode, o);
+                }
             }
+        } else {
+            timers = null;
         }
         lost = new Counter[LossCause.values().length];
         for (LossCause c : LossCause.values()) {
@@ -89,13 +96,16 @@ final class MicrometerLockMetrics implements LockMetrics {
         handOffs = handOffCounter(base);
     }
 
-    /** Binds to {@code registry}, which must be a Micrometer {@code MeterRegistry}. */
-    static LockMetrics bind(Object registry, boolean perLockName, EngineClient client) {
+    /**
+     * Binds to {@code registry}, which must be a Micrometer {@code MeterRegistry}; acquisitions go
+     * to {@code observing} unless it is {@link LockMetrics#NONE}.
+     */
+    static LockMetrics bind(Object registry, boolean perLockName, EngineClient client, LockMetrics observing) {
         if (!(registry instanceof MeterRegistry r)) {
             throw new IllegalArgumentException("metricsRegistry must be an io.micrometer.core.instrument.MeterRegistry,"
                     + " not " + registry.getClass().getName());
         }
-        return new MicrometerLockMetrics(r, perLockName, client);
+        return new MicrometerLockMetrics(r, perLockName, client, observing);
     }
 
     @Override
@@ -104,8 +114,17 @@ final class MicrometerLockMetrics implements LockMetrics {
     }
 
     @Override
-    public void acquireEnded(Acquisition a, long nanos, Throwable error) {
-        int outcome = outcomeOf(error);
+    public @Nullable Object acquireStarted(Acquisition a) {
+        return observing == NONE ? null : observing.acquireStarted(a);
+    }
+
+    @Override
+    public void acquireEnded(Acquisition a, long nanos, @Nullable Throwable error, @Nullable Object started) {
+        if (observing != NONE) {
+            observing.acquireEnded(a, nanos, error, started);
+            return;
+        }
+        int outcome = LockMetrics.outcomeOf(error);
         Timer t = perLockName
                 ? timer(base.and(TAG_LOCK, a.name), a.mode, outcome)
                 : Objects.requireNonNull(timers)[a.mode.ordinal()][outcome];
@@ -137,36 +156,11 @@ final class MicrometerLockMetrics implements LockMetrics {
         gauges.forEach(registry::remove);
     }
 
-    private static int outcomeOf(Throwable error) {
-        if (error == null) {
-            return 0;
-        }
-        Throwable e = Acquisition.unwrap(error);
-        if (e instanceof LockTimeoutException) {
-            return 1;
-        }
-        if (e instanceof CancellationException
-                || (e instanceof IllegalStateException
-                        && String.valueOf(e.getMessage()).contains("closed"))) {
-            return 3;
-        }
-        return 2;
-    }
-
-    private static String kindOf(LockMode mode) {
-        return switch (mode) {
-            case EXCLUSIVE -> "lock";
-            case READ -> "read";
-            case WRITE -> "write";
-            case SEMAPHORE -> "semaphore";
-        };
-    }
-
     private Timer timer(Tags tags, LockMode mode, int outcome) {
         return Timer.builder(ACQUIRE)
                 .tags(tags)
-                .tag(TAG_KIND, kindOf(mode))
-                .tag(TAG_OUTCOME, OUTCOMES[outcome])
+                .tag(TAG_KIND, LockMetrics.kindOf(mode))
+                .tag(TAG_OUTCOME, LockMetrics.outcomeTag(outcome))
                 .description("time from an acquire call to its outcome")
                 .register(registry);
     }

@@ -2,6 +2,7 @@ package io.dlock.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.dlock.Lease;
 import io.dlock.LockClient;
@@ -15,11 +16,18 @@ import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
 import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistryAssert;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration;
+import org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -206,6 +214,92 @@ class AutoConfigurationIT {
                                     .find(LockMetricNames.ACQUIRE)
                                     .timers())
                             .isEmpty();
+                });
+    }
+
+    @Test
+    void observationRegistryBean_eachAcquireIsAnObservationEndedWithItsOutcome() {
+        runner.withPropertyValues("dlock.uri=" + backend.uri("auto-observe"))
+                .withBean(ObservationRegistry.class, TestObservationRegistry::create)
+                .withBean(Job.class)
+                .run(ctx -> {
+                    assertThat(ctx.getBean(Job.class).run()).isEqualTo("ran");
+                    TestObservationRegistry r = (TestObservationRegistry) ctx.getBean(ObservationRegistry.class);
+                    // Stopped as the outcome completes, which may be just after the caller woke up.
+                    await().atMost(Duration.ofSeconds(5))
+                            .untilAsserted(() -> TestObservationRegistryAssert.assertThat(r)
+                                    .hasObservationWithNameEqualTo(LockMetricNames.ACQUIRE)
+                                    .that()
+                                    .hasBeenStopped());
+                    TestObservationRegistryAssert.assertThat(r)
+                            .hasNumberOfObservationsWithNameEqualTo(LockMetricNames.ACQUIRE, 1)
+                            .hasObservationWithNameEqualTo(LockMetricNames.ACQUIRE)
+                            .that()
+                            .hasBeenStarted()
+                            .hasBeenStopped()
+                            .hasLowCardinalityKeyValue(LockMetricNames.TAG_BACKEND, "zookeeper")
+                            .hasLowCardinalityKeyValue(LockMetricNames.TAG_KIND, "lock")
+                            .hasLowCardinalityKeyValue(LockMetricNames.TAG_OUTCOME, "acquired")
+                            .doesNotHaveHighCardinalityKeyValueWithKey(LockMetricNames.TAG_LOCK)
+                            .doesNotHaveError();
+                });
+        runner.withPropertyValues("dlock.uri=" + backend.uri("auto-observe"), "dlock.observations.per-lock-name=true")
+                .withBean(ObservationRegistry.class, TestObservationRegistry::create)
+                .withBean(Job.class)
+                .run(ctx -> {
+                    ctx.getBean(Job.class).run();
+                    TestObservationRegistry r = (TestObservationRegistry) ctx.getBean(ObservationRegistry.class);
+                    await().atMost(Duration.ofSeconds(5))
+                            .untilAsserted(() -> TestObservationRegistryAssert.assertThat(r)
+                                    .hasObservationWithNameEqualTo(LockMetricNames.ACQUIRE)
+                                    .that()
+                                    .hasBeenStopped());
+                    TestObservationRegistryAssert.assertThat(r)
+                            .hasObservationWithNameEqualTo(LockMetricNames.ACQUIRE)
+                            .that()
+                            .hasHighCardinalityKeyValue(LockMetricNames.TAG_LOCK, "job")
+                            .doesNotHaveLowCardinalityKeyValueWithKey(LockMetricNames.TAG_LOCK);
+                });
+        runner.withPropertyValues("dlock.uri=" + backend.uri("auto-observe"), "dlock.observations.enabled=false")
+                .withBean(ObservationRegistry.class, TestObservationRegistry::create)
+                .withBean(Job.class)
+                .run(ctx -> {
+                    ctx.getBean(Job.class).run();
+                    TestObservationRegistryAssert.assertThat(
+                                    (TestObservationRegistry) ctx.getBean(ObservationRegistry.class))
+                            .doesNotHaveAnyObservation();
+                });
+    }
+
+    @Test
+    void springBootMetricsAndObservations_oneAcquireTimerMadeByTheObservation() {
+        runner.withConfiguration(AutoConfigurations.of(
+                        ObservationAutoConfiguration.class,
+                        MetricsAutoConfiguration.class,
+                        SimpleMetricsExportAutoConfiguration.class,
+                        CompositeMeterRegistryAutoConfiguration.class))
+                .withPropertyValues("dlock.uri=" + backend.uri("auto-boot-observe"))
+                .withBean(Job.class)
+                .run(ctx -> {
+                    ctx.getBean(Job.class).run();
+                    MeterRegistry r = ctx.getBean(MeterRegistry.class);
+                    await().atMost(Duration.ofSeconds(5))
+                            .until(() -> r.find(LockMetricNames.ACQUIRE).timers().stream()
+                                            .mapToLong(t -> t.count())
+                                            .sum()
+                                    == 1);
+                    assertThat(r.find(LockMetricNames.ACQUIRE).timers())
+                            .singleElement()
+                            .satisfies(t -> {
+                                assertThat(t.getId().getTag(LockMetricNames.TAG_OUTCOME))
+                                        .isEqualTo("acquired");
+                                assertThat(t.getId().getTag(LockMetricNames.TAG_BACKEND))
+                                        .isEqualTo("zookeeper");
+                                assertThat(t.getId().getTag("error"))
+                                        .as("recorded by Spring Boot's meter observation handler")
+                                        .isEqualTo("none");
+                            });
+                    assertThat(r.find(LockMetricNames.HELD).gauges()).hasSize(1);
                 });
     }
 

@@ -39,7 +39,8 @@ class DLockPropertiesTest {
                 Map.entry("dlock.retry.base-sleep", "20ms"),
                 Map.entry("dlock.retry.max-sleep", "1s"),
                 Map.entry("dlock.retry.max-retries", "4"),
-                Map.entry("dlock.metrics.per-lock-name", "true")));
+                Map.entry("dlock.metrics.per-lock-name", "true"),
+                Map.entry("dlock.observations.per-lock-name", "true")));
         LockOptions o = p.toOptions().build();
         assertThat(p.getUri()).isEqualTo("zookeeper://127.0.0.1:1/x");
         assertThat(o.leaseTime()).isEqualTo(Duration.ofSeconds(7));
@@ -54,6 +55,7 @@ class DLockPropertiesTest {
         assertThat(o.retryPolicy())
                 .isEqualTo(RetryPolicy.exponentialBackoff(Duration.ofMillis(20), Duration.ofSeconds(1), 4));
         assertThat(o.metricsPerLockName()).isTrue();
+        assertThat(o.observationsPerLockName()).isTrue();
     }
 
     @Test
@@ -89,6 +91,8 @@ class DLockPropertiesTest {
             "dlock.retry.max-retries",
             "dlock.metrics.enabled",
             "dlock.metrics.per-lock-name",
+            "dlock.observations.enabled",
+            "dlock.observations.per-lock-name",
             "dlock.health.lock-name",
             "dlock.health.timeout",
             "management.health.dlock.enabled"

@@ -6,6 +6,7 @@ import io.dlock.spring.boot.annotation.ActiveLocks;
 import io.dlock.spring.boot.annotation.DistributedLockAdvisor;
 import io.dlock.spring.boot.annotation.DistributedLockInterceptor;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -26,8 +27,9 @@ import org.springframework.core.type.AnnotationMetadata;
 
 /**
  * Auto-configures a {@link LockClient} from {@code dlock.uri} and the other {@code dlock.*}
- * properties ({@link DLockProperties}), binds the application's Micrometer {@code MeterRegistry} to
- * it, and applies {@code @DistributedLock}/{@code @ScheduledLock} to bean methods.
+ * properties ({@link DLockProperties}), binds the application's Micrometer {@code MeterRegistry} and
+ * {@code ObservationRegistry} to it, and applies {@code @DistributedLock}/{@code @ScheduledLock} to
+ * bean methods.
  *
  * <p>The client backs off when the application defines its own {@link LockClient} bean (which the
  * annotations then use) and is not created without {@code dlock.uri}. It is closed when the context
@@ -39,7 +41,8 @@ import org.springframework.core.type.AnnotationMetadata;
 @AutoConfiguration(
         afterName = {
             "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
-            "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration"
+            "org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration",
+            "org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration"
         })
 @ConditionalOnClass(LockClient.class)
 @EnableConfigurationProperties(DLockProperties.class)
@@ -127,6 +130,26 @@ public class DLockAutoConfiguration {
                 MeterRegistry r = registry.getIfUnique();
                 if (r != null) {
                     options.metricsRegistry(r);
+                }
+            };
+        }
+    }
+
+    /**
+     * Makes each acquire of the auto-configured client an observation in the application's {@code
+     * ObservationRegistry} (so traces show lock waits). Spring Boot's registry records the {@code
+     * dlock.acquire} timer from it when a {@code MeterRegistry} exists, in place of the client's own.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(ObservationRegistry.class)
+    @ConditionalOnProperty(prefix = "dlock.observations", name = "enabled", matchIfMissing = true)
+    static class ObservationConfiguration {
+        @Bean
+        LockOptionsCustomizer dlockObservationCustomizer(ObjectProvider<ObservationRegistry> registry) {
+            return options -> {
+                ObservationRegistry r = registry.getIfUnique();
+                if (r != null) {
+                    options.observationRegistry(r);
                 }
             };
         }

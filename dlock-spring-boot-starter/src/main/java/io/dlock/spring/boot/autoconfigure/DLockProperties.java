@@ -50,6 +50,8 @@ public class DLockProperties {
 
     private final Metrics metrics = new Metrics();
 
+    private final Observations observations = new Observations();
+
     private final Health health = new Health();
 
     /** The retry policy for backend operations (exponential backoff). */
@@ -113,6 +115,31 @@ public class DLockProperties {
         }
     }
 
+    /** Micrometer observations of the auto-configured client's acquisitions (traces of lock waits). */
+    public static class Observations {
+        /** Whether each acquire is an observation in the application's ObservationRegistry (if any). */
+        private boolean enabled = true;
+
+        /** Whether observations carry the lock name as a high-cardinality key (spans, not meters). */
+        private boolean perLockName = false;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public boolean isPerLockName() {
+            return perLockName;
+        }
+
+        public void setPerLockName(boolean perLockName) {
+            this.perLockName = perLockName;
+        }
+    }
+
     /** The dlock health indicator. */
     public static class Health {
         /** The reserved lock the health check tries once without waiting. */
@@ -145,7 +172,7 @@ public class DLockProperties {
      * {@link IllegalArgumentException} or {@link IllegalStateException} from {@link LockOptions}'s
      * builder, naming the offending option.
      *
-     * @return a builder holding these options; the caller may add a metrics registry
+     * @return a builder holding these options; the caller may add the metrics and observation registries
      */
     public LockOptions.Builder toOptions() {
         return LockOptions.builder()
@@ -159,7 +186,8 @@ public class DLockProperties {
                 .maxLocalHandoffs(maxLocalHandoffs)
                 .callbackThreads(callbackThreads)
                 .retryPolicy(RetryPolicy.exponentialBackoff(retry.baseSleep, retry.maxSleep, retry.maxRetries))
-                .metricsPerLockName(metrics.perLockName);
+                .metricsPerLockName(metrics.perLockName)
+                .observationsPerLockName(observations.perLockName);
     }
 
     public String getUri() {
@@ -248,6 +276,10 @@ public class DLockProperties {
 
     public Metrics getMetrics() {
         return metrics;
+    }
+
+    public Observations getObservations() {
+        return observations;
     }
 
     public Health getHealth() {
