@@ -4,4 +4,7 @@
  * {@code @ScheduledLock} and the current-lease accessor, {@code actuate} the health indicator and the
  * {@code dlock} actuator endpoint.
  */
+@NullMarked
 package io.dlock.spring.boot;
+
+import org.jspecify.annotations.NullMarked;

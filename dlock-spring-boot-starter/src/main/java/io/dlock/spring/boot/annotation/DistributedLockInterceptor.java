@@ -8,6 +8,7 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -22,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.support.AopUtils;
@@ -32,6 +34,7 @@ import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.Expression;
 
 /**
  * The aspect behind {@link DistributedLock @DistributedLock} and {@link ScheduledLock @ScheduledLock};
@@ -58,12 +61,12 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
 
     private final Supplier<LockClient> client;
     private final ActiveLocks active;
-    private final BeanFactory beanFactory;
+    private final @Nullable BeanFactory beanFactory;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final Map<MethodClassKey, LockSpec> specs = new ConcurrentHashMap<>();
     private final ScheduledExecutorService releaser;
-    private volatile String backendName;
-    private volatile LockClient resolved;
+    private volatile @Nullable String backendName;
+    private volatile @Nullable LockClient resolved;
 
     /**
      * Creates the aspect.
@@ -74,7 +77,8 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
      * @param active where held and waiting calls are tracked
      * @param beanFactory resolves {@code @bean} references in keys; may be {@code null}
      */
-    public DistributedLockInterceptor(Supplier<LockClient> client, ActiveLocks active, BeanFactory beanFactory) {
+    public DistributedLockInterceptor(
+            Supplier<LockClient> client, ActiveLocks active, @Nullable BeanFactory beanFactory) {
         this.client = client;
         this.active = active;
         this.beanFactory = beanFactory;
@@ -130,7 +134,7 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
     }
 
     @Override
-    public Object invoke(MethodInvocation inv) throws Throwable {
+    public @Nullable Object invoke(MethodInvocation inv) throws Throwable {
         Object target = inv.getThis();
         LockSpec spec = spec(inv.getMethod(), target == null ? null : AopUtils.getTargetClass(target));
         if (spec == null) {
@@ -152,7 +156,7 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         }
     }
 
-    private Object invokeBlocking(MethodInvocation inv, LockSpec spec, String name) throws Throwable {
+    private @Nullable Object invokeBlocking(MethodInvocation inv, LockSpec spec, String name) throws Throwable {
         io.dlock.DistributedLock lock = lockFor(name, spec);
         long id = active.waiting(name, spec.method());
         Lease lease;
@@ -184,7 +188,7 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         }
     }
 
-    private Object invokeOwned(MethodInvocation inv, LockSpec spec, String name) throws Throwable {
+    private @Nullable Object invokeOwned(MethodInvocation inv, LockSpec spec, String name) throws Throwable {
         long start = System.nanoTime();
         io.dlock.DistributedLock lock = lockFor(name, spec);
         long id = active.waiting(name, spec.method());
@@ -206,13 +210,15 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
             throw cause;
         }
         active.held(id, lease.fencingToken());
-        ScheduledFuture<?> atMost =
-                releaser.schedule(() -> release(lease, id), remaining(spec.holdAtMost(), start), TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> atMost = releaser.schedule(
+                () -> release(lease, id),
+                remaining(Objects.requireNonNull(spec.holdAtMost(), "holdAtMost"), start),
+                TimeUnit.NANOSECONDS);
         try {
             return runUnder(inv, spec, name, lease);
         } finally {
             atMost.cancel(false);
-            long keep = remaining(spec.holdAtLeast(), start);
+            long keep = remaining(Objects.requireNonNull(spec.holdAtLeast(), "holdAtLeast"), start);
             if (keep > 0) {
                 releaser.schedule(() -> release(lease, id), keep, TimeUnit.NANOSECONDS);
             } else {
@@ -270,7 +276,7 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         return result;
     }
 
-    private Object runUnder(MethodInvocation inv, LockSpec spec, String name, Lease lease) throws Throwable {
+    private @Nullable Object runUnder(MethodInvocation inv, LockSpec spec, String name, Lease lease) throws Throwable {
         if (spec.leaseParameter() >= 0) {
             inv.getArguments()[spec.leaseParameter()] = lease;
         }
@@ -294,15 +300,15 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         }
     }
 
-    private Object timedOut(LockSpec spec, String name) {
+    private @Nullable Object timedOut(LockSpec spec, String name) {
         if (spec.onTimeout() == OnTimeout.SKIP) {
             log.debug("[lock={}] not acquired within {}: {} skipped", name, spec.waitTime(), spec.method());
             return spec.skipped();
         }
-        throw new LockTimeoutException(name, backend(), spec.waitTime());
+        throw new LockTimeoutException(name, backend(), Objects.requireNonNull(spec.waitTime(), "waitTime"));
     }
 
-    private Object timedOut(LockSpec spec, LockTimeoutException e) {
+    private @Nullable Object timedOut(LockSpec spec, LockTimeoutException e) {
         if (spec.onTimeout() == OnTimeout.SKIP) {
             log.debug("[lock={}] not acquired: {} skipped", e.lockName(), spec.method());
             return spec.skipped();
@@ -328,13 +334,14 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         if (beanFactory != null) {
             ctx.setBeanResolver(new BeanFactoryResolver(beanFactory));
         }
+        Expression key = Objects.requireNonNull(spec.key(), "key"); // a constant name is never evaluated
         Object value;
         try {
-            value = spec.key().getValue(ctx);
+            value = key.getValue(ctx);
         } catch (RuntimeException e) {
             throw new IllegalArgumentException(
-                    "@DistributedLock on " + spec.method() + ": key \""
-                            + spec.key().getExpressionString() + "\" failed: " + e.getMessage(),
+                    "@DistributedLock on " + spec.method() + ": key \"" + key.getExpressionString() + "\" failed: "
+                            + e.getMessage(),
                     e);
         }
         String name = value == null ? null : value.toString();
@@ -345,7 +352,7 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         return name;
     }
 
-    private LockSpec spec(Method method, Class<?> targetClass) {
+    private @Nullable LockSpec spec(Method method, @Nullable Class<?> targetClass) {
         MethodClassKey key = new MethodClassKey(method, targetClass);
         LockSpec s = specs.get(key);
         if (s != null || specs.containsKey(key)) {

@@ -4,6 +4,7 @@ import io.dlock.Lease;
 import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The lease of the innermost {@link DistributedLock @DistributedLock} or
@@ -67,7 +68,7 @@ public final class DistributedLocks {
         return f == null ? Optional.empty() : Optional.of(f.lease());
     }
 
-    static Frame find(String name) {
+    static @Nullable Frame find(String name) {
         ArrayDeque<Frame> stack = STACK.get();
         if (stack.isEmpty()) {
             return null;

@@ -5,6 +5,7 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
@@ -19,11 +20,11 @@ import org.springframework.expression.spel.standard.SpelExpressionParser;
 record LockSpec(
         String method,
         Kind kind,
-        String constantName,
-        Expression key,
-        Duration waitTime,
-        Duration holdAtMost,
-        Duration holdAtLeast,
+        @Nullable String constantName,
+        @Nullable Expression key,
+        @Nullable Duration waitTime,
+        @Nullable Duration holdAtMost,
+        @Nullable Duration holdAtLeast,
         OnTimeout onTimeout,
         int leaseParameter,
         Result result) {
@@ -137,7 +138,8 @@ record LockSpec(
                 result);
     }
 
-    private static Duration duration(String where, String annotation, String attribute, String text, boolean zeroOk) {
+    private static @Nullable Duration duration(
+            String where, String annotation, String attribute, @Nullable String text, boolean zeroOk) {
         if (text == null || text.isBlank()) {
             return null;
         }
@@ -186,6 +188,7 @@ record LockSpec(
         return m.getDeclaringClass().getSimpleName() + "." + m.getName();
     }
 
+    @Nullable
     Object skipped() {
         return result == Result.OPTIONAL ? Optional.empty() : null;
     }

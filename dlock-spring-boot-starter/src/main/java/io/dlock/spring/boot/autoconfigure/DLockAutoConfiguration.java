@@ -7,6 +7,7 @@ import io.dlock.spring.boot.annotation.DistributedLockAdvisor;
 import io.dlock.spring.boot.annotation.DistributedLockInterceptor;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
+import java.util.Objects;
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -66,7 +67,8 @@ public class DLockAutoConfiguration {
     public LockClient dlockClient(DLockProperties properties, ObjectProvider<LockOptionsCustomizer> customizers) {
         LockOptions.Builder options = properties.toOptions();
         customizers.orderedStream().forEach(c -> c.customize(options));
-        return LockClient.connect(properties.getUri(), options.build());
+        // @ConditionalOnProperty: dlock.uri is set
+        return LockClient.connect(Objects.requireNonNull(properties.getUri(), "dlock.uri"), options.build());
     }
 
     /**

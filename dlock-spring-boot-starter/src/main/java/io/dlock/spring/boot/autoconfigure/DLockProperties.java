@@ -3,6 +3,7 @@ package io.dlock.spring.boot.autoconfigure;
 import io.dlock.LockOptions;
 import io.dlock.RetryPolicy;
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -17,7 +18,7 @@ public class DLockProperties {
      * The backend URI, e.g. zookeeper://host:2181/app, redis://host:6379. Without it no LockClient is
      * auto-configured. Query parameters in it override the properties below.
      */
-    private String uri;
+    private @Nullable String uri;
 
     /** How long a grant lives without renewal on lease-based backends (Redis, SQL, etcd, Memcached). */
     private Duration leaseTime = Duration.ofSeconds(30);
@@ -190,11 +191,11 @@ public class DLockProperties {
                 .observationsPerLockName(observations.perLockName);
     }
 
-    public String getUri() {
+    public @Nullable String getUri() {
         return uri;
     }
 
-    public void setUri(String uri) {
+    public void setUri(@Nullable String uri) {
         this.uri = uri;
     }
 
