@@ -12,15 +12,21 @@ import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.LeaseOption;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
@@ -83,6 +89,20 @@ final class EtcdBackend implements LockBackend {
 
     private volatile ScheduledFuture<?> keepAliveTask;
 
+    /**
+     * Requests in flight, each with its deadline, in the order they were sent; {@link #sweep} fails
+     * those past it. Instead of {@code orTimeout}, whose task on the JDK's delay scheduler woke that
+     * scheduler's thread for every request (twice per acquire+release, on two shared cores).
+     */
+    private final ConcurrentLinkedQueue<InFlight> inFlight = new ConcurrentLinkedQueue<>();
+
+    private final long requestTimeoutNanos;
+
+    /** The next key check of a lease not sent yet, by lease id; renewals join it. */
+    private final Map<Long, CompletableFuture<Set<ByteSequence>>> keyChecks = new ConcurrentHashMap<>();
+
+    private record InFlight(CompletableFuture<?> request, long deadline) {}
+
     /** One etcd lease of this client, with the lock-delay lease that goes with it (0 without). */
     static final class EtcdLease {
         final long id;
@@ -112,6 +132,7 @@ final class EtcdBackend implements LockBackend {
         this.client = client;
         this.ownsClient = ownsClient;
         this.requestTimeout = options.connectTimeout();
+        this.requestTimeoutNanos = requestTimeout.toNanos();
         this.ttlSeconds = uri.ttlSeconds();
         // At most a second apart, so that a lease revoked behind dlock's back is noticed within one.
         this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
@@ -190,6 +211,10 @@ final class EtcdBackend implements LockBackend {
     }
 
     private static EtcdBackend start(EtcdBackend backend) {
+        long sweepNanos = Math.max(
+                TimeUnit.MILLISECONDS.toNanos(10),
+                Math.min(TimeUnit.MILLISECONDS.toNanos(100), backend.requestTimeoutNanos / 10));
+        backend.timer.scheduleWithFixedDelay(backend::sweep, sweepNanos, sweepNanos, TimeUnit.NANOSECONDS);
         try {
             backend.await(backend.client
                     .getKVClient()
@@ -223,6 +248,70 @@ final class EtcdBackend implements LockBackend {
             throw new CompletionException(
                     new TimeoutException("no answer within " + requestTimeout + " (is etcd running there?)"));
         }
+    }
+
+    /**
+     * Fails {@code request} with a {@link TimeoutException} if it has not completed within the
+     * request timeout (give or take one sweep period). Never blocks.
+     */
+    <T> CompletableFuture<T> bounded(CompletableFuture<T> request) {
+        if (!request.isDone()) {
+            inFlight.add(new InFlight(request, now() + requestTimeoutNanos));
+        }
+        return request;
+    }
+
+    /** One tick of the timer: drops answered requests and fails those past their deadline. */
+    private void sweep() {
+        long now = now();
+        for (Iterator<InFlight> it = inFlight.iterator(); it.hasNext(); ) {
+            InFlight f = it.next();
+            if (f.request().isDone()) {
+                it.remove();
+            } else if (now - f.deadline() >= 0) {
+                it.remove();
+                f.request().completeExceptionally(new TimeoutException("no answer from etcd within " + requestTimeout));
+            }
+        }
+    }
+
+    /**
+     * The keys attached to {@code lease} on the server, from one request shared by every caller
+     * until it is sent (a few milliseconds later, so that one renewal tick's grants share it).
+     * Never blocks. Fails with {@link LockBackendException} when etcd does not answer, and, if
+     * the lease is gone on the server, marks it lost and completes with no keys.
+     */
+    CompletableFuture<Set<ByteSequence>> attachedKeys(EtcdLease lease) {
+        CompletableFuture<Set<ByteSequence>> fresh = new CompletableFuture<>();
+        CompletableFuture<Set<ByteSequence>> check = keyChecks.putIfAbsent(lease.id, fresh);
+        if (check != null) {
+            return check;
+        }
+        if (schedule(() -> sendKeyCheck(lease, fresh), 5) == null) {
+            keyChecks.remove(lease.id, fresh);
+            fresh.completeExceptionally(new LockBackendException(null, NAME, "client is closed", null));
+        }
+        return fresh;
+    }
+
+    private void sendKeyCheck(EtcdLease lease, CompletableFuture<Set<ByteSequence>> check) {
+        keyChecks.remove(lease.id, check); // later renewals make the next check
+        bounded(client.getLeaseClient()
+                        .timeToLive(
+                                lease.id,
+                                LeaseOption.builder().withAttachedKeys().build()))
+                .whenComplete((r, err) -> {
+                    // etcd answers -1 for a lease it no longer has; 0 is a lease with under a second left.
+                    if (err == null && r.getTTL() >= 0) {
+                        check.complete(new HashSet<>(r.getKeys()));
+                    } else if (err == null || isLeaseGone(err)) {
+                        lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
+                        check.complete(Set.of());
+                    } else {
+                        check.completeExceptionally(
+                                EtcdLockProtocol.failure(null, "reading the keys of " + lease, err));
+                    }
+                });
     }
 
     /** The reason a connect failed, from the cause chain, without the password. */
@@ -468,6 +557,9 @@ final class EtcdBackend implements LockBackend {
             task.cancel(false);
         }
         protocol.close();
+        keyChecks
+                .values()
+                .forEach(c -> c.completeExceptionally(new LockBackendException(null, NAME, "client closed", null)));
         List<EtcdLease> leases;
         synchronized (this) {
             current = null;

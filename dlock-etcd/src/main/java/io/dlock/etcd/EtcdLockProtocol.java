@@ -105,6 +105,28 @@ final class EtcdLockProtocol implements LockProtocol {
         return key.substring(0, key.lastIndexOf('/'));
     }
 
+    /**
+     * The entry the engine keeps for an etcd key. An exclusive entry's {@code key} is its
+     * acquisition id, the very string the entry already holds, not the etcd key ({@code
+     * <ns>/<name>/x/<id>}, rebuilt by {@link #etcdKey}): a held lock then costs no key string
+     * (about 80 bytes). Read-write and semaphore entries keep the etcd key (a downgrade names its
+     * write entry by it).
+     */
+    static QueueEntry entry(String lockName, String acquisitionId, String etcdKey, long lease, long revision) {
+        boolean exclusive = familyMode(etcdKey) == LockMode.EXCLUSIVE;
+        return new QueueEntry(lockName, acquisitionId, exclusive ? acquisitionId : etcdKey, lease, revision);
+    }
+
+    /** Whether {@code entry} is an exclusive lock's (its key is the acquisition id, see {@link #entry}). */
+    static boolean isExclusive(QueueEntry entry) {
+        return entry.key().indexOf('/') < 0;
+    }
+
+    /** The etcd key of {@code entry}. */
+    String etcdKey(QueueEntry entry) {
+        return isExclusive(entry) ? familyPrefix(entry.lockName(), LockMode.EXCLUSIVE) + entry.key() : entry.key();
+    }
+
     static String value(LockRequest r, boolean downgrade) {
         return switch (r.mode()) {
             case EXCLUSIVE -> "x";
@@ -225,7 +247,7 @@ final class EtcdLockProtocol implements LockProtocol {
             try {
                 if (r.isSucceeded()) {
                     long revision = r.getHeader().getRevision();
-                    QueueEntry entry = new QueueEntry(name, request.acquisitionId(), key, lease.id, revision);
+                    QueueEntry entry = entry(name, request.acquisitionId(), key, lease.id, revision);
                     if (request.mode() == LockMode.EXCLUSIVE) {
                         List<KeyValue> two = r.getGetResponses().get(0).getKvs();
                         String predecessor = two.size() > 1 ? string(two.get(1).getKey()) : null;
@@ -249,8 +271,7 @@ final class EtcdLockProtocol implements LockProtocol {
                     return;
                 }
                 KeyValue kv = own.get(0);
-                QueueEntry entry =
-                        new QueueEntry(name, request.acquisitionId(), key, kv.getLease(), kv.getCreateRevision());
+                QueueEntry entry = entry(name, request.acquisitionId(), key, kv.getLease(), kv.getCreateRevision());
                 if (kv.getLease() == lease.id) {
                     log.debug("[lock={} state=QUEUED] adopted own key {} after a lost reply", name, key);
                     readPosition(entry, result);
@@ -322,7 +343,7 @@ final class EtcdLockProtocol implements LockProtocol {
     private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
         ByteSequence tomb = bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId());
         txn(
-                        List.of(new Cmp(bytes(entry.key()), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                        List.of(new Cmp(bytes(etcdKey(entry)), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
                         List.of(Op.put(
                                 tomb,
                                 bytes("d"),
@@ -459,7 +480,7 @@ final class EtcdLockProtocol implements LockProtocol {
         WatchOption.Builder option = WatchOption.builder().withNoPut(true).withCreateNotify(true);
         String key = target;
         if (target.equals(WATCH_FAMILY)) {
-            key = familyOf(entry.key()) + "/";
+            key = familyOf(etcdKey(entry)) + "/";
             option.isPrefix(true);
         }
         try {
@@ -534,11 +555,11 @@ final class EtcdLockProtocol implements LockProtocol {
             result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
             return;
         }
-        LockMode fam = familyMode(entry.key());
-        String family = familyOf(entry.key()) + "/";
+        String key = etcdKey(entry);
+        LockMode fam = familyMode(key);
+        String family = familyOf(key) + "/";
         List<Op> reads = new ArrayList<>();
-        reads.add(Op.get(
-                bytes(entry.key()), GetOption.builder().withKeysOnly(true).build()));
+        reads.add(Op.get(bytes(key), GetOption.builder().withKeysOnly(true).build()));
         if (fam == LockMode.EXCLUSIVE) {
             reads.add(Op.get(bytes(family), before(entry.token())));
             if (lockDelay) {
@@ -601,9 +622,13 @@ final class EtcdLockProtocol implements LockProtocol {
     // ---- renew
 
     /**
-     * The client keeps its one lease alive; a grant is as valid as the last confirmed keep-alive of
-     * the lease it is attached to, read before the check is sent. A grant on a lease that is no
-     * longer current, or whose key is gone or replaced (deleted behind dlock's back), is lost.
+     * Sends nothing for the grant itself. The client keeps its one lease alive (the keep-alive moves
+     * {@code confirmedUntil}), so a grant is as valid as the last confirmed keep-alive of its lease,
+     * read before anything is sent; and it is held while its key is still attached to that lease.
+     * The renewals of one renewal tick share one request that lists the lease's attached keys
+     * ({@link EtcdBackend#attachedKeys}): a key deleted behind dlock's back, or replaced by
+     * someone else's on another lease, is missing there, and only that grant is lost. A lease that
+     * is gone loses every grant on it at once (the keep-alive also notices that within a second).
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
@@ -613,16 +638,14 @@ final class EtcdLockProtocol implements LockProtocol {
             return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
         }
         long validUntil = lease.confirmedUntil;
-        return backend.client
-                .getKVClient()
-                .get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
-                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
-                .thenApply(r -> {
-                    if (r.getKvs().isEmpty() || r.getKvs().get(0).getCreateRevision() != entry.token()) {
-                        throw new EntryLostException(entry, "its key is gone from etcd");
-                    }
-                    return new Grant(entry, grant.fencingToken(), validUntil);
-                });
+        ByteSequence key = bytes(etcdKey(entry));
+        return backend.attachedKeys(lease).thenApply(keys -> {
+            if (!keys.contains(key)) {
+                throw new EntryLostException(
+                        entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
+            }
+            return new Grant(entry, grant.fencingToken(), validUntil);
+        });
     }
 
     // ---- release
@@ -640,8 +663,9 @@ final class EtcdLockProtocol implements LockProtocol {
             done.complete(null);
             return;
         }
-        List<Op> ops = new ArrayList<>(List.of(Op.delete(bytes(entry.key()), DeleteOption.DEFAULT)));
-        if (lockDelay && familyMode(entry.key()) == LockMode.EXCLUSIVE) {
+        String key = etcdKey(entry);
+        List<Op> ops = new ArrayList<>(List.of(Op.delete(bytes(key), DeleteOption.DEFAULT)));
+        if (lockDelay && isExclusive(entry)) {
             ops.add(Op.delete(bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId()), DeleteOption.DEFAULT));
         }
         txn(List.of(), ops, List.of()).whenComplete((r, err) -> {
@@ -651,9 +675,9 @@ final class EtcdLockProtocol implements LockProtocol {
                 log.warn(
                         "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
                         entry.lockName(),
-                        entry.key(),
+                        key,
                         err.toString());
-                done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), err));
+                done.completeExceptionally(failure(entry.lockName(), "deleting " + key, err));
             } else {
                 backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1));
             }
@@ -685,7 +709,7 @@ final class EtcdLockProtocol implements LockProtocol {
                         if (key.endsWith("/" + acquisitionId) && familyMode(key) != null) {
                             if (lease != null && kv.getLease() == lease.id) {
                                 return Optional.of(
-                                        new QueueEntry(lockName, acquisitionId, key, lease.id, kv.getCreateRevision()));
+                                        entry(lockName, acquisitionId, key, lease.id, kv.getCreateRevision()));
                             }
                             log.debug(
                                     "[lock={} state=QUEUED] not adopting {}: on lease {}, not the current one",
@@ -702,14 +726,13 @@ final class EtcdLockProtocol implements LockProtocol {
 
     private CompletableFuture<TxnResponse> txn(List<Cmp> ifs, List<Op> then, List<Op> otherwise) {
         try {
-            return backend.client
+            return backend.bounded(backend.client
                     .getKVClient()
                     .txn()
                     .If(ifs.toArray(new Cmp[0]))
                     .Then(then.toArray(new Op[0]))
                     .Else(otherwise.toArray(new Op[0]))
-                    .commit()
-                    .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+                    .commit());
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
