@@ -224,8 +224,13 @@ final class EtcdBackend implements LockBackend {
             backend.await(backend.lease());
         } catch (RuntimeException e) {
             backend.close();
+            String why = backend.uri.tls() ? tlsProblem(backend.uri) : null;
             throw new LockBackendException(
-                    null, NAME, "cannot connect to " + backend.uri.hostList() + ": " + describe(e, backend.uri), e);
+                    null,
+                    NAME,
+                    "cannot connect to " + backend.uri.hostList() + ": "
+                            + (why != null ? why : describe(e, backend.uri)),
+                    e);
         }
         if (!backend.options.renewal()) {
             return backend; // grants run out at the lease time; nothing keeps the lease alive
@@ -312,6 +317,61 @@ final class EtcdBackend implements LockBackend {
                                 EtcdLockProtocol.failure(null, "reading the keys of " + lease, err));
                     }
                 });
+    }
+
+    /**
+     * Why TLS to the first member fails, or null if a handshake there succeeds (or cannot be
+     * tried): gRPC retries a failed handshake until the connect timeout and then reports only
+     * that, so a refused connect over {@code etcds://} shakes hands once more with the JDK's TLS,
+     * trusting what the client trusts, to say so.
+     */
+    static String tlsProblem(EtcdUri uri) {
+        if (uri.endpoints().isEmpty()) {
+            return null;
+        }
+        java.net.URI first = uri.endpoints().get(0);
+        try {
+            javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(
+                    javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+            if (uri.ca() != null) {
+                java.security.KeyStore store =
+                        java.security.KeyStore.getInstance(java.security.KeyStore.getDefaultType());
+                store.load(null, null);
+                try (java.io.InputStream in = java.nio.file.Files.newInputStream(uri.ca())) {
+                    int i = 0;
+                    for (java.security.cert.Certificate c : java.security.cert.CertificateFactory.getInstance("X.509")
+                            .generateCertificates(in)) {
+                        store.setCertificateEntry("ca" + i++, c);
+                    }
+                }
+                tmf.init(store);
+            } else {
+                tmf.init((java.security.KeyStore) null);
+            }
+            javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+            context.init(null, tmf.getTrustManagers(), null);
+            int timeout = (int)
+                    Math.min(5000, Math.max(500, uri.options().connectTimeout().toMillis()));
+            try (java.net.Socket raw = new java.net.Socket()) {
+                raw.connect(new java.net.InetSocketAddress(first.getHost(), first.getPort()), timeout);
+                raw.setSoTimeout(timeout);
+                String host = uri.authority() != null ? uri.authority() : first.getHost();
+                try (javax.net.ssl.SSLSocket tls = (javax.net.ssl.SSLSocket)
+                        context.getSocketFactory().createSocket(raw, host, first.getPort(), false)) {
+                    javax.net.ssl.SSLParameters params = tls.getSSLParameters();
+                    params.setEndpointIdentificationAlgorithm("HTTPS");
+                    tls.setSSLParameters(params);
+                    tls.startHandshake();
+                }
+            }
+            return null;
+        } catch (javax.net.ssl.SSLException e) {
+            return "TLS handshake with " + first.getHost() + ":" + first.getPort() + " failed (" + e.getMessage()
+                    + "); etcds:// needs the CA that signed the servers' certificates: "
+                    + (uri.ca() == null ? "add ?ca=/path/to/ca.pem" : "is " + uri.ca() + " that CA? (?ca=...)");
+        } catch (java.io.IOException | java.security.GeneralSecurityException | RuntimeException e) {
+            return null; // not a TLS problem we can name: the ordinary description stands
+        }
     }
 
     /** The reason a connect failed, from the cause chain, without the password. */

@@ -59,6 +59,11 @@ public final class EtcdServer implements TestServer {
 
     private volatile Process process;
 
+    /** With {@link #startTls()}: the TLS client port and the directory of the certificates; else 0 and null. */
+    private volatile int tlsPort;
+
+    private volatile Path tlsDir;
+
     @GuardedBy("this")
     private boolean closed;
 
@@ -105,6 +110,104 @@ public final class EtcdServer implements TestServer {
             }
         }
         return server;
+    }
+
+    /**
+     * Starts a single-member etcd that also serves TLS: the plain client port ({@link #port()}, for
+     * health checks and inspecting clients) and a TLS client port ({@link #tlsPort()}) with a
+     * server certificate for {@code 127.0.0.1} and {@code localhost}, signed by a throwaway CA
+     * ({@link #caCertificate()}) that the {@code openssl} CLI makes in {@link #dir()}.
+     *
+     * <p>Blocking: until it reports healthy (as {@link #start()}), plus a second or so for
+     * openssl. Thread-safety: safe from any thread. On failure: {@link IllegalStateException}
+     * naming the reason (binary or openssl missing, did not start); nothing is left running.
+     *
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static EtcdServer startTls() {
+        String binary = binary();
+        String openssl = RedisServer.openssl();
+        int client = FreePorts.loopback();
+        int peer = FreePorts.loopback();
+        Path dir = Reaper.createTempDirectory("dlock-etcd-tls-");
+        EtcdServer server =
+                new EtcdServer("n0", client, peer, dir, "n0=http://127.0.0.1:" + peer, "dlock-" + client, true);
+        synchronized (server) {
+            try {
+                Certificates.make(openssl, dir, server.toString());
+                server.tlsPort = FreePorts.loopback();
+                server.tlsDir = dir;
+                server.launch(binary);
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+        return server;
+    }
+
+    /**
+     * Returns the TLS client port of a server from {@link #startTls()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} for a server without TLS.
+     *
+     * @return the port
+     */
+    public int tlsPort() {
+        if (tlsDir == null) {
+            throw new IllegalStateException(this + " was not started with startTls()");
+        }
+        return tlsPort;
+    }
+
+    /**
+     * Returns the PEM file of the throwaway CA that signed the TLS certificate of a server from
+     * {@link #startTls()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} for a server without TLS.
+     *
+     * @return the CA certificate file
+     */
+    public Path caCertificate() {
+        if (tlsDir == null) {
+            throw new IllegalStateException(this + " was not started with startTls()");
+        }
+        return tlsDir.resolve("ca.crt");
+    }
+
+    /**
+     * Makes another throwaway CA, one that signed nothing this server presents, for tests of a
+     * client that trusts the wrong CA.
+     *
+     * <p>Blocking: while openssl runs, about a second. Thread-safety: safe from any thread. On
+     * failure: {@link IllegalStateException} if openssl is missing or fails.
+     *
+     * @return the PEM file of the other CA, in {@link #dir()}
+     */
+    public Path otherCaCertificate() {
+        Certificates.makeCa(RedisServer.openssl(), dir, "other-ca", toString());
+        return dir.resolve("other-ca.crt");
+    }
+
+    /** The client URLs to listen on and advertise: plain, plus TLS with {@link #startTls()}. */
+    private String clientUrls() {
+        String plain = "http://127.0.0.1:" + clientPort;
+        return tlsDir == null ? plain : plain + ",https://127.0.0.1:" + tlsPort;
+    }
+
+    /** The flags that give the TLS URLs their certificate; none without TLS. */
+    private List<String> tlsFlags() {
+        if (tlsDir == null) {
+            return List.of();
+        }
+        return List.of(
+                "--cert-file",
+                tlsDir.resolve("server.crt").toString(),
+                "--key-file",
+                tlsDir.resolve("server.key").toString());
     }
 
     @Override
@@ -293,8 +396,8 @@ public final class EtcdServer implements TestServer {
     synchronized void launch(String binary) {
         Path logFile = dir.resolve("etcd.log");
         String peerUrl = "http://127.0.0.1:" + peerPort;
-        String clientUrl = "http://127.0.0.1:" + clientPort;
-        List<String> cmd = List.of(
+        String clientUrl = clientUrls();
+        List<String> cmd = new ArrayList<>(List.of(
                 binary,
                 "--name",
                 name,
@@ -322,7 +425,8 @@ public final class EtcdServer implements TestServer {
                 "--logger",
                 "zap",
                 "--log-outputs",
-                "stderr");
+                "stderr"));
+        cmd.addAll(tlsFlags());
         Process p;
         try {
             p = new ProcessBuilder(cmd)
