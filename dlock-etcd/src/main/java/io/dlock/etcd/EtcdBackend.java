@@ -149,7 +149,7 @@ final class EtcdBackend implements LockBackend {
             return t;
         });
         timer.setRemoveOnCancelPolicy(true);
-        this.capabilities = Set.copyOf(EnumSet.of(
+        EnumSet<Capability> caps = EnumSet.of(
                 Capability.EXCLUSIVE,
                 Capability.FAIR,
                 Capability.FENCING_TOKENS,
@@ -159,7 +159,17 @@ final class EtcdBackend implements LockBackend {
                 Capability.LOST_DETECTION,
                 Capability.CRASH_RELEASE,
                 Capability.NO_HERD,
-                Capability.RENEWAL));
+                Capability.RENEWAL);
+        if (!uri.lockDelay().isZero()) {
+            // Lock-delay holds for exclusive locks only: a lost reader or semaphore holder would
+            // need a tombstone per entry that every later writer (or permit) waits out, which is
+            // not built. The engine then refuses readWriteLock() and semaphore() with
+            // UnsupportedOperationException naming the capability, rather than granting them
+            // without the delay the client was configured with.
+            caps.remove(Capability.READ_WRITE);
+            caps.remove(Capability.SEMAPHORE);
+        }
+        this.capabilities = Set.copyOf(caps);
         this.protocol = new EtcdLockProtocol(this);
     }
 
