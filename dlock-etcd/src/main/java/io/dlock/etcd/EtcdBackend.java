@@ -36,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,16 +79,16 @@ final class EtcdBackend implements LockBackend {
     private final long keepAliveNanos;
 
     /** The current lease, or null when the next acquisition must grant one. Guarded by this. */
-    private EtcdLease current;
+    private @Nullable EtcdLease current;
     /**
      * Leases not known lost, by id: the current one and, with renewal off, older ones whose grants
      * run out on their own.
      */
     private final java.util.Map<Long, EtcdLease> live = new java.util.concurrent.ConcurrentHashMap<>();
     /** A grant of a new lease in flight, or null. Guarded by this. */
-    private CompletableFuture<EtcdLease> granting;
+    private @Nullable CompletableFuture<EtcdLease> granting;
 
-    private volatile ScheduledFuture<?> keepAliveTask;
+    private volatile @Nullable ScheduledFuture<?> keepAliveTask;
 
     /**
      * Requests in flight, each with its deadline, in the order they were sent; {@link #sweep} fails
@@ -189,8 +190,10 @@ final class EtcdBackend implements LockBackend {
                     .retryMaxDuration(uri.options().connectTimeout())
                     .keepaliveTime(Duration.ofSeconds(10))
                     .keepaliveTimeout(Duration.ofSeconds(5));
-            if (uri.user() != null) {
-                b.user(bytes(uri.user())).password(bytes(uri.password()));
+            String user = uri.user();
+            if (user != null) {
+                // EtcdUri refuses a user without a password.
+                b.user(bytes(user)).password(bytes(java.util.Objects.requireNonNull(uri.password(), "password")));
             }
             if (uri.tls()) {
                 File ca = uri.ca() == null ? null : uri.ca().toFile();
@@ -335,7 +338,7 @@ final class EtcdBackend implements LockBackend {
      * that, so a refused connect over {@code etcds://} shakes hands once more with the JDK's TLS,
      * trusting what the client trusts, to say so.
      */
-    static String tlsProblem(EtcdUri uri) {
+    static @Nullable String tlsProblem(EtcdUri uri) {
         if (uri.endpoints().isEmpty()) {
             return null;
         }
@@ -482,11 +485,12 @@ final class EtcdBackend implements LockBackend {
     }
 
     /** The lease, if it is the current one and alive; else null. */
-    synchronized EtcdLease currentLease() {
+    synchronized @Nullable EtcdLease currentLease() {
         return current != null && current.alive ? current : null;
     }
 
     /** The lease with this id if it is not known lost; else null. */
+    @Nullable
     EtcdLease lease(long id) {
         EtcdLease l = live.get(id);
         return l != null && l.alive ? l : null;
@@ -546,7 +550,7 @@ final class EtcdBackend implements LockBackend {
      * be granted, waiters on it are told their entries vanished, and the lease is revoked so that
      * its keys do not block others until etcd expires it. Idempotent.
      */
-    void lost(EtcdLease l, String reason, Throwable cause) {
+    void lost(EtcdLease l, String reason, @Nullable Throwable cause) {
         synchronized (this) {
             if (!l.alive) {
                 return;
@@ -578,6 +582,7 @@ final class EtcdBackend implements LockBackend {
     }
 
     /** Schedules {@code task} on the timer thread; returns null if closing. */
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);

@@ -34,6 +34,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -231,7 +232,7 @@ final class EtcdLockProtocol implements LockProtocol {
         };
     }
 
-    static LockMode familyMode(String key) {
+    static @Nullable LockMode familyMode(String key) {
         String withoutId = key.substring(0, key.lastIndexOf('/'));
         String fam = withoutId.substring(withoutId.lastIndexOf('/') + 1);
         return switch (fam) {
@@ -316,12 +317,13 @@ final class EtcdLockProtocol implements LockProtocol {
         String key = request.mode() == LockMode.EXCLUSIVE
                 ? exclusiveKey(name, lease.id, slot[0], request.acquisitionId())
                 : familyPrefix(name, request.mode()) + request.acquisitionId();
-        boolean downgrade = request.mode() == LockMode.READ && request.grantedDespite() != null;
+        String writeKey = request.mode() == LockMode.READ ? request.grantedDespite() : null;
+        boolean downgrade = writeKey != null;
         ByteSequence k = bytes(key);
         List<Cmp> ifs = new ArrayList<>(List.of(new Cmp(k, Cmp.Op.EQUAL, CmpTarget.createRevision(0))));
-        if (downgrade) {
+        if (writeKey != null) {
             // A downgrade's read exists only while its own write entry does (see position()).
-            ifs.add(new Cmp(bytes(request.grantedDespite()), Cmp.Op.GREATER, CmpTarget.createRevision(0)));
+            ifs.add(new Cmp(bytes(writeKey), Cmp.Op.GREATER, CmpTarget.createRevision(0)));
         }
         String family = familyPrefix(name, request.mode());
         List<Op> then = new ArrayList<>();
@@ -338,10 +340,9 @@ final class EtcdLockProtocol implements LockProtocol {
             then.add(Op.get(bytes(family), prefix()));
         }
         List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
-        if (downgrade) {
+        if (writeKey != null) {
             otherwise.add(Op.get(
-                    bytes(request.grantedDespite()),
-                    GetOption.builder().withCountOnly(true).build()));
+                    bytes(writeKey), GetOption.builder().withCountOnly(true).build()));
         }
         txn(ifs, then, otherwise).whenComplete((r, err) -> {
             if (err != null) {
@@ -402,7 +403,7 @@ final class EtcdLockProtocol implements LockProtocol {
         });
     }
 
-    private static String foreignTombstone(List<KeyValue> tombstones, String own) {
+    private static @Nullable String foreignTombstone(List<KeyValue> tombstones, String own) {
         for (KeyValue kv : tombstones) {
             String k = string(kv.getKey());
             if (!k.equals(own)) {
@@ -441,8 +442,8 @@ final class EtcdLockProtocol implements LockProtocol {
     /** Where an exclusive entry stands, given its predecessor and, with lock-delay, a foreign tombstone. */
     private void settleExclusive(
             QueueEntry entry,
-            String predecessor,
-            String tombstone,
+            @Nullable String predecessor,
+            @Nullable String tombstone,
             long revision,
             EtcdBackend.EtcdLease lease,
             CompletableFuture<Position> result) {
@@ -562,7 +563,7 @@ final class EtcdLockProtocol implements LockProtocol {
     private final class Wait {
         final QueueEntry entry;
         final CompletableFuture<Position> result;
-        volatile Watch.Watcher watcher;
+        volatile Watch.@Nullable Watcher watcher;
 
         Wait(QueueEntry entry, CompletableFuture<Position> result) {
             this.entry = entry;
@@ -586,7 +587,8 @@ final class EtcdLockProtocol implements LockProtocol {
             result.completeExceptionally(entryLost(entry, "its lease is lost"));
             return result;
         }
-        String p = waiting.predecessor();
+        String p =
+                java.util.Objects.requireNonNull(waiting.predecessor(), "a waiting position names what it waits for");
         String target = p.substring(0, p.lastIndexOf('@'));
         Wait wait = new Wait(entry, result);
         waits.add(wait);
@@ -653,7 +655,8 @@ final class EtcdLockProtocol implements LockProtocol {
         probe.whenComplete((now, err) -> {
             if (err != null) {
                 result.completeExceptionally(unwrap(err));
-            } else if (now.isGranted() || !now.predecessor().startsWith(target + "@")) {
+            } else if (now.isGranted()
+                    || !java.util.Objects.requireNonNull(now.predecessor()).startsWith(target + "@")) {
                 result.complete(now);
             }
         });
@@ -887,7 +890,7 @@ final class EtcdLockProtocol implements LockProtocol {
         return t;
     }
 
-    static LockBackendException failure(String lockName, String what, Throwable error) {
+    static LockBackendException failure(@Nullable String lockName, String what, Throwable error) {
         Throwable cause = unwrap(error);
         if (cause instanceof LockBackendException lbe) {
             return lbe;

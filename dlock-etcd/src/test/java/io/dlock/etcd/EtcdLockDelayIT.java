@@ -94,7 +94,8 @@ class EtcdLockDelayIT extends EtcdTestSupport {
     @Test
     void readWriteLockAndSemaphore_withLockDelay_refusedAtOnceNamingTheCapability_nothingOnTheServer() {
         LockClient c = client(DELAYED);
-        assertThat(c.capabilities()).contains(io.dlock.Capability.EXCLUSIVE)
+        assertThat(c.capabilities())
+                .contains(io.dlock.Capability.EXCLUSIVE)
                 .doesNotContain(io.dlock.Capability.READ_WRITE, io.dlock.Capability.SEMAPHORE);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> c.readWriteLock("rw"))
                 .isInstanceOf(UnsupportedOperationException.class)

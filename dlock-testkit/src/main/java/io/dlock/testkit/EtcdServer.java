@@ -63,7 +63,7 @@ public final class EtcdServer implements TestServer {
     /** With {@link #startTls()}: the TLS client port and the directory of the certificates; else 0 and null. */
     private volatile int tlsPort;
 
-    private volatile Path tlsDir;
+    private volatile @Nullable Path tlsDir;
 
     @GuardedBy("this")
     private boolean closed;
@@ -128,7 +128,7 @@ public final class EtcdServer implements TestServer {
      */
     public static EtcdServer startTls() {
         String binary = binary();
-        String openssl = RedisServer.openssl();
+        TlsMaterial.openssl(); // fail before creating anything
         int client = FreePorts.loopback();
         int peer = FreePorts.loopback();
         Path dir = Reaper.createTempDirectory("dlock-etcd-tls-");
@@ -136,7 +136,7 @@ public final class EtcdServer implements TestServer {
                 new EtcdServer("n0", client, peer, dir, "n0=http://127.0.0.1:" + peer, "dlock-" + client, true);
         synchronized (server) {
             try {
-                Certificates.make(openssl, dir, server.toString());
+                TlsMaterial.create(dir);
                 server.tlsPort = FreePorts.loopback();
                 server.tlsDir = dir;
                 server.launch(binary);
@@ -173,10 +173,11 @@ public final class EtcdServer implements TestServer {
      * @return the CA certificate file
      */
     public Path caCertificate() {
-        if (tlsDir == null) {
+        Path d = tlsDir;
+        if (d == null) {
             throw new IllegalStateException(this + " was not started with startTls()");
         }
-        return tlsDir.resolve("ca.crt");
+        return d.resolve(TlsMaterial.CA_CERTIFICATE);
     }
 
     /**
@@ -189,8 +190,13 @@ public final class EtcdServer implements TestServer {
      * @return the PEM file of the other CA, in {@link #dir()}
      */
     public Path otherCaCertificate() {
-        Certificates.makeCa(RedisServer.openssl(), dir, "other-ca", toString());
-        return dir.resolve("other-ca.crt");
+        Path other = dir.resolve("other-ca");
+        try {
+            Files.createDirectories(other);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + other, e);
+        }
+        return TlsMaterial.create(other).file(TlsMaterial.CA_CERTIFICATE);
     }
 
     /** The client URLs to listen on and advertise: plain, plus TLS with {@link #startTls()}. */
@@ -201,14 +207,15 @@ public final class EtcdServer implements TestServer {
 
     /** The flags that give the TLS URLs their certificate; none without TLS. */
     private List<String> tlsFlags() {
-        if (tlsDir == null) {
+        Path d = tlsDir;
+        if (d == null) {
             return List.of();
         }
         return List.of(
                 "--cert-file",
-                tlsDir.resolve("server.crt").toString(),
+                d.resolve(TlsMaterial.SERVER_CERTIFICATE).toString(),
                 "--key-file",
-                tlsDir.resolve("server.key").toString());
+                d.resolve(TlsMaterial.SERVER_KEY).toString());
     }
 
     @Override
