@@ -12,15 +12,21 @@ import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.LeaseOption;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
@@ -30,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,16 +79,30 @@ final class EtcdBackend implements LockBackend {
     private final long keepAliveNanos;
 
     /** The current lease, or null when the next acquisition must grant one. Guarded by this. */
-    private EtcdLease current;
+    private @Nullable EtcdLease current;
     /**
      * Leases not known lost, by id: the current one and, with renewal off, older ones whose grants
      * run out on their own.
      */
     private final java.util.Map<Long, EtcdLease> live = new java.util.concurrent.ConcurrentHashMap<>();
     /** A grant of a new lease in flight, or null. Guarded by this. */
-    private CompletableFuture<EtcdLease> granting;
+    private @Nullable CompletableFuture<EtcdLease> granting;
 
-    private volatile ScheduledFuture<?> keepAliveTask;
+    private volatile @Nullable ScheduledFuture<?> keepAliveTask;
+
+    /**
+     * Requests in flight, each with its deadline, in the order they were sent; {@link #sweep} fails
+     * those past it. Instead of {@code orTimeout}, whose task on the JDK's delay scheduler woke that
+     * scheduler's thread for every request (twice per acquire+release, on two shared cores).
+     */
+    private final ConcurrentLinkedQueue<InFlight> inFlight = new ConcurrentLinkedQueue<>();
+
+    private final long requestTimeoutNanos;
+
+    /** The next key check of a lease not sent yet, by lease id; renewals join it. */
+    private final Map<Long, CompletableFuture<Set<ByteSequence>>> keyChecks = new ConcurrentHashMap<>();
+
+    private record InFlight(CompletableFuture<?> request, long deadline) {}
 
     /** One etcd lease of this client, with the lock-delay lease that goes with it (0 without). */
     static final class EtcdLease {
@@ -112,6 +133,7 @@ final class EtcdBackend implements LockBackend {
         this.client = client;
         this.ownsClient = ownsClient;
         this.requestTimeout = options.connectTimeout();
+        this.requestTimeoutNanos = requestTimeout.toNanos();
         this.ttlSeconds = uri.ttlSeconds();
         // At most a second apart, so that a lease revoked behind dlock's back is noticed within one.
         this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
@@ -128,7 +150,7 @@ final class EtcdBackend implements LockBackend {
             return t;
         });
         timer.setRemoveOnCancelPolicy(true);
-        this.capabilities = Set.copyOf(EnumSet.of(
+        EnumSet<Capability> caps = EnumSet.of(
                 Capability.EXCLUSIVE,
                 Capability.FAIR,
                 Capability.FENCING_TOKENS,
@@ -138,7 +160,17 @@ final class EtcdBackend implements LockBackend {
                 Capability.LOST_DETECTION,
                 Capability.CRASH_RELEASE,
                 Capability.NO_HERD,
-                Capability.RENEWAL));
+                Capability.RENEWAL);
+        if (!uri.lockDelay().isZero()) {
+            // Lock-delay holds for exclusive locks only: a lost reader or semaphore holder would
+            // need a tombstone per entry that every later writer (or permit) waits out, which is
+            // not built. The engine then refuses readWriteLock() and semaphore() with
+            // UnsupportedOperationException naming the capability, rather than granting them
+            // without the delay the client was configured with.
+            caps.remove(Capability.READ_WRITE);
+            caps.remove(Capability.SEMAPHORE);
+        }
+        this.capabilities = Set.copyOf(caps);
         this.protocol = new EtcdLockProtocol(this);
     }
 
@@ -158,8 +190,10 @@ final class EtcdBackend implements LockBackend {
                     .retryMaxDuration(uri.options().connectTimeout())
                     .keepaliveTime(Duration.ofSeconds(10))
                     .keepaliveTimeout(Duration.ofSeconds(5));
-            if (uri.user() != null) {
-                b.user(bytes(uri.user())).password(bytes(uri.password()));
+            String user = uri.user();
+            if (user != null) {
+                // EtcdUri refuses a user without a password.
+                b.user(bytes(user)).password(bytes(java.util.Objects.requireNonNull(uri.password(), "password")));
             }
             if (uri.tls()) {
                 File ca = uri.ca() == null ? null : uri.ca().toFile();
@@ -190,6 +224,10 @@ final class EtcdBackend implements LockBackend {
     }
 
     private static EtcdBackend start(EtcdBackend backend) {
+        long sweepNanos = Math.max(
+                TimeUnit.MILLISECONDS.toNanos(10),
+                Math.min(TimeUnit.MILLISECONDS.toNanos(100), backend.requestTimeoutNanos / 10));
+        backend.timer.scheduleWithFixedDelay(backend::sweep, sweepNanos, sweepNanos, TimeUnit.NANOSECONDS);
         try {
             backend.await(backend.client
                     .getKVClient()
@@ -199,8 +237,13 @@ final class EtcdBackend implements LockBackend {
             backend.await(backend.lease());
         } catch (RuntimeException e) {
             backend.close();
+            String why = backend.uri.tls() ? tlsProblem(backend.uri) : null;
             throw new LockBackendException(
-                    null, NAME, "cannot connect to " + backend.uri.hostList() + ": " + describe(e, backend.uri), e);
+                    null,
+                    NAME,
+                    "cannot connect to " + backend.uri.hostList() + ": "
+                            + (why != null ? why : describe(e, backend.uri)),
+                    e);
         }
         if (!backend.options.renewal()) {
             return backend; // grants run out at the lease time; nothing keeps the lease alive
@@ -222,6 +265,125 @@ final class EtcdBackend implements LockBackend {
         } catch (TimeoutException e) {
             throw new CompletionException(
                     new TimeoutException("no answer within " + requestTimeout + " (is etcd running there?)"));
+        }
+    }
+
+    /**
+     * Fails {@code request} with a {@link TimeoutException} if it has not completed within the
+     * request timeout (give or take one sweep period). Never blocks.
+     */
+    <T> CompletableFuture<T> bounded(CompletableFuture<T> request) {
+        if (!request.isDone()) {
+            inFlight.add(new InFlight(request, now() + requestTimeoutNanos));
+        }
+        return request;
+    }
+
+    /** One tick of the timer: drops answered requests and fails those past their deadline. */
+    private void sweep() {
+        long now = now();
+        for (Iterator<InFlight> it = inFlight.iterator(); it.hasNext(); ) {
+            InFlight f = it.next();
+            if (f.request().isDone()) {
+                it.remove();
+            } else if (now - f.deadline() >= 0) {
+                it.remove();
+                f.request().completeExceptionally(new TimeoutException("no answer from etcd within " + requestTimeout));
+            }
+        }
+    }
+
+    /**
+     * The keys attached to {@code lease} on the server, from one request shared by every caller
+     * until it is sent (a few milliseconds later, so that one renewal tick's grants share it).
+     * Never blocks. Fails with {@link LockBackendException} when etcd does not answer, and, if
+     * the lease is gone on the server, marks it lost and completes with no keys.
+     */
+    CompletableFuture<Set<ByteSequence>> attachedKeys(EtcdLease lease) {
+        CompletableFuture<Set<ByteSequence>> fresh = new CompletableFuture<>();
+        CompletableFuture<Set<ByteSequence>> check = keyChecks.putIfAbsent(lease.id, fresh);
+        if (check != null) {
+            return check;
+        }
+        if (schedule(() -> sendKeyCheck(lease, fresh), 5) == null) {
+            keyChecks.remove(lease.id, fresh);
+            fresh.completeExceptionally(new LockBackendException(null, NAME, "client is closed", null));
+        }
+        return fresh;
+    }
+
+    private void sendKeyCheck(EtcdLease lease, CompletableFuture<Set<ByteSequence>> check) {
+        keyChecks.remove(lease.id, check); // later renewals make the next check
+        bounded(client.getLeaseClient()
+                        .timeToLive(
+                                lease.id,
+                                LeaseOption.builder().withAttachedKeys().build()))
+                .whenComplete((r, err) -> {
+                    // etcd answers -1 for a lease it no longer has; 0 is a lease with under a second left.
+                    if (err == null && r.getTTL() >= 0) {
+                        check.complete(new HashSet<>(r.getKeys()));
+                    } else if (err == null || isLeaseGone(err)) {
+                        lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
+                        check.complete(Set.of());
+                    } else {
+                        check.completeExceptionally(
+                                EtcdLockProtocol.failure(null, "reading the keys of " + lease, err));
+                    }
+                });
+    }
+
+    /**
+     * Why TLS to the first member fails, or null if a handshake there succeeds (or cannot be
+     * tried): gRPC retries a failed handshake until the connect timeout and then reports only
+     * that, so a refused connect over {@code etcds://} shakes hands once more with the JDK's TLS,
+     * trusting what the client trusts, to say so.
+     */
+    static @Nullable String tlsProblem(EtcdUri uri) {
+        if (uri.endpoints().isEmpty()) {
+            return null;
+        }
+        java.net.URI first = uri.endpoints().get(0);
+        try {
+            javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(
+                    javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+            if (uri.ca() != null) {
+                java.security.KeyStore store =
+                        java.security.KeyStore.getInstance(java.security.KeyStore.getDefaultType());
+                store.load(null, null);
+                try (java.io.InputStream in = java.nio.file.Files.newInputStream(uri.ca())) {
+                    int i = 0;
+                    for (java.security.cert.Certificate c : java.security.cert.CertificateFactory.getInstance("X.509")
+                            .generateCertificates(in)) {
+                        store.setCertificateEntry("ca" + i++, c);
+                    }
+                }
+                tmf.init(store);
+            } else {
+                tmf.init((java.security.KeyStore) null);
+            }
+            javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+            context.init(null, tmf.getTrustManagers(), null);
+            int timeout = (int)
+                    Math.min(5000, Math.max(500, uri.options().connectTimeout().toMillis()));
+            try (java.net.Socket raw = new java.net.Socket()) {
+                raw.connect(new java.net.InetSocketAddress(first.getHost(), first.getPort()), timeout);
+                raw.setSoTimeout(timeout);
+                String host = uri.authority() != null ? uri.authority() : first.getHost();
+                try (javax.net.ssl.SSLSocket tls = (javax.net.ssl.SSLSocket)
+                        context.getSocketFactory().createSocket(raw, host, first.getPort(), false)) {
+                    javax.net.ssl.SSLParameters params = tls.getSSLParameters();
+                    params.setEndpointIdentificationAlgorithm("HTTPS");
+                    tls.setSSLParameters(params);
+                    tls.startHandshake();
+                }
+            }
+            return null;
+        } catch (javax.net.ssl.SSLException e) {
+            return "TLS handshake with " + first.getHost() + ":" + first.getPort() + " failed (" + e.getMessage()
+                    + "); etcds:// needs the CA that signed the servers' certificates: "
+                    + (uri.ca() == null ? "add ?ca=/path/to/ca.pem" : "is " + uri.ca() + " that CA? (?ca=...)");
+        } catch (java.io.IOException | java.security.GeneralSecurityException | RuntimeException e) {
+            return null; // not a TLS problem we can name: the ordinary description stands
         }
     }
 
@@ -323,11 +485,12 @@ final class EtcdBackend implements LockBackend {
     }
 
     /** The lease, if it is the current one and alive; else null. */
-    synchronized EtcdLease currentLease() {
+    synchronized @Nullable EtcdLease currentLease() {
         return current != null && current.alive ? current : null;
     }
 
     /** The lease with this id if it is not known lost; else null. */
+    @Nullable
     EtcdLease lease(long id) {
         EtcdLease l = live.get(id);
         return l != null && l.alive ? l : null;
@@ -387,7 +550,7 @@ final class EtcdBackend implements LockBackend {
      * be granted, waiters on it are told their entries vanished, and the lease is revoked so that
      * its keys do not block others until etcd expires it. Idempotent.
      */
-    void lost(EtcdLease l, String reason, Throwable cause) {
+    void lost(EtcdLease l, String reason, @Nullable Throwable cause) {
         synchronized (this) {
             if (!l.alive) {
                 return;
@@ -419,6 +582,7 @@ final class EtcdBackend implements LockBackend {
     }
 
     /** Schedules {@code task} on the timer thread; returns null if closing. */
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
@@ -468,6 +632,9 @@ final class EtcdBackend implements LockBackend {
             task.cancel(false);
         }
         protocol.close();
+        keyChecks
+                .values()
+                .forEach(c -> c.completeExceptionally(new LockBackendException(null, NAME, "client closed", null)));
         List<EtcdLease> leases;
         synchronized (this) {
             current = null;

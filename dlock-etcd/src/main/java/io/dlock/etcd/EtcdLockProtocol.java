@@ -33,8 +33,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -105,16 +105,134 @@ final class EtcdLockProtocol implements LockProtocol {
         return key.substring(0, key.lastIndexOf('/'));
     }
 
+    /** How many slots an exclusive lock has per client lease; more concurrent entries use their id. */
+    static final int SLOTS = 64;
+
+    /** The engine-side keys of slotted exclusive entries: shared, so a held lock costs no key string. */
+    private static final String[] SLOT_KEYS = new String[SLOTS];
+
+    static {
+        for (int i = 0; i < SLOTS; i++) {
+            SLOT_KEYS[i] = "#" + i;
+        }
+    }
+
+    /** No slot: the entry's etcd key ends in its acquisition id. */
+    static final int NO_SLOT = -1;
+
+    /**
+     * The exclusive slots this client has in use (put in flight, held, or being deleted), per lock
+     * name: bit {@code i} is slot {@code i}. Only a hint that keeps two acquisitions of this client
+     * off one key: the put's guard ("key absent") is what makes a collision safe, and whoever
+     * deletes a key clears its bit. Empty for a lock this client does not use.
+     */
+    private final ConcurrentHashMap<String, Long> slots = new ConcurrentHashMap<>();
+
+    /** Takes the lowest free slot of {@code lockName}, or {@link #NO_SLOT} if all are in use. */
+    int takeSlot(String lockName) {
+        int[] taken = {NO_SLOT};
+        slots.compute(lockName, (k, mask) -> {
+            long m = mask == null ? 0 : mask;
+            int free = Long.numberOfTrailingZeros(~m);
+            if (free >= SLOTS) {
+                return mask;
+            }
+            taken[0] = free;
+            return m | (1L << free);
+        });
+        return taken[0];
+    }
+
+    void freeSlot(String lockName, int slot) {
+        if (slot == NO_SLOT) {
+            return;
+        }
+        slots.computeIfPresent(lockName, (k, mask) -> {
+            long m = mask & ~(1L << slot);
+            return m == 0 ? null : m;
+        });
+    }
+
+    /** Slots in use, for tests: none once every lock is released. */
+    int slotsInUse() {
+        return slots.values().stream().mapToInt(Long::bitCount).sum();
+    }
+
+    /**
+     * The etcd key of an exclusive entry: {@code <ns>/<name>/x/<lease hex>-<slot>}. A client reuses
+     * its slots, so the keys under a lock stay few: every range over a lock's prefix walks each key
+     * etcd ever had there until the cluster is compacted, deleted ones included, so one key per
+     * acquisition made every acquire slower than the one before (2.5 ms after 3,000 cycles instead
+     * of 0.6 ms). Without a slot, the key ends in the acquisition id.
+     */
+    String exclusiveKey(String lockName, long leaseId, int slot, String acquisitionId) {
+        return familyPrefix(lockName, LockMode.EXCLUSIVE)
+                + (slot == NO_SLOT ? acquisitionId : Long.toHexString(leaseId) + "-" + slot);
+    }
+
+    /**
+     * The entry the engine keeps for an etcd key. An exclusive entry's {@code key} is not its etcd
+     * key but {@code #<slot>} (a shared string) or its acquisition id (the string the entry already
+     * holds), from which {@link #etcdKey} rebuilds the etcd key with the lock name and the lease:
+     * a held lock then costs no key string (about 80 bytes). Read-write and semaphore entries keep
+     * their etcd key (a downgrade names its write entry by it).
+     */
+    static QueueEntry entry(String lockName, String acquisitionId, String etcdKey, long lease, long revision) {
+        String key = etcdKey;
+        if (familyMode(etcdKey) == LockMode.EXCLUSIVE) {
+            String last = etcdKey.substring(etcdKey.lastIndexOf('/') + 1);
+            key = last.equals(acquisitionId)
+                    ? acquisitionId
+                    : SLOT_KEYS[Integer.parseInt(last.substring(last.lastIndexOf('-') + 1))];
+        }
+        return new QueueEntry(lockName, acquisitionId, key, lease, revision);
+    }
+
+    /** Whether {@code entry} is an exclusive lock's (see {@link #entry}). */
+    static boolean isExclusive(QueueEntry entry) {
+        return entry.key().indexOf('/') < 0;
+    }
+
+    /** The slot of an exclusive entry, or {@link #NO_SLOT}. */
+    static int slotOf(QueueEntry entry) {
+        return entry.key().startsWith("#") ? Integer.parseInt(entry.key().substring(1)) : NO_SLOT;
+    }
+
+    /** The etcd key of {@code entry}. */
+    String etcdKey(QueueEntry entry) {
+        if (!isExclusive(entry)) {
+            return entry.key();
+        }
+        return exclusiveKey(entry.lockName(), entry.session(), slotOf(entry), entry.key());
+    }
+
+    /**
+     * The exception for an entry that vanished, freeing its slot: the engine stands in the queue
+     * again with a new entry, or releases (finds nothing, frees again: harmless, deletes are
+     * guarded by the entry's create revision).
+     */
+    EntryLostException entryLost(QueueEntry entry, String reason) {
+        if (isExclusive(entry)) {
+            freeSlot(entry.lockName(), slotOf(entry));
+        }
+        return new EntryLostException(entry, reason);
+    }
+
+    /** The lock-delay key that goes with an exclusive entry's etcd key: same last segment, under d/. */
+    String tombstoneKey(String lockName, String exclusiveEtcdKey) {
+        return tombstonePrefix(lockName) + exclusiveEtcdKey.substring(exclusiveEtcdKey.lastIndexOf('/') + 1);
+    }
+
     static String value(LockRequest r, boolean downgrade) {
         return switch (r.mode()) {
-            case EXCLUSIVE -> "x";
+            case EXCLUSIVE -> "x " + r.acquisitionId(); // the key no longer names the acquisition
             case READ -> downgrade ? "rd" : "r";
             case WRITE -> "w";
             case SEMAPHORE -> "s " + r.permits() + " " + r.maxPermits();
         };
     }
 
-    static LockMode familyMode(String key) {
+    static @Nullable LockMode familyMode(String key) {
         String withoutId = key.substring(0, key.lastIndexOf('/'));
         String fam = withoutId.substring(withoutId.lastIndexOf('/') + 1);
         return switch (fam) {
@@ -169,30 +287,43 @@ final class EtcdLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
         CompletableFuture<Position> result = new CompletableFuture<>();
-        enqueue(request, result, 0);
+        int[] slot = {request.mode() == LockMode.EXCLUSIVE ? takeSlot(request.lockName()) : NO_SLOT};
+        result.whenComplete((p, e) -> {
+            if (e != null) {
+                freeSlot(request.lockName(), slot[0]); // its key, if the put landed, is the engine's to clean up
+            }
+        });
+        enqueue(request, result, 0, slot);
         return result;
     }
 
-    private void enqueue(LockRequest request, CompletableFuture<Position> result, int attempt) {
+    private void enqueue(LockRequest request, CompletableFuture<Position> result, int attempt, int[] slot) {
         backend.lease().whenComplete((lease, err) -> {
             if (err != null) {
-                retryOrFail(request, result, attempt, err);
+                retryOrFail(request, result, attempt, err, slot);
             } else {
-                put(request, lease, result, attempt);
+                put(request, lease, result, attempt, slot);
             }
         });
     }
 
     private void put(
-            LockRequest request, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result, int attempt) {
+            LockRequest request,
+            EtcdBackend.EtcdLease lease,
+            CompletableFuture<Position> result,
+            int attempt,
+            int[] slot) {
         String name = request.lockName();
-        String key = familyPrefix(name, request.mode()) + request.acquisitionId();
-        boolean downgrade = request.mode() == LockMode.READ && request.grantedDespite() != null;
+        String key = request.mode() == LockMode.EXCLUSIVE
+                ? exclusiveKey(name, lease.id, slot[0], request.acquisitionId())
+                : familyPrefix(name, request.mode()) + request.acquisitionId();
+        String writeKey = request.mode() == LockMode.READ ? request.grantedDespite() : null;
+        boolean downgrade = writeKey != null;
         ByteSequence k = bytes(key);
         List<Cmp> ifs = new ArrayList<>(List.of(new Cmp(k, Cmp.Op.EQUAL, CmpTarget.createRevision(0))));
-        if (downgrade) {
+        if (writeKey != null) {
             // A downgrade's read exists only while its own write entry does (see position()).
-            ifs.add(new Cmp(bytes(request.grantedDespite()), Cmp.Op.GREATER, CmpTarget.createRevision(0)));
+            ifs.add(new Cmp(bytes(writeKey), Cmp.Op.GREATER, CmpTarget.createRevision(0)));
         }
         String family = familyPrefix(name, request.mode());
         List<Op> then = new ArrayList<>();
@@ -209,28 +340,27 @@ final class EtcdLockProtocol implements LockProtocol {
             then.add(Op.get(bytes(family), prefix()));
         }
         List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
-        if (downgrade) {
+        if (writeKey != null) {
             otherwise.add(Op.get(
-                    bytes(request.grantedDespite()),
-                    GetOption.builder().withCountOnly(true).build()));
+                    bytes(writeKey), GetOption.builder().withCountOnly(true).build()));
         }
         txn(ifs, then, otherwise).whenComplete((r, err) -> {
             if (err != null) {
                 if (EtcdBackend.isLeaseGone(err)) {
                     backend.lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
                 }
-                retryOrFail(request, result, attempt, err);
+                retryOrFail(request, result, attempt, err, slot);
                 return;
             }
             try {
                 if (r.isSucceeded()) {
                     long revision = r.getHeader().getRevision();
-                    QueueEntry entry = new QueueEntry(name, request.acquisitionId(), key, lease.id, revision);
+                    QueueEntry entry = entry(name, request.acquisitionId(), key, lease.id, revision);
                     if (request.mode() == LockMode.EXCLUSIVE) {
                         List<KeyValue> two = r.getGetResponses().get(0).getKvs();
                         String predecessor = two.size() > 1 ? string(two.get(1).getKey()) : null;
                         String tomb = lockDelay
-                                ? foreignTombstone(r.getGetResponses().get(1).getKvs(), request)
+                                ? foreignTombstone(r.getGetResponses().get(1).getKvs(), tombstoneKey(name, key))
                                 : null;
                         settleExclusive(entry, predecessor, tomb, revision, lease, result);
                     } else {
@@ -245,18 +375,27 @@ final class EtcdLockProtocol implements LockProtocol {
                             new LockRequest(name, request.acquisitionId(), LockMode.READ, 1, 1, null),
                             lease,
                             result,
-                            attempt);
+                            attempt,
+                            slot);
                     return;
                 }
                 KeyValue kv = own.get(0);
-                QueueEntry entry =
-                        new QueueEntry(name, request.acquisitionId(), key, kv.getLease(), kv.getCreateRevision());
+                if (request.mode() == LockMode.EXCLUSIVE
+                        && slot[0] != NO_SLOT
+                        && !string(kv.getValue()).equals(value(request, false))) {
+                    // Another acquisition of this client has the slot (the hint was stale): its bit
+                    // stays set until that key is deleted; take another slot.
+                    slot[0] = takeSlot(name);
+                    put(request, lease, result, attempt, slot);
+                    return;
+                }
+                QueueEntry entry = entry(name, request.acquisitionId(), key, kv.getLease(), kv.getCreateRevision());
                 if (kv.getLease() == lease.id) {
                     log.debug("[lock={} state=QUEUED] adopted own key {} after a lost reply", name, key);
                     readPosition(entry, result);
                 } else {
                     // Ours, but on a lease that is lost: delete it (if still that one) and put again.
-                    deleteIf(kv).whenComplete((x, e) -> retryOrFail(request, result, attempt, e));
+                    deleteIf(kv).whenComplete((x, e) -> retryOrFail(request, result, attempt, e, slot));
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(e);
@@ -264,10 +403,10 @@ final class EtcdLockProtocol implements LockProtocol {
         });
     }
 
-    private String foreignTombstone(List<KeyValue> tombstones, LockRequest request) {
+    private static @Nullable String foreignTombstone(List<KeyValue> tombstones, String own) {
         for (KeyValue kv : tombstones) {
             String k = string(kv.getKey());
-            if (!k.endsWith("/" + request.acquisitionId())) {
+            if (!k.equals(own)) {
                 return k;
             }
         }
@@ -275,7 +414,8 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     /** After a failure whose outcome is unknown: adopt our key if this lease has it, else put again. */
-    private void retryOrFail(LockRequest request, CompletableFuture<Position> result, int attempt, Throwable err) {
+    private void retryOrFail(
+            LockRequest request, CompletableFuture<Position> result, int attempt, Throwable err, int[] slot) {
         Throwable cause = unwrap(err);
         if (cause instanceof IllegalArgumentException || result.isDone()) {
             result.completeExceptionally(cause);
@@ -291,9 +431,9 @@ final class EtcdLockProtocol implements LockProtocol {
                     if (e == null && found.isPresent()) {
                         readPosition(found.get(), result);
                     } else if (e == null) {
-                        enqueue(request, result, attempt + 1);
+                        enqueue(request, result, attempt + 1, slot);
                     } else {
-                        retryOrFail(request, result, attempt + 1, e);
+                        retryOrFail(request, result, attempt + 1, e, slot);
                     }
                 }),
                 backoffMillis(attempt + 1));
@@ -302,8 +442,8 @@ final class EtcdLockProtocol implements LockProtocol {
     /** Where an exclusive entry stands, given its predecessor and, with lock-delay, a foreign tombstone. */
     private void settleExclusive(
             QueueEntry entry,
-            String predecessor,
-            String tombstone,
+            @Nullable String predecessor,
+            @Nullable String tombstone,
             long revision,
             EtcdBackend.EtcdLease lease,
             CompletableFuture<Position> result) {
@@ -320,9 +460,9 @@ final class EtcdLockProtocol implements LockProtocol {
 
     /** Puts the holder's tombstone while its entry exists; only then is the grant reported. */
     private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
-        ByteSequence tomb = bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId());
+        ByteSequence tomb = bytes(tombstoneKey(entry.lockName(), etcdKey(entry)));
         txn(
-                        List.of(new Cmp(bytes(entry.key()), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                        List.of(new Cmp(bytes(etcdKey(entry)), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
                         List.of(Op.put(
                                 tomb,
                                 bytes("d"),
@@ -332,7 +472,7 @@ final class EtcdLockProtocol implements LockProtocol {
                     if (err != null) {
                         result.completeExceptionally(failure(entry.lockName(), "writing the lock-delay key", err));
                     } else if (!r.isSucceeded()) {
-                        result.completeExceptionally(new EntryLostException(entry, "its key is gone"));
+                        result.completeExceptionally(entryLost(entry, "its key is gone"));
                     } else {
                         result.complete(Position.granted(grant(entry, lease)));
                     }
@@ -341,7 +481,7 @@ final class EtcdLockProtocol implements LockProtocol {
 
     private Grant grant(QueueEntry entry, EtcdBackend.EtcdLease lease) {
         if (!lease.alive) {
-            throw new EntryLostException(entry, "its lease is lost");
+            throw entryLost(entry, "its lease is lost");
         }
         return new Grant(entry, entry.token(), lease.confirmedUntil);
     }
@@ -374,7 +514,7 @@ final class EtcdLockProtocol implements LockProtocol {
             }
         }
         if (at < 0) {
-            throw new EntryLostException(entry, "its key is no longer in etcd");
+            throw entryLost(entry, "its key is no longer in etcd");
         }
         String own = string(family.get(at).getValue());
         String waitFor = null;
@@ -423,7 +563,7 @@ final class EtcdLockProtocol implements LockProtocol {
     private final class Wait {
         final QueueEntry entry;
         final CompletableFuture<Position> result;
-        volatile Watch.Watcher watcher;
+        volatile Watch.@Nullable Watcher watcher;
 
         Wait(QueueEntry entry, CompletableFuture<Position> result) {
             this.entry = entry;
@@ -444,10 +584,11 @@ final class EtcdLockProtocol implements LockProtocol {
         CompletableFuture<Position> result = new CompletableFuture<>();
         QueueEntry entry = waiting.entry();
         if (backend.lease(entry.session()) == null) {
-            result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
+            result.completeExceptionally(entryLost(entry, "its lease is lost"));
             return result;
         }
-        String p = waiting.predecessor();
+        String p =
+                java.util.Objects.requireNonNull(waiting.predecessor(), "a waiting position names what it waits for");
         String target = p.substring(0, p.lastIndexOf('@'));
         Wait wait = new Wait(entry, result);
         waits.add(wait);
@@ -459,7 +600,7 @@ final class EtcdLockProtocol implements LockProtocol {
         WatchOption.Builder option = WatchOption.builder().withNoPut(true).withCreateNotify(true);
         String key = target;
         if (target.equals(WATCH_FAMILY)) {
-            key = familyOf(entry.key()) + "/";
+            key = familyOf(etcdKey(entry)) + "/";
             option.isPrefix(true);
         }
         try {
@@ -514,7 +655,8 @@ final class EtcdLockProtocol implements LockProtocol {
         probe.whenComplete((now, err) -> {
             if (err != null) {
                 result.completeExceptionally(unwrap(err));
-            } else if (now.isGranted() || !now.predecessor().startsWith(target + "@")) {
+            } else if (now.isGranted()
+                    || !java.util.Objects.requireNonNull(now.predecessor()).startsWith(target + "@")) {
                 result.complete(now);
             }
         });
@@ -531,14 +673,14 @@ final class EtcdLockProtocol implements LockProtocol {
         }
         EtcdBackend.EtcdLease lease = backend.lease(entry.session());
         if (lease == null) {
-            result.completeExceptionally(new EntryLostException(entry, "its lease is lost"));
+            result.completeExceptionally(entryLost(entry, "its lease is lost"));
             return;
         }
-        LockMode fam = familyMode(entry.key());
-        String family = familyOf(entry.key()) + "/";
+        String key = etcdKey(entry);
+        LockMode fam = familyMode(key);
+        String family = familyOf(key) + "/";
         List<Op> reads = new ArrayList<>();
-        reads.add(Op.get(
-                bytes(entry.key()), GetOption.builder().withKeysOnly(true).build()));
+        reads.add(Op.get(bytes(key), GetOption.builder().withKeysOnly(true).build()));
         if (fam == LockMode.EXCLUSIVE) {
             reads.add(Op.get(bytes(family), before(entry.token())));
             if (lockDelay) {
@@ -559,7 +701,7 @@ final class EtcdLockProtocol implements LockProtocol {
             try {
                 List<GetResponse> gets = r.getGetResponses();
                 if (gets.get(0).getKvs().isEmpty()) {
-                    result.completeExceptionally(new EntryLostException(entry, "its key is no longer in etcd"));
+                    result.completeExceptionally(entryLost(entry, "its key is no longer in etcd"));
                     return;
                 }
                 long revision = r.getHeader().getRevision();
@@ -568,9 +710,7 @@ final class EtcdLockProtocol implements LockProtocol {
                     String predecessor =
                             before.isEmpty() ? null : string(before.get(0).getKey());
                     String tomb = lockDelay
-                            ? foreignTombstone(
-                                    gets.get(2).getKvs(),
-                                    LockRequest.exclusive(entry.lockName(), entry.acquisitionId()))
+                            ? foreignTombstone(gets.get(2).getKvs(), tombstoneKey(entry.lockName(), key))
                             : null;
                     settleExclusive(entry, predecessor, tomb, revision, lease, result);
                 } else {
@@ -586,7 +726,7 @@ final class EtcdLockProtocol implements LockProtocol {
     void leaseLost(EtcdBackend.EtcdLease lease, String reason) {
         for (Wait w : waits) {
             if (w.entry.session() == lease.id) {
-                w.result.completeExceptionally(new EntryLostException(w.entry, reason));
+                w.result.completeExceptionally(entryLost(w.entry, reason));
             }
         }
     }
@@ -601,28 +741,29 @@ final class EtcdLockProtocol implements LockProtocol {
     // ---- renew
 
     /**
-     * The client keeps its one lease alive; a grant is as valid as the last confirmed keep-alive of
-     * the lease it is attached to, read before the check is sent. A grant on a lease that is no
-     * longer current, or whose key is gone or replaced (deleted behind dlock's back), is lost.
+     * Sends nothing for the grant itself. The client keeps its one lease alive (the keep-alive moves
+     * {@code confirmedUntil}), so a grant is as valid as the last confirmed keep-alive of its lease,
+     * read before anything is sent; and it is held while its key is still attached to that lease.
+     * The renewals of one renewal tick share one request that lists the lease's attached keys
+     * ({@link EtcdBackend#attachedKeys}): a key deleted behind dlock's back, or replaced by
+     * someone else's on another lease, is missing there, and only that grant is lost. A lease that
+     * is gone loses every grant on it at once (the keep-alive also notices that within a second).
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
         QueueEntry entry = grant.entry();
         EtcdBackend.EtcdLease lease = backend.lease(entry.session());
         if (lease == null) {
-            return CompletableFuture.failedFuture(new EntryLostException(entry, "its etcd lease is lost"));
+            return CompletableFuture.failedFuture(entryLost(entry, "its etcd lease is lost"));
         }
         long validUntil = lease.confirmedUntil;
-        return backend.client
-                .getKVClient()
-                .get(bytes(entry.key()), GetOption.builder().withKeysOnly(true).build())
-                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
-                .thenApply(r -> {
-                    if (r.getKvs().isEmpty() || r.getKvs().get(0).getCreateRevision() != entry.token()) {
-                        throw new EntryLostException(entry, "its key is gone from etcd");
-                    }
-                    return new Grant(entry, grant.fencingToken(), validUntil);
-                });
+        ByteSequence key = bytes(etcdKey(entry));
+        return backend.attachedKeys(lease).thenApply(keys -> {
+            if (!keys.contains(key)) {
+                throw entryLost(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
+            }
+            return new Grant(entry, grant.fencingToken(), validUntil);
+        });
     }
 
     // ---- release
@@ -634,26 +775,38 @@ final class EtcdLockProtocol implements LockProtocol {
         return done;
     }
 
+    /** The entry is gone: its slot is free again before the engine (and the next acquire) hears so. */
+    private void deleted(QueueEntry entry, CompletableFuture<Void> done) {
+        if (isExclusive(entry)) {
+            freeSlot(entry.lockName(), slotOf(entry));
+        }
+        done.complete(null);
+    }
+
     private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
         if (backend.lease(entry.session()) == null || backend.isClosed()) {
             // Its lease is lost (revoked with its keys) or the client closes (revoking it).
-            done.complete(null);
+            deleted(entry, done);
             return;
         }
-        List<Op> ops = new ArrayList<>(List.of(Op.delete(bytes(entry.key()), DeleteOption.DEFAULT)));
-        if (lockDelay && familyMode(entry.key()) == LockMode.EXCLUSIVE) {
-            ops.add(Op.delete(bytes(tombstonePrefix(entry.lockName()) + entry.acquisitionId()), DeleteOption.DEFAULT));
+        String key = etcdKey(entry);
+        List<Op> ops = new ArrayList<>(List.of(Op.delete(bytes(key), DeleteOption.DEFAULT)));
+        if (lockDelay && isExclusive(entry)) {
+            ops.add(Op.delete(bytes(tombstoneKey(entry.lockName(), key)), DeleteOption.DEFAULT));
         }
-        txn(List.of(), ops, List.of()).whenComplete((r, err) -> {
+        // Only this entry's generation of the key: a slot's key is put again by later acquisitions.
+        // If it is gone already, so is what goes with it; a lost holder's lock-delay key stays.
+        Cmp own = new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()));
+        txn(List.of(own), ops, List.of()).whenComplete((r, err) -> {
             if (err == null) {
-                done.complete(null);
+                deleted(entry, done);
             } else if (attempt + 1 >= maxAttempts() * 4) {
                 log.warn(
                         "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
                         entry.lockName(),
-                        entry.key(),
+                        key,
                         err.toString());
-                done.completeExceptionally(failure(entry.lockName(), "deleting " + entry.key(), err));
+                done.completeExceptionally(failure(entry.lockName(), "deleting " + key, err));
             } else {
                 backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1));
             }
@@ -673,19 +826,24 @@ final class EtcdLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
         EtcdBackend.EtcdLease lease = backend.currentLease();
-        return backend.client
-                .getKVClient()
-                .get(
-                        bytes(ns + "/" + lockName + "/"),
-                        GetOption.builder().isPrefix(true).withKeysOnly(true).build())
-                .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS)
+        String exclusiveValue = "x " + acquisitionId;
+        return backend.bounded(backend.client
+                        .getKVClient()
+                        .get(
+                                bytes(ns + "/" + lockName + "/"),
+                                GetOption.builder().isPrefix(true).build()))
                 .thenApply(r -> {
                     for (KeyValue kv : r.getKvs()) {
                         String key = string(kv.getKey());
-                        if (key.endsWith("/" + acquisitionId) && familyMode(key) != null) {
+                        LockMode mode = familyMode(key);
+                        // An exclusive entry names its acquisition in the value (its key is a slot's).
+                        boolean ours = mode == LockMode.EXCLUSIVE
+                                ? string(kv.getValue()).equals(exclusiveValue)
+                                : mode != null && key.endsWith("/" + acquisitionId);
+                        if (ours) {
                             if (lease != null && kv.getLease() == lease.id) {
                                 return Optional.of(
-                                        new QueueEntry(lockName, acquisitionId, key, lease.id, kv.getCreateRevision()));
+                                        entry(lockName, acquisitionId, key, lease.id, kv.getCreateRevision()));
                             }
                             log.debug(
                                     "[lock={} state=QUEUED] not adopting {}: on lease {}, not the current one",
@@ -702,14 +860,13 @@ final class EtcdLockProtocol implements LockProtocol {
 
     private CompletableFuture<TxnResponse> txn(List<Cmp> ifs, List<Op> then, List<Op> otherwise) {
         try {
-            return backend.client
+            return backend.bounded(backend.client
                     .getKVClient()
                     .txn()
                     .If(ifs.toArray(new Cmp[0]))
                     .Then(then.toArray(new Op[0]))
                     .Else(otherwise.toArray(new Op[0]))
-                    .commit()
-                    .orTimeout(backend.requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+                    .commit());
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -733,7 +890,7 @@ final class EtcdLockProtocol implements LockProtocol {
         return t;
     }
 
-    static LockBackendException failure(String lockName, String what, Throwable error) {
+    static LockBackendException failure(@Nullable String lockName, String what, Throwable error) {
         Throwable cause = unwrap(error);
         if (cause instanceof LockBackendException lbe) {
             return lbe;

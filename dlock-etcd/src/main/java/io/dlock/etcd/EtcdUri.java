@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An {@code etcd://} or {@code etcds://} URI: {@code etcd://[user:password@]host:2379[,host:2379]/namespace}.
@@ -30,11 +31,11 @@ import java.util.Set;
 record EtcdUri(
         List<URI> endpoints,
         String namespace,
-        String user,
-        String password,
+        @Nullable String user,
+        @Nullable String password,
         boolean tls,
-        Path ca,
-        String authority,
+        @Nullable Path ca,
+        @Nullable String authority,
         Duration lockDelay,
         LockOptions options) {
     static final String DEFAULT_NAMESPACE = "dlock";

@@ -5,4 +5,7 @@
  * through a jetcd {@code Client} the application already has; otherwise use {@code
  * LockClient.connect("etcd://host:2379/namespace")}.
  */
+@NullMarked
 package io.dlock.etcd;
+
+import org.jspecify.annotations.NullMarked;

@@ -86,6 +86,55 @@ class EtcdLeaseIT extends EtcdTestSupport {
     }
 
     @Test
+    void oneOfManyHeldKeysDeleted_onlyThatGrantLost_andRenewalSendsNothingPerGrant() throws Exception {
+        LockClient holder = client("leaseTime=3s"); // renewal every second
+        int n = 20;
+        List<Lease> leases = new java.util.ArrayList<>();
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Lease l = holder.lock("many-" + i).acquire();
+            l.onLost(lost::add);
+            leases.add(l);
+        }
+        double ranges = metric("etcd_debugging_mvcc_range_total");
+        double checks = metric("grpc_server_started_total{grpc_method=\"LeaseTimeToLive\"");
+        inspector.getKVClient().delete(bytes(entries("many-7").get(0))).get(10, TimeUnit.SECONDS);
+        await().atMost(scaled(10)).until(() -> lost.size() == 1);
+        assertThat(lost.get(0).lockName()).isEqualTo("many-7");
+        assertThat(leases.get(7).isValid()).isFalse();
+        // Two more renewal rounds (one key check each for the whole client): nobody else is lost,
+        // and no read per held lock was sent.
+        String keyChecks = "grpc_server_started_total{grpc_method=\"LeaseTimeToLive\"";
+        await().atMost(scaled(10)).until(() -> metric(keyChecks) - checks >= 3);
+        assertThat(lost).hasSize(1);
+        for (int i = 0; i < n; i++) {
+            assertThat(leases.get(i).isValid()).as("lock many-%d", i).isEqualTo(i != 7);
+        }
+        assertThat(metric("etcd_debugging_mvcc_range_total") - ranges)
+                .as("reads while %d locks were held through three renewal rounds", n)
+                .isLessThan(n);
+        leases.forEach(Lease::close);
+    }
+
+    /** The sum of the server's Prometheus samples whose line starts with {@code name}. */
+    static double metric(String name) throws Exception {
+        java.net.HttpURLConnection c = (java.net.HttpURLConnection)
+                new java.net.URL("http://" + server.connectString() + "/metrics").openConnection();
+        double sum = 0;
+        try (java.io.BufferedReader r = new java.io.BufferedReader(
+                new java.io.InputStreamReader(c.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
+            for (String line = r.readLine(); line != null; line = r.readLine()) {
+                if (line.startsWith(name)) {
+                    sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                }
+            }
+        } finally {
+            c.disconnect();
+        }
+        return sum;
+    }
+
+    @Test
     void renewalOff_theGrantRunsOutAtTheLeaseTimeAndOnLostFires() throws Exception {
         LockClient holder = client("leaseTime=2s&renewal=false");
         LockClient other = client("leaseTime=2s");

@@ -90,4 +90,19 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
         lease.close();
     }
+
+    @Test
+    void readWriteLockAndSemaphore_withLockDelay_refusedAtOnceNamingTheCapability_nothingOnTheServer() {
+        LockClient c = client(DELAYED);
+        assertThat(c.capabilities())
+                .contains(io.dlock.Capability.EXCLUSIVE)
+                .doesNotContain(io.dlock.Capability.READ_WRITE, io.dlock.Capability.SEMAPHORE);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> c.readWriteLock("rw"))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("READ_WRITE");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> c.semaphore("s", 2))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("SEMAPHORE");
+        assertThat(keys(prefix + "/")).isEmpty();
+    }
 }

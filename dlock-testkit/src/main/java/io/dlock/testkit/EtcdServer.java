@@ -60,6 +60,11 @@ public final class EtcdServer implements TestServer {
 
     private volatile @Nullable Process process;
 
+    /** With {@link #startTls()}: the TLS client port and the directory of the certificates; else 0 and null. */
+    private volatile int tlsPort;
+
+    private volatile @Nullable Path tlsDir;
+
     @GuardedBy("this")
     private boolean closed;
 
@@ -106,6 +111,111 @@ public final class EtcdServer implements TestServer {
             }
         }
         return server;
+    }
+
+    /**
+     * Starts a single-member etcd that also serves TLS: the plain client port ({@link #port()}, for
+     * health checks and inspecting clients) and a TLS client port ({@link #tlsPort()}) with a
+     * server certificate for {@code 127.0.0.1} and {@code localhost}, signed by a throwaway CA
+     * ({@link #caCertificate()}) that the {@code openssl} CLI makes in {@link #dir()}.
+     *
+     * <p>Blocking: until it reports healthy (as {@link #start()}), plus a second or so for
+     * openssl. Thread-safety: safe from any thread. On failure: {@link IllegalStateException}
+     * naming the reason (binary or openssl missing, did not start); nothing is left running.
+     *
+     * @return the running server
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static EtcdServer startTls() {
+        String binary = binary();
+        TlsMaterial.openssl(); // fail before creating anything
+        int client = FreePorts.loopback();
+        int peer = FreePorts.loopback();
+        Path dir = Reaper.createTempDirectory("dlock-etcd-tls-");
+        EtcdServer server =
+                new EtcdServer("n0", client, peer, dir, "n0=http://127.0.0.1:" + peer, "dlock-" + client, true);
+        synchronized (server) {
+            try {
+                TlsMaterial.create(dir);
+                server.tlsPort = FreePorts.loopback();
+                server.tlsDir = dir;
+                server.launch(binary);
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+        return server;
+    }
+
+    /**
+     * Returns the TLS client port of a server from {@link #startTls()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} for a server without TLS.
+     *
+     * @return the port
+     */
+    public int tlsPort() {
+        if (tlsDir == null) {
+            throw new IllegalStateException(this + " was not started with startTls()");
+        }
+        return tlsPort;
+    }
+
+    /**
+     * Returns the PEM file of the throwaway CA that signed the TLS certificate of a server from
+     * {@link #startTls()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} for a server without TLS.
+     *
+     * @return the CA certificate file
+     */
+    public Path caCertificate() {
+        Path d = tlsDir;
+        if (d == null) {
+            throw new IllegalStateException(this + " was not started with startTls()");
+        }
+        return d.resolve(TlsMaterial.CA_CERTIFICATE);
+    }
+
+    /**
+     * Makes another throwaway CA, one that signed nothing this server presents, for tests of a
+     * client that trusts the wrong CA.
+     *
+     * <p>Blocking: while openssl runs, about a second. Thread-safety: safe from any thread. On
+     * failure: {@link IllegalStateException} if openssl is missing or fails.
+     *
+     * @return the PEM file of the other CA, in {@link #dir()}
+     */
+    public Path otherCaCertificate() {
+        Path other = dir.resolve("other-ca");
+        try {
+            Files.createDirectories(other);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + other, e);
+        }
+        return TlsMaterial.create(other).file(TlsMaterial.CA_CERTIFICATE);
+    }
+
+    /** The client URLs to listen on and advertise: plain, plus TLS with {@link #startTls()}. */
+    private String clientUrls() {
+        String plain = "http://127.0.0.1:" + clientPort;
+        return tlsDir == null ? plain : plain + ",https://127.0.0.1:" + tlsPort;
+    }
+
+    /** The flags that give the TLS URLs their certificate; none without TLS. */
+    private List<String> tlsFlags() {
+        Path d = tlsDir;
+        if (d == null) {
+            return List.of();
+        }
+        return List.of(
+                "--cert-file",
+                d.resolve(TlsMaterial.SERVER_CERTIFICATE).toString(),
+                "--key-file",
+                d.resolve(TlsMaterial.SERVER_KEY).toString());
     }
 
     @Override
@@ -293,8 +403,8 @@ public final class EtcdServer implements TestServer {
     synchronized void launch(String binary) {
         Path logFile = dir.resolve("etcd.log");
         String peerUrl = "http://127.0.0.1:" + peerPort;
-        String clientUrl = "http://127.0.0.1:" + clientPort;
-        List<String> cmd = List.of(
+        String clientUrl = clientUrls();
+        List<String> cmd = new ArrayList<>(List.of(
                 binary,
                 "--name",
                 name,
@@ -322,7 +432,8 @@ public final class EtcdServer implements TestServer {
                 "--logger",
                 "zap",
                 "--log-outputs",
-                "stderr");
+                "stderr"));
+        cmd.addAll(tlsFlags());
         Process p;
         try {
             p = new ProcessBuilder(cmd)
