@@ -142,6 +142,7 @@ final class ZooKeeperBackend implements LockBackend {
             while ((w = connectWaiters.poll()) != null) {
                 w.complete(null);
             }
+            mutex.leftovers.sweep(); // nodes given up while out of reach go now, not at their expiry
         }
         for (Consumer<ConnectionState> l : listeners) {
             l.accept(mapped);

@@ -70,6 +70,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private final Map<String, Wait> waits = new ConcurrentHashMap<>();
     /** Every stage handed out and not yet completed, with what completes it if the backend closes. */
     private final Map<CompletableFuture<?>, Runnable> inFlight = new ConcurrentHashMap<>();
+    /** Nodes given up while the server could not be reached, deleted once it can (issue 17). */
+    final LeftoverNodes leftovers;
 
     /**
      * A waiting entry's watch; all null while no watch is set (between a watch firing and the next
@@ -97,6 +99,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
         this.backend = backend;
+        this.leftovers = new LeftoverNodes(backend);
     }
 
     // ---- enqueue
@@ -377,7 +380,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     // the session. Expired: our node is gone too.
                     if (event.getState() == Watcher.Event.KeeperState.Expired
                             || event.getState() == Watcher.Event.KeeperState.Closed) {
-                        lose(entry, result, "session " + event.getState());
+                        loseSession(entry, result, "session " + event.getState());
                     }
                 }
                 default -> { // data changed: the one-shot watch is spent; watch again if still waiting
@@ -410,7 +413,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         }
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> watchPredecessor(waiting, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "watching " + predecessor, code));
                     }
                 },
@@ -472,7 +475,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case NONODE -> lose(entry, result, "its lock node is gone");
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> readPosition(entry, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "reading " + parent, code));
                     }
                 },
@@ -521,6 +524,17 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private void lose(QueueEntry entry, CompletableFuture<Position> result, String why) {
         forget(entry.key());
         result.completeExceptionally(new EntryLostException(entry, why));
+    }
+
+    /**
+     * The entry's session is over in this client (expired, or given up by Curator while the server
+     * was out of reach): its node may still be on the server, where only the session's expiry would
+     * remove it, and a server restart starts that expiry again. So it is deleted from the next
+     * session (see {@link LeftoverNodes}).
+     */
+    private void loseSession(QueueEntry entry, CompletableFuture<Position> result, String why) {
+        leftovers.add(entry);
+        lose(entry, result, why);
     }
 
     /** A wait that cannot go on: its watch goes too. */
@@ -594,7 +608,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 case None -> {
                     if (event.getState() == Watcher.Event.KeeperState.Expired
                             || event.getState() == Watcher.Event.KeeperState.Closed) {
-                        lose(entry, result, "session " + event.getState());
+                        loseSession(entry, result, "session " + event.getState());
                     }
                 }
                 case DataWatchRemoved, ChildWatchRemoved -> {} // removed by release
@@ -637,7 +651,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case NONODE -> lose(entry, result, "its parent is gone");
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> watchChildren(waiting, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "watching " + parent, code));
                     }
                 },
@@ -767,7 +781,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (zk.getSessionId() != entry.session()) {
-            done.complete(null); // its session ended: the server removes the ephemeral node
+            // Its session ended here; the server removes the node only when it expires the session
+            // too, which a server restart postpones: delete it from the new session.
+            leftovers.add(entry);
+            done.complete(null);
             return;
         }
         zk.delete(
@@ -776,7 +793,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 (rc, path, ctx) -> {
                     Code code = Code.get(rc);
                     switch (code) {
-                        case OK, NONODE, SESSIONEXPIRED -> done.complete(null);
+                        case OK, NONODE -> done.complete(null);
+                            // The handle's session is over, but maybe only here (Curator gives a session up
+                            // after a session timeout out of reach, while a restarted server still has it).
+                        case SESSIONEXPIRED -> {
+                            leftovers.add(entry);
+                            done.complete(null);
+                        }
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> delete(entry, done, attempt + 1));
                         default -> done.completeExceptionally(
@@ -848,8 +871,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (origin != null && zk != origin) {
-            // Curator replaced the handle: the session that could own the node is over, and the
-            // server removes its ephemeral nodes.
+            // Curator replaced the handle: the session that could own the node is over. The server
+            // removes its ephemeral nodes when it expires it too; the new session deletes them sooner.
+            leftovers.scan(lockName, acquisitionId);
             result.complete(Optional.empty());
             return;
         }
@@ -913,6 +937,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                                     path,
                                     Long.toHexString(stat.getEphemeralOwner()),
                                     Long.toHexString(session));
+                            // Ours (the name carries the acquisition id) from a session that is over here.
+                            if (session != 0) {
+                                leftovers.add(lockName, path, stat.getEphemeralOwner());
+                            }
                             checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
                         }
                         case NONODE -> checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
@@ -935,6 +963,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             onClose.run();
         }
         waits.clear();
+        leftovers.clear();
     }
 
     /**
@@ -976,7 +1005,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return null;
         }
         if (zk.getSessionId() != entry.session()) {
-            lose(entry, result, "its session ended");
+            loseSession(entry, result, "its session ended");
             return null;
         }
         return zk;
