@@ -15,9 +15,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 /**
- * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM), on an
- * embedded redis-server without persistence and on an embedded memcached, for about 45 s each with every fault kind, in fenced
- * mode. Fails on any accepted stale write, lost update, overlap
+ * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM), a 3-server
+ * ZooKeeper ensemble (server-restart kills the leader), an embedded redis-server, etcd, PostgreSQL
+ * and memcached, for about 45 s each with every fault kind, in fenced mode. Fails on any accepted stale write, lost update, overlap
  * that got through fencing, leftover znode or key, stuck worker, or recovery beyond session timeout +
  * margin (the command's own verdict), and checks the JSON figures itself as well.
  */
@@ -25,7 +25,15 @@ import picocli.CommandLine;
 class TortureIT {
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"embedded", "embedded:redis", "embedded:etcd", "embedded:postgres", "embedded:memcached"})
+    @ValueSource(
+            strings = {
+                "embedded",
+                "embedded:zookeeper-ensemble",
+                "embedded:redis",
+                "embedded:etcd",
+                "embedded:postgres",
+                "embedded:memcached"
+            })
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_allFaultsFenced_passes(String uri) {
         StringWriter out = new StringWriter();

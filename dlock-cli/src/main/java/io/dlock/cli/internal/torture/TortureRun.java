@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * most the recovery bound plus {@link #RECOVERY_OBSERVATION}, before the next. Faults aimed at a
  * holder first ask a worker to stay in its critical section ({@code HOLD}) and strike when it says
  * {@code HOLDING}. Every wait is bounded; no fault starts when the rest of the duration could not
- * hold it and its recovery.
+ * hold it and its recovery. With {@code --back-to-back} no fault waits for the last one's recovery;
+ * every recovery is read from the store's history after the schedule ({@link #judgeBackToBack}).
  *
  * <p>Concurrency: one thread (the caller's) drives everything; the children report through {@link
  * ChildJvm}'s reader threads and the store's connection threads. Failure: whatever happens, every
