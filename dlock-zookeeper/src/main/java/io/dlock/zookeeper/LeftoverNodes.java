@@ -95,11 +95,6 @@ final class LeftoverNodes {
         sweep();
     }
 
-    /** How many nodes and scans are still to do (for tests and logs). */
-    int pending() {
-        return nodes.size() + scans.size();
-    }
-
     /** Deletes what it can now; called on every (re)connection and after every addition. Never blocks. */
     void sweep() {
         if (requests.getAndIncrement() == 0 || parked.getAndSet(null) != null) {
@@ -119,13 +114,13 @@ final class LeftoverNodes {
         int seen = requests.get();
         CompletableFuture<Boolean> chain = CompletableFuture.completedFuture(true);
         for (Scan s : List.copyOf(scans.keySet())) {
-            chain = chain.thenCompose(ok -> scanOne(s).thenApply(done -> ok & done));
+            chain = chain.thenCompose(ok -> bounded(scanOne(s)).thenApply(done -> ok & done));
         }
         // After the scans, which add what they find.
         CompletableFuture<Boolean> all = chain.thenCompose(ok -> {
             CompletableFuture<Boolean> c = CompletableFuture.completedFuture(ok);
             for (Node n : List.copyOf(nodes.values())) {
-                c = c.thenCompose(ok2 -> deleteOne(n).thenApply(done -> ok2 & done));
+                c = c.thenCompose(ok2 -> bounded(deleteOne(n)).thenApply(done -> ok2 & done));
             }
             return c;
         });
@@ -145,6 +140,15 @@ final class LeftoverNodes {
             }
             // else: done, or what is left waits for the next (re)connection
         });
+    }
+
+    /**
+     * A step that has not answered within the connect timeout counts as unfinished, so that one
+     * unanswered call cannot hold up every later sweep (ZooKeeper answers every call in the end,
+     * with CONNECTIONLOSS at the latest; this is only a backstop).
+     */
+    private CompletableFuture<Boolean> bounded(CompletableFuture<Boolean> step) {
+        return step.completeOnTimeout(false, backend.options.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** After the retry policy's back-off, once connected or after the connect timeout. */

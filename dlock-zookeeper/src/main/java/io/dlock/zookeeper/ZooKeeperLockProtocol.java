@@ -48,7 +48,9 @@ import org.slf4j.LoggerFactory;
  * its acquisition id and adopts it only if that child's ephemeral owner is the current session (a
  * node of an expired session is about to vanish, and adopting it let two clients hold a Curator
  * lock at once); otherwise it creates a new one. Deletes are retried through connection drops until
- * the node is gone or its session has ended.
+ * the node is gone or its session has ended here; a node whose session this client gave up (Curator
+ * does so after a session timeout out of reach, while a restarted server still has the session) is
+ * deleted from the next session by {@link LeftoverNodes}, not left to the server's expiry.
  *
  * <p>Concurrency: every callback runs on the ZooKeeper client's event thread and only completes
  * futures; nothing here blocks.
