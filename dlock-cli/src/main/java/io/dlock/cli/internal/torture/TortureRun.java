@@ -342,6 +342,12 @@ public final class TortureRun {
                 }
                 recovery = Math.max(0, serving / 1_000_000);
             }
+            if (p.kind() != FaultKind.SERVER_RESTART
+                    && i + 1 < pending.size()
+                    && (recovery < 0 || recovery > bound(p.kind()))) {
+                long nextStart = pending.get(i + 1).done().startedAt();
+                cutShort = nextStart - (d.clearedAt() + bound(p.kind()) * 1_000_000) < 0;
+            }
             // A serving window that the next kill cut short may pass before any client is back: the
             // ZooKeeper client waits up to 1 s between connection attempts (Lettuce backs off too).
             long boundMillis = bound(p.kind()) + windowsCut * RECONNECT_ALLOWANCE.toMillis();
