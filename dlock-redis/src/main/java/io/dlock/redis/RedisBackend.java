@@ -48,6 +48,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -94,8 +95,8 @@ final class RedisBackend implements LockBackend {
 
     final String channelPrefix;
     final ScheduledThreadPoolExecutor timer;
-    private final ClientResources resources;
-    private final AbstractRedisClient client;
+    private final @Nullable ClientResources resources;
+    private final @Nullable AbstractRedisClient client;
     private final StatefulConnection<String, String> connection;
     private final RedisClusterAsyncCommands<String, String> commands;
     private final StatefulRedisPubSubConnection<String, String> pubsub;
@@ -104,11 +105,11 @@ final class RedisBackend implements LockBackend {
     private final Duration maxSuspension;
 
     /** Null for a user's client (its resources are not ours to customize). */
-    private final Channels channels;
+    private final @Nullable Channels channels;
     /** The user's client this backend connects through, or null if it owns its client. */
-    private final RedisClient external;
+    private final @Nullable RedisClient external;
 
-    private final RedisConnectionStateListener externalListener;
+    private final @Nullable RedisConnectionStateListener externalListener;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final Set<Object> down = ConcurrentHashMap.newKeySet();
     private final AtomicLong epoch = new AtomicLong();
@@ -118,15 +119,15 @@ final class RedisBackend implements LockBackend {
 
     private RedisBackend(
             RedisUri uri,
-            ClientResources resources,
-            AbstractRedisClient client,
+            @Nullable ClientResources resources,
+            @Nullable AbstractRedisClient client,
             StatefulConnection<String, String> connection,
             RedisClusterAsyncCommands<String, String> commands,
             StatefulRedisPubSubConnection<String, String> pubsub,
             ScheduledThreadPoolExecutor timer,
-            Channels channels,
-            RedisClient external,
-            RedisConnectionStateListener externalListener) {
+            @Nullable Channels channels,
+            @Nullable RedisClient external,
+            @Nullable RedisConnectionStateListener externalListener) {
         this.uri = uri;
         this.channels = channels;
         this.external = external;
@@ -181,9 +182,9 @@ final class RedisBackend implements LockBackend {
                 .reconnectDelay(reconnectDelay(retry))
                 .build();
         ScheduledThreadPoolExecutor timer = newTimer();
-        AbstractRedisClient client = null;
-        StatefulConnection<String, String> connection = null;
-        StatefulRedisPubSubConnection<String, String> pubsub = null;
+        @Nullable AbstractRedisClient client = null;
+        @Nullable StatefulConnection<String, String> connection = null;
+        @Nullable StatefulRedisPubSubConnection<String, String> pubsub = null;
         Holder holder = new Holder();
         try {
             SocketOptions socket = SocketOptions.builder()
@@ -321,7 +322,7 @@ final class RedisBackend implements LockBackend {
     }
 
     private static final class Holder {
-        volatile RedisBackend backend;
+        volatile @Nullable RedisBackend backend;
     }
 
     /**
@@ -651,6 +652,7 @@ final class RedisBackend implements LockBackend {
     }
 
     /** Schedules {@code task} on the timer thread; returns null if closing. */
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
@@ -703,10 +705,10 @@ final class RedisBackend implements LockBackend {
     }
 
     private static void closeQuietly(
-            StatefulRedisPubSubConnection<String, String> pubsub,
-            StatefulConnection<String, String> connection,
-            AbstractRedisClient client,
-            ClientResources resources,
+            @Nullable StatefulRedisPubSubConnection<String, String> pubsub,
+            @Nullable StatefulConnection<String, String> connection,
+            @Nullable AbstractRedisClient client,
+            @Nullable ClientResources resources,
             ScheduledThreadPoolExecutor timer) {
         try {
             if (pubsub != null) {
