@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import org.apache.zookeeper.server.quorum.QuorumPeerMain;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A ZooKeeper ensemble of 3 (or 5, 7) servers on loopback, each in its own JVM with its own data
@@ -378,7 +379,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         private final Path dataDir;
         private final Path config;
         private final List<String> servers;
-        private volatile ChildJvm jvm; // written under `this`; read without it
+        private volatile @Nullable ChildJvm jvm; // written under `this`; read without it; null until launched
         private volatile boolean partitioned;
 
         @GuardedBy("this")
@@ -432,7 +433,16 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
          * @return the pid
          */
         public long pid() {
-            return jvm.pid();
+            return launched().pid();
+        }
+
+        /** The current process; every member is launched when the ensemble starts. */
+        private ChildJvm launched() {
+            ChildJvm j = jvm;
+            if (j == null) {
+                throw new IllegalStateException(this + " was never started");
+            }
+            return j;
         }
 
         /**
@@ -481,7 +491,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
          * not exit.
          */
         public synchronized void kill() {
-            jvm.kill();
+            launched().kill();
         }
 
         /**
@@ -491,7 +501,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
          * {@link IllegalStateException} if the process has exited.
          */
         public synchronized void pause() {
-            jvm.pause();
+            launched().pause();
         }
 
         /**
@@ -501,7 +511,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
          * {@link IllegalStateException} if the process has exited.
          */
         public synchronized void resume() {
-            jvm.resume();
+            launched().resume();
         }
 
         /**
@@ -520,7 +530,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             if (closed) {
                 throw new IllegalStateException(this + " is closed");
             }
-            jvm.kill();
+            launched().kill();
             launch(true);
         }
 
@@ -535,7 +545,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             if (closed) {
                 throw new IllegalStateException(this + " is closed");
             }
-            jvm.kill();
+            launched().kill();
             launch(false);
         }
 
@@ -546,8 +556,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 return;
             }
             closed = true;
-            if (jvm != null) {
-                jvm.close();
+            ChildJvm j = jvm;
+            if (j != null) {
+                j.close();
             }
         }
 

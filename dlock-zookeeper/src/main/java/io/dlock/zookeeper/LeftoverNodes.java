@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -230,7 +231,7 @@ final class LeftoverNodes {
                 null);
     }
 
-    private void settle(Node node, CompletableFuture<Boolean> done, String how) {
+    private void settle(Node node, CompletableFuture<Boolean> done, @Nullable String how) {
         nodes.remove(node.path(), node);
         if (how != null) {
             log.debug("[lock={} state=RELEASING] leftover {}: {}", node.lockName(), node.path(), how);

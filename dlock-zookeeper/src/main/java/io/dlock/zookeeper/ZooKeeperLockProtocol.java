@@ -25,6 +25,7 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,13 +81,18 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * one). Compared by identity.
      */
     private static final class Wait {
-        final ZooKeeper zk;
-        final String path;
-        final WatcherType type;
-        final Watcher watcher;
-        final CompletableFuture<Position> result;
+        final @Nullable ZooKeeper zk;
+        final @Nullable String path;
+        final @Nullable WatcherType type;
+        final @Nullable Watcher watcher;
+        final @Nullable CompletableFuture<Position> result;
 
-        Wait(ZooKeeper zk, String path, WatcherType type, Watcher watcher, CompletableFuture<Position> result) {
+        Wait(
+                @Nullable ZooKeeper zk,
+                @Nullable String path,
+                @Nullable WatcherType type,
+                @Nullable Watcher watcher,
+                @Nullable CompletableFuture<Position> result) {
             this.zk = zk;
             this.path = path;
             this.type = type;
@@ -160,7 +166,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 parent,
                 false,
                 (rc, path, ctx, children, stat) -> {
-                    Object[] c = created.get();
+                    // Pipelined: the create's callback ran first (one session answers in order).
+                    Object[] c = java.util.Objects.requireNonNull(created.get(), "create unanswered");
                     Code createCode = Code.get((Integer) c[0]);
                     switch (createCode) {
                         case OK -> {
@@ -277,7 +284,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * removed by the engine's cleanup ({@link #findOwnEntry}, which does not give up).
      */
     private void afterConnectionTrouble(
-            LockRequest request, CompletableFuture<Position> result, int attempt, Throwable cause) {
+            LockRequest request, CompletableFuture<Position> result, int attempt, @Nullable Throwable cause) {
         String lockName = request.lockName();
         String id = request.acquisitionId();
         if (result.isDone() || backend.isClosed()) {
@@ -442,21 +449,25 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Removes a wait's watch from the client (local: also when the server cannot be reached). */
     private static void removeWatch(Wait wait) {
-        if (wait.watcher == null) {
-            return;
+        ZooKeeper zk = wait.zk;
+        String path = wait.path;
+        WatcherType type = wait.type;
+        Watcher watcher = wait.watcher;
+        if (zk == null || path == null || type == null || watcher == null) {
+            return; // an idle wait: no watch is set
         }
         try {
-            wait.zk.removeWatches(
-                    wait.path,
-                    wait.watcher,
-                    wait.type,
+            zk.removeWatches(
+                    path,
+                    watcher,
+                    type,
                     true,
-                    (rc, path, ctx) -> {
+                    (rc, p, ctx) -> {
                         // NOWATCHER: it fired or was removed already. Anything else was removed locally.
                     },
                     null);
         } catch (RuntimeException e) {
-            log.debug("removing the watch on {} failed: {}", wait.path, e.toString());
+            log.debug("removing the watch on {} failed: {}", path, e.toString());
         }
     }
 
@@ -562,7 +573,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
-        LockNodes.Node node = LockNodes.parse(own);
+        LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
         LockRequest request = requests.get(entry.key());
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor =
@@ -846,7 +857,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             String lockName,
             String acquisitionId,
             CompletableFuture<Optional<QueueEntry>> result,
-            ZooKeeper origin,
+            @Nullable ZooKeeper origin,
             int attempt,
             int maxAttempt) {
         if (result.isDone()) {
@@ -973,7 +984,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@code normally} completes it with {@code value}, else it fails with {@link
      * IllegalStateException}. If the backend is already closed, completes it now.
      */
-    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, T value) {
+    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, @Nullable T value) {
         inFlight.put(stage, () -> {
             if (normally) {
                 stage.complete(value);
@@ -995,7 +1006,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@link EntryLostException} when that session has ended, or after arranging {@code again}
      * when there is no handle just now.
      */
-    private ZooKeeper sessionOf(QueueEntry entry, CompletableFuture<Position> result, int attempt, Runnable again) {
+    private @Nullable ZooKeeper sessionOf(
+            QueueEntry entry, CompletableFuture<Position> result, int attempt, Runnable again) {
         if (result.isDone() || backend.isClosed()) {
             return null;
         }
@@ -1034,7 +1046,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }));
     }
 
-    private static String rootMessage(Throwable e) {
+    private static @Nullable String rootMessage(Throwable e) {
         Throwable t = e;
         while (t.getCause() != null
                 && (t instanceof java.util.concurrent.CompletionException

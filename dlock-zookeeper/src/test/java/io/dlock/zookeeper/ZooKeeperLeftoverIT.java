@@ -30,7 +30,7 @@ class ZooKeeperLeftoverIT {
     @Test
     void release_whileServerDownPastSession_nodeDeletedFromNewSessionBeforeServerExpiry() throws Exception {
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
-            String uri = server.uri("leftover") + "?sessionTimeout=3s&connectTimeout=2s";
+            String uri = server.uri("leftover") + "?sessionTimeout=3s&connectTimeout=5s";
             try (LockClient holder = LockClient.connect(uri)) {
                 Lease lease = holder.lock("orphan").acquire();
                 AtomicInteger lost = new AtomicInteger();
@@ -84,7 +84,7 @@ class ZooKeeperLeftoverIT {
     @Test
     void waiter_sessionGivenUpWhileServerDown_oldNodeDeletedAndWaiterGranted() throws Exception {
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
-            String uri = server.uri("waiters") + "?sessionTimeout=3s&connectTimeout=2s";
+            String uri = server.uri("waiters") + "?sessionTimeout=3s&connectTimeout=5s";
             try (LockClient holder = LockClient.connect(uri);
                     LockClient waiter = LockClient.connect(uri)) {
                 Lease held = holder.lock("queue").acquire();

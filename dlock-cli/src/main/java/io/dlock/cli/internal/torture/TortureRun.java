@@ -85,6 +85,9 @@ public final class TortureRun {
      * @param config what to run
      * @param out where progress lines go (one per fault)
      */
+    // target, store and storeServer are set at the start of run(), the only entry point, before
+    // anything reads them; run() is called once.
+    @SuppressWarnings("NullAway.Init")
     public TortureRun(TortureConfig config, PrintWriter out) {
         this.config = Objects.requireNonNull(config, "config");
         this.out = Objects.requireNonNull(out, "out");
