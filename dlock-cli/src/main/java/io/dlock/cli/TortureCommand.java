@@ -64,7 +64,9 @@ public final class TortureCommand implements Callable<Integer> {
             paramLabel = "URI",
             defaultValue = BackendTargets.EMBEDDED,
             description =
-                    "embedded (a ZooKeeper the torture starts), embedded:zookeeper, or"
+                    "embedded (a ZooKeeper the torture starts), embedded:zookeeper, embedded:zookeeper-ensemble"
+                            + " (3 servers; server-restart kills the leader), embedded:redis, embedded:redis-volatile"
+                            + " (no persistence), embedded:etcd, embedded:postgres, embedded:memcached, or"
                             + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
     private String uri;
 
@@ -117,6 +119,32 @@ public final class TortureCommand implements Callable<Integer> {
             description = "How long recovery after a fault may take beyond the session timeout"
                     + " (default: ${DEFAULT-VALUE}).")
     private Duration recoveryMargin;
+
+    @Option(
+            names = "--restart-margin",
+            paramLabel = "DURATION",
+            defaultValue = "1s",
+            converter = DurationConverter.class,
+            description = "How long recovery after a server restart may take beyond the session timeout (lease"
+                    + " time), counted from when the server serves again (default: ${DEFAULT-VALUE}).")
+    private Duration restartMargin;
+
+    @Option(
+            names = "--server-downtime",
+            paramLabel = "MIN..MAX",
+            description = "How long a killed server stays down before its restart, like 1s..5s or 2s"
+                    + " (default: 0s to 1.5 session timeouts).")
+    private String serverDowntime;
+
+    @Option(
+            names = "--back-to-back",
+            negatable = true,
+            defaultValue = "false",
+            fallbackValue = "true",
+            description = "Inject the next fault after the quiet gap (1 to 2 s) without waiting for the lock to"
+                    + " recover from the last one, so server restarts follow each other closely; each fault's"
+                    + " recovery is read from the store's history at the end (default: ${DEFAULT-VALUE}).")
+    private boolean backToBack;
 
     @Option(
             names = "--seed",
@@ -213,6 +241,32 @@ public final class TortureCommand implements Callable<Integer> {
         if (maxFaults < 0) {
             throw bad("--max-faults", "must be >= 0, was " + maxFaults);
         }
+        if (restartMargin.isNegative() || restartMargin.compareTo(MAX_SESSION_TIMEOUT) > 0) {
+            throw bad(
+                    "--restart-margin",
+                    "must be between 0s and 60s, was " + DurationConverter.toParameter(restartMargin));
+        }
+        Duration downMin = Duration.ZERO;
+        Duration downMax = sessionTimeout.multipliedBy(3).dividedBy(2);
+        if (serverDowntime != null) {
+            String[] range = serverDowntime.trim().split("\\.\\.", -1);
+            try {
+                if (range.length > 2) {
+                    throw new IllegalArgumentException("expected MIN..MAX");
+                }
+                downMin = DurationConverter.parse(range[0].trim());
+                downMax = range.length == 2 ? DurationConverter.parse(range[1].trim()) : downMin;
+            } catch (IllegalArgumentException | CommandLine.TypeConversionException e) {
+                throw bad(
+                        "--server-downtime",
+                        "'" + serverDowntime + "' is not a duration or MIN..MAX: " + e.getMessage());
+            }
+            if (downMax.compareTo(downMin) < 0 || downMax.compareTo(MAX_SESSION_TIMEOUT) > 0) {
+                throw bad(
+                        "--server-downtime",
+                        "must be a range within 0s..60s with MIN <= MAX, was '" + serverDowntime + "'");
+            }
+        }
         Set<FaultKind> kinds;
         try {
             kinds = FaultKind.parseList(faults);
@@ -227,7 +281,20 @@ public final class TortureCommand implements Callable<Integer> {
         }
         long chosenSeed = seed != null ? seed : new java.util.Random().nextLong() & 0xFFFF_FFFFL;
         return new TortureConfig(
-                uri, workers, duration, kinds, fenced, chosenSeed, sessionTimeout, recoveryMargin, workMs, maxFaults);
+                uri,
+                workers,
+                duration,
+                kinds,
+                fenced,
+                chosenSeed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downMin,
+                downMax,
+                restartMargin);
     }
 
     private CommandLine.ParameterException bad(String option, @Nullable String message) {

@@ -38,6 +38,11 @@ class TortureCommandTest {
                 "--faults|pause,gc|Invalid value for option '--faults': unknown fault 'gc'; known: pause,kill,server-restart,partition",
                 "--uri|redis://127.0.0.1:6379|Invalid value for option '--uri': unsupported --uri 'redis://127.0.0.1:6379'",
                 "--uri|zookeeper://a:1,b:2/x|several (a:1,b:2)",
+                "--restart-margin|61s|Invalid value for option '--restart-margin': must be between 0s and 60s",
+                "--server-downtime|5s..1s|Invalid value for option '--server-downtime': must be a range within 0s..60s with MIN <= MAX, was '5s..1s'",
+                "--server-downtime|1s..2m|must be a range within 0s..60s",
+                "--server-downtime|soon|Invalid value for option '--server-downtime': 'soon' is not a duration or MIN..MAX",
+                "--server-downtime|1s..2s..3s|'1s..2s..3s' is not a duration or MIN..MAX",
             })
     void torture_invalidOption_usageErrorNamingIt(String option, String value, String message) {
         String[] args = option.equals("--uri") && value.startsWith("zookeeper://")
@@ -82,6 +87,10 @@ class TortureCommandTest {
                         "--[no-]fenced",
                         "--session-timeout=DURATION",
                         "(default: 2s)",
+                        "--restart-margin=DURATION",
+                        "--server-downtime=MIN..MAX",
+                        "--[no-]back-to-back",
+                        "embedded:zookeeper-ensemble",
                         "Exit codes:");
     }
 }

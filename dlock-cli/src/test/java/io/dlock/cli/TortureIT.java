@@ -8,15 +8,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 /**
- * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM), on an
- * embedded redis-server without persistence and on an embedded memcached, for about 45 s each with every fault kind, in fenced
- * mode. Fails on any accepted stale write, lost update, overlap
+ * The CI-sized torture: {@code dlock torture} on an embedded ZooKeeper (child JVM), a 3-server
+ * ZooKeeper ensemble (server-restart kills the leader), an embedded redis-server, etcd, PostgreSQL
+ * and memcached, for about 45 s each with every fault kind, in fenced mode. Fails on any accepted stale write, lost update, overlap
  * that got through fencing, leftover znode or key, stuck worker, or recovery beyond session timeout +
  * margin (the command's own verdict), and checks the JSON figures itself as well.
  */
@@ -24,7 +25,15 @@ import picocli.CommandLine;
 class TortureIT {
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"embedded", "embedded:redis", "embedded:etcd", "embedded:postgres", "embedded:memcached"})
+    @ValueSource(
+            strings = {
+                "embedded",
+                "embedded:zookeeper-ensemble",
+                "embedded:redis",
+                "embedded:etcd",
+                "embedded:postgres",
+                "embedded:memcached"
+            })
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_allFaultsFenced_passes(String uri) {
         StringWriter out = new StringWriter();
@@ -34,7 +43,8 @@ class TortureIT {
         commandLine.setErr(new PrintWriter(err, true));
 
         // Memcached: after a restart lost every key, nothing is granted for the lease time plus one
-        // clock second (the boot marker's quarantine), so recovery may take that much longer.
+        // clock second (the boot marker's quarantine), so recovery may take that much longer; it
+        // misses issue 17's restart bound (lease + 1 s), which every other backend here keeps.
         String margin = uri.endsWith(":memcached") ? "4s" : "2s";
         int status = commandLine.execute(
                 "torture",
@@ -51,6 +61,8 @@ class TortureIT {
                 "2s",
                 "--recovery-margin",
                 margin,
+                "--restart-margin",
+                margin.equals("2s") ? "1s" : margin,
                 "--seed",
                 "5");
 
@@ -75,6 +87,61 @@ class TortureIT {
         // Every holder that was killed or paused past its session had its stale write refused or
         // never wrote; the paused ones came back to a lost lease.
         assertThat(json).as(output).contains("\"passed\":true");
+    }
+
+    /**
+     * Issue 17: three ZooKeeper restarts back to back, each down longer than the session timeout
+     * (so every client gives its session up) and the next kill 1 to 2 s after the server serves
+     * again. The lock must be granted again within the session timeout + 1 s of serving after every
+     * restart: clients delete the nodes of the sessions they gave up instead of leaving them to the
+     * server's expiry, which each restart would postpone. Without that, a chain of restarts kept
+     * the lock from everyone for the whole chain.
+     */
+    @Test
+    @Timeout(value = 110, unit = TimeUnit.SECONDS)
+    void torture_zooKeeperRestartsBackToBack_grantedAgainWithinBoundAfterEach() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine commandLine = Main.commandLine();
+        commandLine.setOut(new PrintWriter(out, true));
+        commandLine.setErr(new PrintWriter(err, true));
+
+        int status = commandLine.execute(
+                "torture",
+                "--uri",
+                "embedded",
+                "--workers",
+                "3",
+                "--duration",
+                "40s",
+                "--faults",
+                "server-restart",
+                "--back-to-back",
+                "--server-downtime",
+                "2500ms..3500ms",
+                "--max-faults",
+                "3",
+                "--session-timeout",
+                "2s",
+                "--restart-margin",
+                "1s",
+                "--seed",
+                "17");
+
+        String output = out + "\n--- stderr ---\n" + err;
+        assertThat(status).as(output).isZero();
+        String json = out.toString()
+                .lines()
+                .filter(l -> l.startsWith("{\"backend\":"))
+                .findFirst()
+                .orElseThrow();
+        assertThat(number(json, "server-restart")).as(output).isEqualTo(3);
+        assertThat(number(json, "inBound")).as(output).isEqualTo(3);
+        assertThat(number(json, "restartBoundMs")).as(output).isEqualTo(3_000);
+        assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
+        assertThat(number(json, "lostUpdates")).as(output).isZero();
+        assertThat(number(json, "leftovers")).as(output).isZero();
+        assertThat(json).as(output).contains("\"backToBack\":true", "\"passed\":true");
     }
 
     private static long number(String json, String field) {

@@ -2,6 +2,7 @@ package io.dlock.zookeeper;
 
 import io.dlock.spi.LockMode;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Names and order of queue nodes. A node is {@code _c_<acquisition id>-<marker><sequence>}, the
@@ -67,7 +68,7 @@ final class LockNodes {
     }
 
     /** Parses a child name, or returns null if it is no queue node. */
-    static Node parse(String child) {
+    static @Nullable Node parse(String child) {
         int seqStart = sequenceStart(child);
         if (seqStart < 0) {
             return null;
@@ -130,7 +131,7 @@ final class LockNodes {
 
     /** The sequence number of a queue node. */
     static int sequence(String child) {
-        return parse(child).sequence();
+        return java.util.Objects.requireNonNull(parse(child), child).sequence();
     }
 
     /** Whether {@code child} was created for {@code acquisitionId}. */
@@ -153,7 +154,7 @@ final class LockNodes {
     }
 
     /** A downgrade's read node among {@code children}, or null if there is none. */
-    static String downgradeRead(List<String> children) {
+    static @Nullable String downgradeRead(List<String> children) {
         for (String child : children) {
             Node n = parse(child);
             if (n != null && n.downgrade()) {
@@ -169,8 +170,8 @@ final class LockNodes {
      * @param own the node whose predecessor to find; must be a lock node
      * @param children the parent's children, in any order
      */
-    static String predecessor(String own, List<String> children) {
-        List<Node> ahead = ahead(parse(own), children);
+    static @Nullable String predecessor(String own, List<String> children) {
+        List<Node> ahead = ahead(java.util.Objects.requireNonNull(parse(own), own), children);
         return ahead.isEmpty() ? null : ahead.get(0).name();
     }
 }

@@ -25,6 +25,7 @@ import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.ACL;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A Curator-managed ZooKeeper connection. Curator owns connecting, reconnecting and session
@@ -126,7 +127,7 @@ final class ZooKeeperBackend implements LockBackend {
     }
 
     private static final class Holder {
-        volatile ZooKeeperBackend backend;
+        volatile @Nullable ZooKeeperBackend backend;
     }
 
     private void onCuratorState(org.apache.curator.framework.state.ConnectionState state) {
@@ -142,6 +143,7 @@ final class ZooKeeperBackend implements LockBackend {
             while ((w = connectWaiters.poll()) != null) {
                 w.complete(null);
             }
+            mutex.leftovers.sweep(); // nodes given up while out of reach go now, not at their expiry
         }
         for (Consumer<ConnectionState> l : listeners) {
             l.accept(mapped);

@@ -25,6 +25,7 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,7 +49,9 @@ import org.slf4j.LoggerFactory;
  * its acquisition id and adopts it only if that child's ephemeral owner is the current session (a
  * node of an expired session is about to vanish, and adopting it let two clients hold a Curator
  * lock at once); otherwise it creates a new one. Deletes are retried through connection drops until
- * the node is gone or its session has ended.
+ * the node is gone or its session has ended here; a node whose session this client gave up (Curator
+ * does so after a session timeout out of reach, while a restarted server still has the session) is
+ * deleted from the next session by {@link LeftoverNodes}, not left to the server's expiry.
  *
  * <p>Concurrency: every callback runs on the ZooKeeper client's event thread and only completes
  * futures; nothing here blocks.
@@ -70,19 +73,26 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private final Map<String, Wait> waits = new ConcurrentHashMap<>();
     /** Every stage handed out and not yet completed, with what completes it if the backend closes. */
     private final Map<CompletableFuture<?>, Runnable> inFlight = new ConcurrentHashMap<>();
+    /** Nodes given up while the server could not be reached, deleted once it can (issue 17). */
+    final LeftoverNodes leftovers;
 
     /**
      * A waiting entry's watch; all null while no watch is set (between a watch firing and the next
      * one). Compared by identity.
      */
     private static final class Wait {
-        final ZooKeeper zk;
-        final String path;
-        final WatcherType type;
-        final Watcher watcher;
-        final CompletableFuture<Position> result;
+        final @Nullable ZooKeeper zk;
+        final @Nullable String path;
+        final @Nullable WatcherType type;
+        final @Nullable Watcher watcher;
+        final @Nullable CompletableFuture<Position> result;
 
-        Wait(ZooKeeper zk, String path, WatcherType type, Watcher watcher, CompletableFuture<Position> result) {
+        Wait(
+                @Nullable ZooKeeper zk,
+                @Nullable String path,
+                @Nullable WatcherType type,
+                @Nullable Watcher watcher,
+                @Nullable CompletableFuture<Position> result) {
             this.zk = zk;
             this.path = path;
             this.type = type;
@@ -97,6 +107,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
         this.backend = backend;
+        this.leftovers = new LeftoverNodes(backend);
     }
 
     // ---- enqueue
@@ -155,7 +166,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 parent,
                 false,
                 (rc, path, ctx, children, stat) -> {
-                    Object[] c = created.get();
+                    // Pipelined: the create's callback ran first (one session answers in order).
+                    Object[] c = java.util.Objects.requireNonNull(created.get(), "create unanswered");
                     Code createCode = Code.get((Integer) c[0]);
                     switch (createCode) {
                         case OK -> {
@@ -272,7 +284,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * removed by the engine's cleanup ({@link #findOwnEntry}, which does not give up).
      */
     private void afterConnectionTrouble(
-            LockRequest request, CompletableFuture<Position> result, int attempt, Throwable cause) {
+            LockRequest request, CompletableFuture<Position> result, int attempt, @Nullable Throwable cause) {
         String lockName = request.lockName();
         String id = request.acquisitionId();
         if (result.isDone() || backend.isClosed()) {
@@ -377,7 +389,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     // the session. Expired: our node is gone too.
                     if (event.getState() == Watcher.Event.KeeperState.Expired
                             || event.getState() == Watcher.Event.KeeperState.Closed) {
-                        lose(entry, result, "session " + event.getState());
+                        loseSession(entry, result, "session " + event.getState());
                     }
                 }
                 default -> { // data changed: the one-shot watch is spent; watch again if still waiting
@@ -410,7 +422,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         }
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> watchPredecessor(waiting, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "watching " + predecessor, code));
                     }
                 },
@@ -437,21 +449,25 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Removes a wait's watch from the client (local: also when the server cannot be reached). */
     private static void removeWatch(Wait wait) {
-        if (wait.watcher == null) {
-            return;
+        ZooKeeper zk = wait.zk;
+        String path = wait.path;
+        WatcherType type = wait.type;
+        Watcher watcher = wait.watcher;
+        if (zk == null || path == null || type == null || watcher == null) {
+            return; // an idle wait: no watch is set
         }
         try {
-            wait.zk.removeWatches(
-                    wait.path,
-                    wait.watcher,
-                    wait.type,
+            zk.removeWatches(
+                    path,
+                    watcher,
+                    type,
                     true,
-                    (rc, path, ctx) -> {
+                    (rc, p, ctx) -> {
                         // NOWATCHER: it fired or was removed already. Anything else was removed locally.
                     },
                     null);
         } catch (RuntimeException e) {
-            log.debug("removing the watch on {} failed: {}", wait.path, e.toString());
+            log.debug("removing the watch on {} failed: {}", path, e.toString());
         }
     }
 
@@ -472,7 +488,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case NONODE -> lose(entry, result, "its lock node is gone");
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> readPosition(entry, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "reading " + parent, code));
                     }
                 },
@@ -523,6 +539,17 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         result.completeExceptionally(new EntryLostException(entry, why));
     }
 
+    /**
+     * The entry's session is over in this client (expired, or given up by Curator while the server
+     * was out of reach): its node may still be on the server, where only the session's expiry would
+     * remove it, and a server restart starts that expiry again. So it is deleted from the next
+     * session (see {@link LeftoverNodes}).
+     */
+    private void loseSession(QueueEntry entry, CompletableFuture<Position> result, String why) {
+        leftovers.add(entry);
+        lose(entry, result, why);
+    }
+
     /** A wait that cannot go on: its watch goes too. */
     private void fail(QueueEntry entry, CompletableFuture<Position> result, Throwable error) {
         Wait w = waits.remove(entry.key());
@@ -546,7 +573,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
-        LockNodes.Node node = LockNodes.parse(own);
+        LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
         LockRequest request = requests.get(entry.key());
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor =
@@ -594,7 +621,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 case None -> {
                     if (event.getState() == Watcher.Event.KeeperState.Expired
                             || event.getState() == Watcher.Event.KeeperState.Closed) {
-                        lose(entry, result, "session " + event.getState());
+                        loseSession(entry, result, "session " + event.getState());
                     }
                 }
                 case DataWatchRemoved, ChildWatchRemoved -> {} // removed by release
@@ -637,7 +664,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case NONODE -> lose(entry, result, "its parent is gone");
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> watchChildren(waiting, result, attempt + 1));
-                        case SESSIONEXPIRED -> lose(entry, result, "session expired");
+                        case SESSIONEXPIRED -> loseSession(entry, result, "session expired");
                         default -> fail(entry, result, failure(entry.lockName(), "watching " + parent, code));
                     }
                 },
@@ -767,7 +794,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (zk.getSessionId() != entry.session()) {
-            done.complete(null); // its session ended: the server removes the ephemeral node
+            // Its session ended here; the server removes the node only when it expires the session
+            // too, which a server restart postpones: delete it from the new session.
+            leftovers.add(entry);
+            done.complete(null);
             return;
         }
         zk.delete(
@@ -776,7 +806,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 (rc, path, ctx) -> {
                     Code code = Code.get(rc);
                     switch (code) {
-                        case OK, NONODE, SESSIONEXPIRED -> done.complete(null);
+                        case OK, NONODE -> done.complete(null);
+                            // The handle's session is over, but maybe only here (Curator gives a session up
+                            // after a session timeout out of reach, while a restarted server still has it).
+                        case SESSIONEXPIRED -> {
+                            leftovers.add(entry);
+                            done.complete(null);
+                        }
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> delete(entry, done, attempt + 1));
                         default -> done.completeExceptionally(
@@ -821,7 +857,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             String lockName,
             String acquisitionId,
             CompletableFuture<Optional<QueueEntry>> result,
-            ZooKeeper origin,
+            @Nullable ZooKeeper origin,
             int attempt,
             int maxAttempt) {
         if (result.isDone()) {
@@ -848,8 +884,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (origin != null && zk != origin) {
-            // Curator replaced the handle: the session that could own the node is over, and the
-            // server removes its ephemeral nodes.
+            // Curator replaced the handle: the session that could own the node is over. The server
+            // removes its ephemeral nodes when it expires it too; the new session deletes them sooner.
+            leftovers.scan(lockName, acquisitionId);
             result.complete(Optional.empty());
             return;
         }
@@ -913,6 +950,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                                     path,
                                     Long.toHexString(stat.getEphemeralOwner()),
                                     Long.toHexString(session));
+                            // Ours (the name carries the acquisition id) from a session that is over here.
+                            if (session != 0) {
+                                leftovers.add(lockName, path, stat.getEphemeralOwner());
+                            }
                             checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
                         }
                         case NONODE -> checkOwners(zk, lockName, id, parent, candidates, i + 1, session, result, retry);
@@ -935,6 +976,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             onClose.run();
         }
         waits.clear();
+        leftovers.clear();
     }
 
     /**
@@ -942,7 +984,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@code normally} completes it with {@code value}, else it fails with {@link
      * IllegalStateException}. If the backend is already closed, completes it now.
      */
-    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, T value) {
+    private <T> CompletableFuture<T> tracked(CompletableFuture<T> stage, boolean normally, @Nullable T value) {
         inFlight.put(stage, () -> {
             if (normally) {
                 stage.complete(value);
@@ -964,7 +1006,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@link EntryLostException} when that session has ended, or after arranging {@code again}
      * when there is no handle just now.
      */
-    private ZooKeeper sessionOf(QueueEntry entry, CompletableFuture<Position> result, int attempt, Runnable again) {
+    private @Nullable ZooKeeper sessionOf(
+            QueueEntry entry, CompletableFuture<Position> result, int attempt, Runnable again) {
         if (result.isDone() || backend.isClosed()) {
             return null;
         }
@@ -976,7 +1019,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return null;
         }
         if (zk.getSessionId() != entry.session()) {
-            lose(entry, result, "its session ended");
+            loseSession(entry, result, "its session ended");
             return null;
         }
         return zk;
@@ -1003,7 +1046,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }));
     }
 
-    private static String rootMessage(Throwable e) {
+    private static @Nullable String rootMessage(Throwable e) {
         Throwable t = e;
         while (t.getCause() != null
                 && (t instanceof java.util.concurrent.CompletionException

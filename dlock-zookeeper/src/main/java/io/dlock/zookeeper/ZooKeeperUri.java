@@ -2,6 +2,7 @@ package io.dlock.zookeeper;
 
 import io.dlock.LockOptions;
 import io.dlock.spi.BackendUri;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code zookeeper://} URI: {@code zookeeper://[user:password@]host:port[,host:port]/namespace}.
@@ -13,7 +14,8 @@ import io.dlock.spi.BackendUri;
  * @param password the digest password, or null
  * @param options the client's options (session timeout, connect timeout, retry policy)
  */
-record ZooKeeperUri(String connectString, String namespace, String user, String password, LockOptions options) {
+record ZooKeeperUri(
+        String connectString, String namespace, @Nullable String user, @Nullable String password, LockOptions options) {
     static final String DEFAULT_NAMESPACE = "dlock";
     static final int DEFAULT_PORT = 2181;
 

@@ -62,7 +62,9 @@ public final class BackendTargets {
         boolean embedded = ownsServer(uri);
         return switch (backend) {
             case "zookeeper" -> embedded ? ZooKeeperTarget.embedded() : ZooKeeperTarget.external(uri.trim());
+            case "zookeeper-ensemble" -> ZooKeeperEnsembleTarget.embedded();
             case "redis" -> RedisTarget.embedded();
+            case "redis-volatile" -> RedisTarget.volatileServer();
             case "etcd" -> EtcdTarget.embedded();
             case "postgres" -> PostgresTarget.embedded();
             case "memcached" -> MemcachedTarget.embedded();
@@ -78,8 +80,14 @@ public final class BackendTargets {
         if (u.startsWith("zookeeper://")) {
             return "zookeeper";
         }
+        if (u.equals(EMBEDDED + ":zookeeper-ensemble")) {
+            return "zookeeper-ensemble";
+        }
         if (u.equals(EMBEDDED + ":redis")) {
             return "redis";
+        }
+        if (u.equals(EMBEDDED + ":redis-volatile")) {
+            return "redis-volatile";
         }
         if (u.equals(EMBEDDED + ":etcd")) {
             return "etcd";
@@ -91,7 +99,9 @@ public final class BackendTargets {
             return "memcached";
         }
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
-                + " torture starts), 'embedded:zookeeper', 'embedded:redis' (a redis-server the torture starts),"
+                + " torture starts), 'embedded:zookeeper', 'embedded:zookeeper-ensemble' (3 ZooKeeper servers the"
+                + " torture starts), 'embedded:redis' (a redis-server the torture starts), 'embedded:redis-volatile'"
+                + " (the same without persistence: a restart loses every key),"
                 + " 'embedded:etcd' (an etcd the torture starts), 'embedded:postgres' (a PostgreSQL the torture"
                 + " starts), 'embedded:memcached' (a memcached the torture starts)"
                 + " or 'zookeeper://host:port[/path]'");

@@ -14,6 +14,8 @@ package io.dlock.cli.internal.torture;
  * @param recoveryMillis from the moment the fault cleared until a write with a newer grant was
  *     accepted; -1 if that did not happen within the observation window
  * @param boundMillis the recovery bound (session timeout plus margin)
+ * @param cutShort the next fault began before this one's recovery was seen and before its bound
+ *     ran out (back-to-back faults), so its recovery is reported but not judged
  */
 public record FaultRecord(
         FaultKind kind,
@@ -23,7 +25,21 @@ public record FaultRecord(
         long faultMillis,
         long blockedMillis,
         long recoveryMillis,
-        long boundMillis) {
+        long boundMillis,
+        boolean cutShort) {
+
+    /** A fault followed by a wait for its recovery (never cut short). */
+    public FaultRecord(
+            FaultKind kind,
+            String target,
+            String detail,
+            long atMillis,
+            long faultMillis,
+            long blockedMillis,
+            long recoveryMillis,
+            long boundMillis) {
+        this(kind, target, detail, atMillis, faultMillis, blockedMillis, recoveryMillis, boundMillis, false);
+    }
 
     /**
      * Returns whether the lock was usable again within the bound.
@@ -32,5 +48,15 @@ public record FaultRecord(
      */
     public boolean recoveredInTime() {
         return recoveryMillis >= 0 && recoveryMillis <= boundMillis;
+    }
+
+    /**
+     * Returns whether this fault counts against the run: it did not recover in time, and was not
+     * cut short by the next one.
+     *
+     * @return true if the run fails for it
+     */
+    public boolean failed() {
+        return !recoveredInTime() && !cutShort;
     }
 }

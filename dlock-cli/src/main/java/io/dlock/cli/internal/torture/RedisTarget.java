@@ -17,13 +17,20 @@ import java.util.List;
  */
 final class RedisTarget implements BackendTarget {
     private final RedisServer server;
+    private final boolean persistence;
 
-    private RedisTarget(RedisServer server) {
+    private RedisTarget(RedisServer server, boolean persistence) {
         this.server = server;
+        this.persistence = persistence;
     }
 
     static RedisTarget embedded() {
-        return new RedisTarget(RedisServer.start());
+        return new RedisTarget(RedisServer.start(), true);
+    }
+
+    /** A redis-server without persistence: every restart loses every key (dlock-redis's data-loss fence). */
+    static RedisTarget volatileServer() {
+        return new RedisTarget(RedisServer.builder().persistence(false).start(), false);
     }
 
     @Override
@@ -33,7 +40,8 @@ final class RedisTarget implements BackendTarget {
 
     @Override
     public String description() {
-        return "Redis (embedded redis-server on 127.0.0.1:" + server.port() + ", AOF persistence)";
+        return "Redis (embedded redis-server on 127.0.0.1:" + server.port()
+                + (persistence ? ", AOF persistence)" : ", no persistence: a restart loses every key)");
     }
 
     @Override

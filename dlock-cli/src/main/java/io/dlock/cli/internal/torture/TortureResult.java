@@ -102,7 +102,7 @@ public record TortureResult(
             }
         }
         for (FaultRecord f : faults) {
-            if (!f.recoveredInTime()) {
+            if (f.failed()) {
                 problems.add(f.kind().cliName() + " at " + TortureRun.seconds(Duration.ofMillis(f.atMillis())) + " ("
                         + f.target() + ", " + f.detail() + "): "
                         + (f.recoveryMillis() < 0
@@ -141,7 +141,7 @@ public record TortureResult(
     }
 
     /** Recovery figures of one fault kind. */
-    private record Recovery(int count, int recovered, long p50, long max, long blockedMax) {}
+    private record Recovery(int count, int recovered, long p50, long max, long blockedMax, int cutShort) {}
 
     private Map<FaultKind, Recovery> recoveries() {
         Map<FaultKind, Recovery> byKind = new EnumMap<>(FaultKind.class);
@@ -149,9 +149,13 @@ public record TortureResult(
             List<Long> times = new ArrayList<>();
             int count = 0;
             long blockedMax = -1;
+            int cutShort = 0;
             for (FaultRecord f : faults) {
                 if (f.kind() == kind) {
                     count++;
+                    if (f.cutShort() && !f.recoveredInTime()) {
+                        cutShort++;
+                    }
                     blockedMax = Math.max(blockedMax, f.blockedMillis());
                     if (f.recoveryMillis() >= 0) {
                         times.add(f.recoveryMillis());
@@ -161,7 +165,7 @@ public record TortureResult(
             times.sort(null);
             long p50 = times.isEmpty() ? -1 : times.get((times.size() - 1) / 2);
             long max = times.isEmpty() ? -1 : times.get(times.size() - 1);
-            byKind.put(kind, new Recovery(count, times.size(), p50, max, blockedMax));
+            byKind.put(kind, new Recovery(count, times.size(), p50, max, blockedMax, cutShort));
         }
         return byKind;
     }
@@ -175,10 +179,11 @@ public record TortureResult(
         StringBuilder t = new StringBuilder();
         t.append(String.format(
                 Locale.ROOT,
-                "%-16s %8s %9s %13s %13s %9s %12s%n",
+                "%-16s %8s %9s %9s %13s %13s %9s %12s%n",
                 "fault",
                 "injected",
-                "recovered",
+                "in bound",
+                "cut short",
                 "recovery p50",
                 "recovery max",
                 "bound",
@@ -190,13 +195,14 @@ public record TortureResult(
             }
             t.append(String.format(
                     Locale.ROOT,
-                    "%-16s %8d %9d %13s %13s %9s %12s%n",
+                    "%-16s %8d %9d %9d %13s %13s %9s %12s%n",
                     e.getKey().cliName(),
                     r.count(),
-                    r.recovered(),
+                    inBound(e.getKey()),
+                    r.cutShort(),
                     ms(r.p50()),
                     ms(r.max()),
-                    ms(config.recoveryBound().toMillis()),
+                    ms(config.recoveryBound(e.getKey()).toMillis()),
                     ms(r.blockedMax())));
         }
         t.append(System.lineSeparator());
@@ -217,6 +223,12 @@ public record TortureResult(
         row(t, "leftover queue entries", leftovers.size());
         row(t, "stuck workers", stuck.size());
         return t.toString();
+    }
+
+    private int inBound(FaultKind kind) {
+        return (int) faults.stream()
+                .filter(f -> f.kind() == kind && f.recoveredInTime())
+                .count();
     }
 
     private static void row(StringBuilder t, String label, long value) {
@@ -245,6 +257,13 @@ public record TortureResult(
                 .append(',');
         field(j, "recoveryBoundMs", Long.toString(config.recoveryBound().toMillis()))
                 .append(',');
+        field(
+                        j,
+                        "restartBoundMs",
+                        Long.toString(
+                                config.recoveryBound(FaultKind.SERVER_RESTART).toMillis()))
+                .append(',');
+        field(j, "backToBack", Boolean.toString(config.backToBack())).append(',');
         field(j, "operations", Long.toString(check.acceptedWrites())).append(',');
         field(j, "sections", Long.toString(check.sections())).append(',');
         StringBuilder injected = new StringBuilder("{");
@@ -262,8 +281,10 @@ public record TortureResult(
             field(
                     recovery,
                     e.getKey().cliName(),
-                    "{\"recovered\":" + r.recovered() + ",\"p50\":" + r.p50() + ",\"max\":" + r.max()
-                            + ",\"blockedMax\":" + r.blockedMax() + "}");
+                    "{\"recovered\":" + r.recovered() + ",\"inBound\":" + inBound(e.getKey()) + ",\"cutShort\":"
+                            + r.cutShort() + ",\"p50\":" + r.p50() + ",\"max\":" + r.max() + ",\"boundMs\":"
+                            + config.recoveryBound(e.getKey()).toMillis() + ",\"blockedMax\":" + r.blockedMax()
+                            + "}");
         }
         field(j, "faults", injected.append('}').toString()).append(',');
         field(j, "recoveryMs", recovery.append('}').toString()).append(',');

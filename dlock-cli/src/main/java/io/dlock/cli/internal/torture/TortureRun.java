@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * most the recovery bound plus {@link #RECOVERY_OBSERVATION}, before the next. Faults aimed at a
  * holder first ask a worker to stay in its critical section ({@code HOLD}) and strike when it says
  * {@code HOLDING}. Every wait is bounded; no fault starts when the rest of the duration could not
- * hold it and its recovery.
+ * hold it and its recovery. With {@code --back-to-back} no fault waits for the last one's recovery;
+ * every recovery is read from the store's history after the schedule ({@link #judgeBackToBack}).
  *
  * <p>Concurrency: one thread (the caller's) drives everything; the children report through {@link
  * ChildJvm}'s reader threads and the store's connection threads. Failure: whatever happens, every
@@ -44,6 +45,13 @@ public final class TortureRun {
 
     /** How long past the bound a recovery is still observed (to report how late it was). */
     static final Duration RECOVERY_OBSERVATION = Duration.ofSeconds(10);
+
+    /**
+     * Back to back, what each serving window cut short by the next restart adds to a restart's
+     * bound: clients reconnect only on their next connection attempt (ZooKeeper's client sleeps up
+     * to 1 s between attempts), so a short window may pass before any of them is back.
+     */
+    static final Duration RECONNECT_ALLOWANCE = Duration.ofSeconds(1);
 
     private static final Logger LOG = LoggerFactory.getLogger(TortureRun.class);
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
@@ -63,6 +71,7 @@ public final class TortureRun {
     private final List<Worker> live = new ArrayList<>();
     private final List<Worker> everyone = new ArrayList<>();
     private final List<FaultRecord> faults = new ArrayList<>();
+    private final List<Pending> pending = new ArrayList<>(); // back-to-back faults, judged at the end
     private final List<String> problems = new ArrayList<>();
     private BackendTarget target;
     private FencedStore store;
@@ -76,6 +85,9 @@ public final class TortureRun {
      * @param config what to run
      * @param out where progress lines go (one per fault)
      */
+    // target, store and storeServer are set at the start of run(), the only entry point, before
+    // anything reads them; run() is called once.
+    @SuppressWarnings("NullAway.Init")
     public TortureRun(TortureConfig config, PrintWriter out) {
         this.config = Objects.requireNonNull(config, "config");
         this.out = Objects.requireNonNull(out, "out");
@@ -125,7 +137,7 @@ public final class TortureRun {
                     config.fenced() ? "fenced" : "UNFENCED",
                     config.faults().isEmpty() ? "none" : names(),
                     config.seed());
-            String expiry = target.backend().equals("redis") ? "lease time" : "session timeout";
+            String expiry = target.backend().equals("zookeeper") ? "session timeout" : "lease time";
             out.printf(
                     "%s %s, recovery bound %s (%s + %s)%n",
                     expiry,
@@ -133,6 +145,19 @@ public final class TortureRun {
                     seconds(config.recoveryBound()),
                     expiry,
                     seconds(config.recoveryMargin()));
+            if (config.faults().contains(FaultKind.SERVER_RESTART)) {
+                out.printf(
+                        "server restarts: down %s to %s, then the lock must be granted again within %s of the"
+                                + " server serving again (%s + %s; downtime + %s + %s from the kill)%s%n",
+                        seconds(config.downtimeMin()),
+                        seconds(config.downtimeMax()),
+                        seconds(config.recoveryBound(FaultKind.SERVER_RESTART)),
+                        expiry,
+                        seconds(config.restartMargin()),
+                        expiry,
+                        seconds(config.restartMargin()),
+                        config.backToBack() ? "; faults back to back" : "");
+            }
             out.flush();
             for (int i = 0; i < config.workers(); i++) {
                 startWorker();
@@ -142,6 +167,7 @@ public final class TortureRun {
             }
             t0 = System.nanoTime();
             schedule();
+            judgeBackToBack();
             long faultPhase = System.nanoTime() - t0;
             List<String> stuck = stopWorkers();
             List<String> leftovers = awaitNoLeftovers();
@@ -170,11 +196,13 @@ public final class TortureRun {
         List<FaultKind> kinds = new ArrayList<>(config.faults());
         kinds.sort(null);
         List<FaultKind> deck = new ArrayList<>();
-        long longestCycle = millis(config.sessionTimeout()) * 3 + millis(config.recoveryBound()) + QUIET_MAX_MS;
+        long longestFault = Math.max(millis(config.sessionTimeout()) * 3, millis(config.downtimeMax()) + 5_000);
+        // Back to back, recoveries are judged after the schedule: no fault waits for one.
+        long longestCycle = longestFault + (config.backToBack() ? 0 : millis(config.recoveryBound())) + QUIET_MAX_MS;
         while (true) {
             long quiet = QUIET_MIN_MS + (long) (random.nextDouble() * (QUIET_MAX_MS - QUIET_MIN_MS));
             long left = (deadline - System.nanoTime()) / 1_000_000;
-            if (kinds.isEmpty() || faults.size() >= config.maxFaults() || left < longestCycle) {
+            if (kinds.isEmpty() || faults.size() + pending.size() >= config.maxFaults() || left < longestCycle) {
                 sleepMillis(Math.max(0, left));
                 return;
             }
@@ -204,8 +232,31 @@ public final class TortureRun {
             out.flush();
             return;
         }
+        Pending fault = new Pending(kind, at, done);
+        if (config.backToBack()) {
+            pending.add(fault);
+            out.printf(
+                    "%7s  %-15s %-4s %s (recovery read from the history at the end)%n",
+                    seconds(Duration.ofNanos(at - t0)), kind.cliName(), done.target(), done.detail());
+            out.flush();
+            return;
+        }
         long recovery = awaitRecovery(
-                done.clearedAt(), done.clear().accesses(), done.clear().highest());
+                done.clearedAt(), done.clear().accesses(), done.clear().highest(), bound(kind));
+        record(fault, recovery, false, bound(kind), "");
+    }
+
+    /** A fault whose recovery is still to be judged. */
+    private record Pending(FaultKind kind, long at, Injected done) {}
+
+    private long bound(FaultKind kind) {
+        return millis(config.recoveryBound(kind));
+    }
+
+    private void record(Pending fault, long recovery, boolean cutShort, long boundMillis, String boundNote) {
+        Injected done = fault.done();
+        FaultKind kind = fault.kind();
+        long at = fault.at();
         long blocked = recovery < 0 ? -1 : firstNewerWrite(done.start());
         FaultRecord record = new FaultRecord(
                 kind,
@@ -215,9 +266,10 @@ public final class TortureRun {
                 (done.clearedAt() - done.startedAt()) / 1_000_000,
                 blocked,
                 recovery,
-                millis(config.recoveryBound()));
+                boundMillis,
+                cutShort);
         faults.add(record);
-        if (recovery < 0) {
+        if (record.failed() && recovery < 0) {
             diagnose(kind.cliName() + " at " + seconds(Duration.ofNanos(at - t0)));
         }
         out.printf(
@@ -228,10 +280,86 @@ public final class TortureRun {
                 done.detail(),
                 blocked < 0 ? "-" : seconds(Duration.ofMillis(blocked)),
                 recovery < 0
-                        ? "NOT within " + seconds(config.recoveryBound().plus(RECOVERY_OBSERVATION))
+                        ? "NOT within " + seconds(Duration.ofMillis(bound(kind)).plus(RECOVERY_OBSERVATION))
                         : "in " + seconds(Duration.ofMillis(recovery)),
-                record.recoveredInTime() ? "" : "  <-- beyond the bound of " + seconds(config.recoveryBound()));
+                cutShort
+                        ? "  (cut short by the next fault: not judged)"
+                        : record.recoveredInTime()
+                                ? boundNote.isEmpty()
+                                        ? ""
+                                        : " (bound " + seconds(Duration.ofMillis(boundMillis)) + boundNote + ")"
+                                : "  <-- beyond the bound of " + seconds(Duration.ofMillis(boundMillis)) + boundNote);
         out.flush();
+    }
+
+    /**
+     * Back-to-back faults: waits for the last one's recovery, then reads every fault's recovery
+     * from the store's history. A server restart's recovery is the time the server was serving
+     * while the lock was not granted again: from the restart until the first write by a newer
+     * grant, less the downtime of every restart that began in between (so a chain of restarts
+     * close together is judged by what it is, not by its last link). Any other fault that had not
+     * recovered when the next one began, while its bound had not yet run out, is cut short:
+     * reported, not judged.
+     */
+    private void judgeBackToBack() {
+        if (pending.isEmpty()) {
+            return;
+        }
+        Pending last = pending.get(pending.size() - 1);
+        Injected l = last.done();
+        awaitRecovery(l.clearedAt(), l.clear().accesses(), l.clear().highest(), bound(last.kind()));
+        out.println("recoveries:");
+        for (int i = 0; i < pending.size(); i++) {
+            Pending p = pending.get(i);
+            Injected d = p.done();
+            long recoveredAt = 0;
+            boolean recovered = false;
+            for (FencedStore.Access a : store.accesses(d.clear().accesses())) {
+                if (a.accepted()
+                        && a.kind() == FencedStore.Kind.WRITE
+                        && a.token() > d.clear().highest()
+                        && a.nanoTime() - d.clearedAt() >= 0) {
+                    recoveredAt = a.nanoTime();
+                    recovered = true;
+                    break;
+                }
+            }
+            long recovery = -1;
+            boolean cutShort = false;
+            int windowsCut = 0;
+            if (recovered) {
+                long serving = recoveredAt - d.clearedAt();
+                if (p.kind() == FaultKind.SERVER_RESTART) {
+                    for (int j = i + 1; j < pending.size(); j++) {
+                        Injected next = pending.get(j).done();
+                        if (pending.get(j).kind() != FaultKind.SERVER_RESTART) {
+                            continue;
+                        }
+                        if (next.startedAt() - recoveredAt >= 0) {
+                            break;
+                        }
+                        windowsCut++;
+                        long downUntil = next.clearedAt() - recoveredAt < 0 ? next.clearedAt() : recoveredAt;
+                        serving -= downUntil - next.startedAt();
+                    }
+                }
+                recovery = Math.max(0, serving / 1_000_000);
+            }
+            if (p.kind() != FaultKind.SERVER_RESTART
+                    && i + 1 < pending.size()
+                    && (recovery < 0 || recovery > bound(p.kind()))) {
+                long nextStart = pending.get(i + 1).done().startedAt();
+                cutShort = nextStart - (d.clearedAt() + bound(p.kind()) * 1_000_000) < 0;
+            }
+            // A serving window that the next kill cut short may pass before any client is back: the
+            // ZooKeeper client waits up to 1 s between connection attempts (Lettuce backs off too).
+            long boundMillis = bound(p.kind()) + windowsCut * RECONNECT_ALLOWANCE.toMillis();
+            String note = windowsCut == 0
+                    ? ""
+                    : " = " + seconds(config.recoveryBound(p.kind())) + " + " + windowsCut + " x "
+                            + seconds(RECONNECT_ALLOWANCE) + " for the serving windows cut short by the next kill";
+            record(p, recovery, cutShort, boundMillis, note);
+        }
     }
 
     /** The store at one moment: an access from {@code accesses} on happened after it. */
@@ -289,8 +417,9 @@ public final class TortureRun {
     }
 
     private Injected restartServer() {
-        // Down for up to 1.5 session timeouts: some sessions survive the outage, some expire.
-        long downtime = Math.round(millis(config.sessionTimeout()) * random.nextDouble() * 1.5);
+        // By default down for up to 1.5 session timeouts: some sessions survive the outage, some expire.
+        long min = millis(config.downtimeMin());
+        long downtime = min + Math.round((millis(config.downtimeMax()) - min) * random.nextDouble());
         Mark start = mark();
         target.restartServer(Duration.ofMillis(downtime));
         long took = System.nanoTime() - start.nanoTime();
@@ -359,9 +488,9 @@ public final class TortureRun {
      * accepted; returns the time that took in ms, or -1 if it did not happen within the bound plus
      * the observation window.
      */
-    private long awaitRecovery(long clearedAt, int from, long highest) {
-        long limit =
-                clearedAt + config.recoveryBound().plus(RECOVERY_OBSERVATION).toNanos();
+    private long awaitRecovery(long clearedAt, int from, long highest, long boundMillis) {
+        long limit = clearedAt
+                + Duration.ofMillis(boundMillis).plus(RECOVERY_OBSERVATION).toNanos();
         int index = from;
         while (true) {
             for (FencedStore.Access a : store.accesses(index)) {

@@ -11,6 +11,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
@@ -97,7 +98,7 @@ public final class TortureWorker {
     }
 
     private static void run(Map<String, String> o) {
-        String name = o.get("client");
+        String name = required(o, "client");
         Duration wait = Duration.ofMillis(Long.parseLong(o.get("wait-ms")));
         long workMs = Long.parseLong(o.get("work-ms"));
         long operations = 0;
@@ -105,9 +106,9 @@ public final class TortureWorker {
         long refused = 0;
         long errors = 0;
         try (FencedStoreServer.Client store =
-                        FencedStoreServer.Client.connect(Integer.parseInt(o.get("store-port")), name);
-                LockClient client = LockClient.connect(o.get("uri"))) {
-            DistributedLock lock = client.lock(o.get("lock"));
+                        FencedStoreServer.Client.connect(Integer.parseInt(required(o, "store-port")), name);
+                LockClient client = LockClient.connect(required(o, "uri"))) {
+            DistributedLock lock = client.lock(required(o, "lock"));
             startStdinReader();
             emit(READY);
             while (!stop) {
@@ -199,6 +200,11 @@ public final class TortureWorker {
                 "torture-worker-watchdog");
         watchdog.setDaemon(true);
         watchdog.start();
+    }
+
+    /** An option {@link #parse} has checked is present. */
+    private static String required(Map<String, String> options, String name) {
+        return Objects.requireNonNull(options.get(name), name);
     }
 
     static Map<String, String> parse(String[] args) {

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
+import org.jspecify.annotations.Nullable;
 
 /**
  * ZooKeeper under torture: either a server this target starts in a child JVM (so that it can be
@@ -31,14 +32,18 @@ final class ZooKeeperTarget implements BackendTarget {
     private static final int INSPECT_SESSION_MS = 10_000;
     private static final long INSPECT_CONNECT_SECONDS = 10;
 
-    private final ZooKeeperProcess server; // null for an external server
+    private final @Nullable ZooKeeperProcess server; // null for an external server
     private final InetSocketAddress address;
     private final String basePath; // "" or "a/b", without slashes at the ends
-    private final String userInfo; // null or user:password
+    private final @Nullable String userInfo; // null or user:password
     private final String extraQuery; // "" or "&k=v..." carried over from the user's URI
 
     private ZooKeeperTarget(
-            ZooKeeperProcess server, InetSocketAddress address, String basePath, String userInfo, String extraQuery) {
+            @Nullable ZooKeeperProcess server,
+            InetSocketAddress address,
+            String basePath,
+            @Nullable String userInfo,
+            String extraQuery) {
         this.server = server;
         this.address = address;
         this.basePath = basePath;

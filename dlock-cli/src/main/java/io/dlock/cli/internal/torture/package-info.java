@@ -7,4 +7,7 @@
  * io.dlock.cli.internal.torture.TortureRun} that schedules faults and measures recovery, and the
  * {@link io.dlock.cli.internal.torture.TortureResult} it renders as a table and a JSON line.
  */
+@NullMarked
 package io.dlock.cli.internal.torture;
+
+import org.jspecify.annotations.NullMarked;

@@ -152,6 +152,63 @@ class TortureParsingTest {
     }
 
     @Test
+    void verdict_restartBeyondItsBoundFails_cutShortFaultOnlyReported() {
+        FencedStore store = FencedStore.fenced();
+        store.read("w1", 1);
+        store.write("w1", 1, 1);
+        TortureConfig config = config(true);
+        assertThat(config.recoveryBound(FaultKind.SERVER_RESTART)).isEqualTo(Duration.ofSeconds(3));
+        assertThat(config.recoveryBound(FaultKind.KILL)).isEqualTo(Duration.ofSeconds(4));
+        FaultRecord slowRestart =
+                new FaultRecord(FaultKind.SERVER_RESTART, "srv", "SIGKILL, restart", 2_000, 4_000, 9_000, 3_500, 3_000);
+        FaultRecord cutShort = new FaultRecord(FaultKind.PAUSE, "w2", "SIGSTOP", 9_000, 1_000, -1, -1, 4_000, true);
+        TortureResult r = TortureResult.of(
+                config,
+                "zookeeper",
+                "test",
+                List.of(slowRestart, cutShort),
+                store.check(),
+                Map.of(),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2));
+        assertThat(r.problems())
+                .hasSize(1)
+                .first()
+                .asString()
+                .startsWith("server-restart at 2.0s")
+                .contains("recovery took 3500 ms, bound 3000 ms");
+        assertThat(r.json())
+                .contains("\"restartBoundMs\":3000")
+                .contains("\"server-restart\":{\"recovered\":1,\"inBound\":0,\"cutShort\":0")
+                .contains("\"pause\":{\"recovered\":0,\"inBound\":0,\"cutShort\":1");
+        assertThat(r.table()).contains("cut short");
+    }
+
+    @Test
+    void config_badDowntimeRange_rejected() {
+        assertThatThrownBy(() -> new TortureConfig(
+                        "embedded",
+                        3,
+                        Duration.ofSeconds(10),
+                        Set.of(),
+                        true,
+                        1,
+                        Duration.ofSeconds(2),
+                        Duration.ofSeconds(2),
+                        5,
+                        10,
+                        false,
+                        Duration.ofSeconds(3),
+                        Duration.ofSeconds(1),
+                        Duration.ofSeconds(1)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("downtime must be a range");
+    }
+
+    @Test
     void quote_controlCharacters_escaped() {
         assertThat(TortureResult.quote("a\"b\\c\nd\u0001")).isEqualTo("\"a\\\"b\\\\c\\nd\\u0001\"");
     }
