@@ -92,6 +92,8 @@ final class MemcachedBackend implements LockBackend {
         private volatile long serverSeconds;
         private volatile long seenAtNanos;
         private int reconnectAttempt;
+        /** When the connection was lost (the options' ticker), valid while {@code connection} is null. */
+        private volatile long downSinceNanos;
 
         Server(InetSocketAddress address) {
             this.address = address;
@@ -100,15 +102,40 @@ final class MemcachedBackend implements LockBackend {
 
         /** Sends a pipeline; completes with every reply, or fails with the first transport failure. */
         CompletableFuture<List<Reply>> send(List<Command> commands) {
+            return send(commands, false);
+        }
+
+        /**
+         * Sends a pipeline; with {@code assist}, the calling thread, which is about to wait for the
+         * reply anyway, may read it itself for up to a millisecond ({@link MetaConnection#send(List,
+         * long, boolean)}).
+         */
+        CompletableFuture<List<Reply>> send(List<Command> commands, boolean assist) {
             MetaConnection c = connection;
             if (c == null) {
-                return CompletableFuture.failedFuture(
-                        new MemcachedIoException("not connected to memcached at " + label, null));
+                return CompletableFuture.failedFuture(new MemcachedIoException(
+                        "not connected to memcached at " + label + " (unreachable for "
+                                + TimeUnit.NANOSECONDS.toMillis(downForNanos()) + " ms)",
+                        null));
             }
-            List<CompletableFuture<Reply>> replies = c.send(commands, System.nanoTime());
-            return CompletableFuture.allOf(replies.toArray(new CompletableFuture<?>[0]))
-                    .thenApply(
-                            x -> replies.stream().map(CompletableFuture::join).toList());
+            return c.send(commands, System.nanoTime(), assist);
+        }
+
+        /** How long this server has been unreachable; 0 while connected. */
+        long downForNanos() {
+            if (connection != null) {
+                return 0;
+            }
+            return Math.max(0, options.ticker().read() - downSinceNanos);
+        }
+
+        /**
+         * Whether a request that found no connection is worth retrying: the server has been
+         * unreachable for less than the connect timeout, about what a reconnect to a live server
+         * takes. Past that, requests for its locks fail at once instead of waiting out the retries.
+         */
+        boolean mayReconnectSoon() {
+            return downForNanos() < options.connectTimeout().toNanos();
         }
 
         /** The generation of the current connection: a CAS value read on it is from this server life. */
@@ -148,15 +175,19 @@ final class MemcachedBackend implements LockBackend {
                     options.connectTimeout().toMillis(),
                     MemcachedBackend.this::onClosed);
             try {
-                List<CompletableFuture<Reply>> r =
-                        c.send(List.of(Command.of("mn"), DataLossGuard.read()), System.nanoTime());
                 long wait = options.connectTimeout().toMillis();
-                Reply mn = r.get(0).get(wait, TimeUnit.MILLISECONDS);
+                // mn alone first: something that is not memcached answers it with one line, and
+                // waiting for a second reply would hide what it said behind a timeout.
+                Reply mn = c.send(List.of(Command.of("mn")), System.nanoTime())
+                        .get(wait, TimeUnit.MILLISECONDS)
+                        .get(0);
                 if (!mn.status().equals("MN")) {
                     throw new IOException(label + " does not speak memcached's meta protocol (dlock needs memcached"
                             + " 1.6 or later); it answered 'mn' with " + mn);
                 }
-                DataLossGuard.Verdict v = DataLossGuard.judge(r.get(1).get(wait, TimeUnit.MILLISECONDS));
+                DataLossGuard.Verdict v = DataLossGuard.judge(c.send(List.of(DataLossGuard.read()), System.nanoTime())
+                        .get(wait, TimeUnit.MILLISECONDS)
+                        .get(0));
                 if (v.state() == DataLossGuard.State.MISSING) {
                     startQuarantine(c).get(wait, TimeUnit.MILLISECONDS);
                 } else {
@@ -194,8 +225,8 @@ final class MemcachedBackend implements LockBackend {
 
         private CompletableFuture<Void> startQuarantine(MetaConnection c) {
             return c.send(List.of(Command.statsCommand()), System.nanoTime())
-                    .get(0)
-                    .thenCompose(stats -> {
+                    .thenCompose(replies -> {
+                        Reply stats = replies.get(0);
                         long now = DataLossGuard.statsTime(stats);
                         sawClock(now);
                         log.warn(
@@ -204,10 +235,10 @@ final class MemcachedBackend implements LockBackend {
                                 NAME,
                                 label,
                                 guard.quarantineSecondsWithSlack());
-                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime())
-                                .get(0);
+                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime());
                     })
-                    .thenAccept(written -> {
+                    .thenAccept(replies -> {
+                        Reply written = replies.get(0);
                         if (written.isError()) {
                             throw new CompletionException(
                                     new IOException("writing the boot marker failed: " + written));
@@ -322,6 +353,9 @@ final class MemcachedBackend implements LockBackend {
             if (c == null) {
                 continue;
             }
+            // A connection whose replies callers read themselves leaves the I/O thread unarmed: arm it
+            // once a tick, so that a server closing the connection is noticed while nothing is sent.
+            c.arm();
             long oldest = c.oldestInflightNanos();
             if (oldest != Long.MIN_VALUE && now - oldest > limit) {
                 log.warn(
@@ -342,9 +376,12 @@ final class MemcachedBackend implements LockBackend {
         }
         for (Server s : servers) {
             if (s.connection == c) {
+                s.downSinceNanos = options.ticker().read();
                 s.connection = null;
                 log.warn("[client={}] lost the connection to memcached at {}", NAME, s.label);
-                if (down.getAndIncrement() == 0) {
+                // The engine's SUSPENDED puts every lease of the client at risk: only when no server is
+                // left. One server's locks are lost through their renewals (MemcachedLockProtocol.renew).
+                if (down.incrementAndGet() == servers.size()) {
                     emit(ConnectionState.SUSPENDED);
                 }
                 scheduleReconnect(s);
@@ -382,7 +419,7 @@ final class MemcachedBackend implements LockBackend {
         }
         s.reconnectAttempt = 0;
         log.info("[client={}] reconnected to memcached at {}", NAME, s.label);
-        if (down.decrementAndGet() == 0) {
+        if (down.getAndDecrement() == servers.size()) {
             emit(ConnectionState.RECONNECTED);
         }
         protocol.kickAll();
