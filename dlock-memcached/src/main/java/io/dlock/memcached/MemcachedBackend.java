@@ -94,6 +94,8 @@ final class MemcachedBackend implements LockBackend {
         private int reconnectAttempt;
         /** When the connection was lost (the options' ticker), valid while {@code connection} is null. */
         private volatile long downSinceNanos;
+        /** Set when a reconnect attempt failed: the server is down, not just a dropped connection. */
+        private volatile boolean unreachable;
 
         Server(InetSocketAddress address) {
             this.address = address;
@@ -130,12 +132,13 @@ final class MemcachedBackend implements LockBackend {
         }
 
         /**
-         * Whether a request that found no connection is worth retrying: the server has been
-         * unreachable for less than the connect timeout, about what a reconnect to a live server
-         * takes. Past that, requests for its locks fail at once instead of waiting out the retries.
+         * Whether a request that found no connection is worth retrying: no reconnect attempt has
+         * failed yet (a dropped connection to a live server is back at the first attempt). Once one
+         * has, the server is down, and requests for its locks fail at once instead of waiting out the
+         * retry policy.
          */
         boolean mayReconnectSoon() {
-            return downForNanos() < options.connectTimeout().toNanos();
+            return connection != null || !unreachable;
         }
 
         /** The generation of the current connection: a CAS value read on it is from this server life. */
@@ -212,6 +215,7 @@ final class MemcachedBackend implements LockBackend {
                 c.close(e);
                 throw e;
             }
+            unreachable = false;
             connection = c;
         }
 
@@ -410,6 +414,7 @@ final class MemcachedBackend implements LockBackend {
             s.connect();
         } catch (IOException | RuntimeException e) {
             log.debug("[client={}] reconnect to {} failed: {}", NAME, s.label, e.toString());
+            s.unreachable = true;
             scheduleReconnect(s);
             return;
         }
