@@ -179,11 +179,18 @@ final class MemcachedBackend implements LockBackend {
                     MemcachedBackend.this::onClosed);
             try {
                 long wait = options.connectTimeout().toMillis();
+                if (uri.authenticates()) {
+                    authenticate(c, wait);
+                }
                 // mn alone first: something that is not memcached answers it with one line, and
                 // waiting for a second reply would hide what it said behind a timeout.
                 Reply mn = c.send(List.of(Command.of("mn")), System.nanoTime())
                         .get(wait, TimeUnit.MILLISECONDS)
                         .get(0);
+                if (mn.isError() && mn.value().contains("unauthenticated")) {
+                    throw new IOException(label + " requires authentication (memcached run with -Y): give"
+                            + " memcached://user:password@host in the URI");
+                }
                 if (!mn.status().equals("MN")) {
                     throw new IOException(label + " does not speak memcached's meta protocol (dlock needs memcached"
                             + " 1.6 or later); it answered 'mn' with " + mn);
@@ -217,6 +224,48 @@ final class MemcachedBackend implements LockBackend {
             }
             unreachable = false;
             connection = c;
+        }
+
+        /**
+         * memcached's ASCII authentication (a server run with {@code -Y}): a {@code set} of any key
+         * whose data is {@code "user password"}, answered {@code STORED}; the server answers {@code
+         * CLIENT_ERROR} and closes the connection otherwise. Blocking, up to {@code waitMs}.
+         */
+        private void authenticate(MetaConnection c, long waitMs)
+                throws IOException, InterruptedException, java.util.concurrent.ExecutionException, TimeoutException {
+            // A server without -Y would store the credentials as an item anyone can read: ask first.
+            Reply probe = c.send(List.of(Command.of("mn")), System.nanoTime())
+                    .get(waitMs, TimeUnit.MILLISECONDS)
+                    .get(0);
+            if (probe.status().equals("MN")) {
+                throw new IOException("the URI has credentials, but memcached at " + label + " does not ask for"
+                        + " authentication (not run with -Y); dlock does not send the password to a server that"
+                        + " would store it as an item");
+            }
+            byte[] data = (uri.user() + " " + uri.password()).getBytes(StandardCharsets.UTF_8);
+            byte[] head = ("set dlock:auth 0 0 " + data.length + "\r\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] bytes = new byte[head.length + data.length + 2];
+            System.arraycopy(head, 0, bytes, 0, head.length);
+            System.arraycopy(data, 0, bytes, head.length, data.length);
+            bytes[bytes.length - 2] = '\r';
+            bytes[bytes.length - 1] = '\n';
+            Reply r;
+            try {
+                r = c.send(List.of(new Command(bytes, false)), System.nanoTime())
+                        .get(waitMs, TimeUnit.MILLISECONDS)
+                        .get(0);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw new IOException(
+                        "authentication as '" + uri.user() + "' failed: the server closed the" + " connection ("
+                                + e.getCause().getMessage() + ")",
+                        e.getCause());
+            }
+            if (!r.status().equals("STORED")) {
+                throw new IOException("authentication as '" + uri.user() + "' refused: the server answered " + r
+                        + (r.value() != null && r.value().contains("unauthenticated")
+                                ? " (wrong user or password, or memcached not run with -Y)"
+                                : ""));
+            }
         }
 
         /** Writes a new boot marker after a data loss (the first writer wins); completes when done. */
