@@ -44,11 +44,15 @@ import org.slf4j.LoggerFactory;
  * served by one I/O thread; one timer thread that is also the client's only poller; lock names
  * spread over the servers by consistent hashing (a name always lives on one server).
  *
- * <p>Concurrency: connection changes are reported on the timer thread, in order. A drop of any
- * server's connection is SUSPENDED at once (the engine declares every lease lost if it lasts longer
- * than a third of the lease time); when every server is connected again it is RECONNECTED. Grants
- * are not checked on reconnect: each lease's next renewal checks its own key, and a data loss
- * cannot let anyone else in while it may still be valid ({@link DataLossGuard}).
+ * <p>Concurrency: connection changes are reported on the timer thread, in order. The engine hears
+ * SUSPENDED (and declares every lease lost if it lasts longer than a third of the lease time) only
+ * when no server is connected, and RECONNECTED when one is back: with several servers, one server's
+ * loss is its own locks' business. Their renewals fail with {@link io.dlock.spi.EntryLostException}
+ * once it has been unreachable for that same third of the lease ({@link Server#downForNanos()}),
+ * and their acquires and waits fail once a reconnect attempt has failed ({@link
+ * Server#mayReconnectSoon()}). Grants are not checked on reconnect: each lease's next renewal checks
+ * its own key, and a data loss cannot let anyone else in while it may still be valid ({@link
+ * DataLossGuard}).
  *
  * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout per
  * server and closes what it opened. Later, a dropped connection is opened again in the background

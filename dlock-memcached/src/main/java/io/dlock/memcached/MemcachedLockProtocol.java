@@ -160,7 +160,8 @@ final class MemcachedLockProtocol implements LockProtocol {
      */
     private void enqueue(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
         if (backend.isClosed()) {
-            result.completeExceptionally(new EntryLostException(entry, "the client is closed"));
+            result.completeExceptionally(new LockBackendException(
+                    entry.lockName(), MemcachedBackend.NAME, "acquire failed: the client is closed", null));
             return;
         }
         // The first attempt comes from the acquiring thread, which waits for its outcome: it reads the

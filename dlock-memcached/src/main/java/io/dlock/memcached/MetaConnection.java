@@ -349,13 +349,14 @@ final class MetaConnection {
                 channel.register(ownSelector, SelectionKey.OP_READ);
             }
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ASSIST_MILLIS);
-            while (!done.isDone() && isOpen()) {
+            while (!done.isDone() && isOpen() && !Thread.currentThread().isInterrupted()) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0) {
+                Selector sel = ownSelector; // null once a close (on this thread, from a read) released it
+                if (left <= 0 || sel == null) {
                     break;
                 }
-                int ready = ownSelector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
-                ownSelector.selectedKeys().clear();
+                int ready = sel.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                sel.selectedKeys().clear();
                 if (ready > 0) {
                     readAvailable();
                 }
