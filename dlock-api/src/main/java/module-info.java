@@ -4,6 +4,8 @@
  * <p>Backends are found at run time through {@link io.dlock.LockClientProvider}.
  */
 module io.dlock {
+    requires static transitive org.jspecify;
+
     exports io.dlock;
 
     uses io.dlock.LockClientProvider;

@@ -1,6 +1,7 @@
 package io.dlock;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The root of every exception dlock defines.
@@ -19,7 +20,7 @@ import java.util.Objects;
 public class DistributedLockException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    private final String lockName;
+    private final @Nullable String lockName;
     private final String backend;
 
     /**
@@ -30,7 +31,8 @@ public class DistributedLockException extends RuntimeException {
      * @param detail what went wrong
      * @param cause the underlying failure, or null
      */
-    public DistributedLockException(String lockName, String backend, String detail, Throwable cause) {
+    public DistributedLockException(
+            @Nullable String lockName, String backend, String detail, @Nullable Throwable cause) {
         super(describe(lockName, backend, detail), cause);
         this.lockName = lockName;
         this.backend = Objects.requireNonNull(backend, "backend");
@@ -44,7 +46,7 @@ public class DistributedLockException extends RuntimeException {
      * @return the lock's name, or null when the failure concerns the whole client (for example a
      *     failed connect)
      */
-    public String lockName() {
+    public @Nullable String lockName() {
         return lockName;
     }
 
@@ -59,7 +61,7 @@ public class DistributedLockException extends RuntimeException {
         return backend;
     }
 
-    private static String describe(String lockName, String backend, String detail) {
+    private static String describe(@Nullable String lockName, String backend, String detail) {
         String subject = lockName == null ? backend : "lock '" + lockName + "' on " + backend;
         return subject + ": " + detail;
     }

@@ -1,5 +1,7 @@
 package io.dlock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The coordination server could not be reached, refused a request, or its client library failed.
  * The original exception (from Curator, Lettuce, JDBC, jetcd, ...) is the cause.
@@ -20,7 +22,7 @@ public class LockBackendException extends DistributedLockException {
      * @param detail what failed
      * @param cause the client library's exception, or null
      */
-    public LockBackendException(String lockName, String backend, String detail, Throwable cause) {
+    public LockBackendException(@Nullable String lockName, String backend, String detail, @Nullable Throwable cause) {
         super(lockName, backend, detail, cause);
     }
 }

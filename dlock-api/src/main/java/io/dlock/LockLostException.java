@@ -1,5 +1,7 @@
 package io.dlock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A lease stopped being valid before it was closed: the backend can no longer promise mutual
  * exclusion (session expired, lease not renewed in time, connection lost beyond the safety margin,
@@ -22,7 +24,7 @@ public class LockLostException extends DistributedLockException {
      * @param reason why the lease is no longer valid
      * @param cause the underlying failure, or null
      */
-    public LockLostException(String lockName, String backend, String reason, Throwable cause) {
+    public LockLostException(String lockName, String backend, String reason, @Nullable Throwable cause) {
         super(lockName, backend, "lease lost: " + reason, cause);
     }
 }

@@ -2,6 +2,7 @@ package io.dlock;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A client's options. Immutable; build with {@link #builder()} or start from {@link #defaults()}.
@@ -64,7 +65,7 @@ public final class LockOptions {
     private final int callbackThreads;
     private final boolean localQueueing;
     private final int maxLocalHandoffs;
-    private final Object metricsRegistry;
+    private final @Nullable Object metricsRegistry;
     private final boolean metricsPerLockName;
 
     private LockOptions(Builder b) {
@@ -326,7 +327,7 @@ public final class LockOptions {
         private int callbackThreads = DEFAULT_CALLBACK_THREADS;
         private boolean localQueueing = DEFAULT_LOCAL_QUEUEING;
         private int maxLocalHandoffs = DEFAULT_MAX_LOCAL_HANDOFFS;
-        private Object metricsRegistry;
+        private @Nullable Object metricsRegistry;
         private boolean metricsPerLockName;
 
         private Builder() {}
@@ -471,7 +472,7 @@ public final class LockOptions {
          *     metrics
          * @return this builder
          */
-        public Builder metricsRegistry(Object meterRegistry) {
+        public Builder metricsRegistry(@Nullable Object meterRegistry) {
             this.metricsRegistry = meterRegistry;
             return this;
         }

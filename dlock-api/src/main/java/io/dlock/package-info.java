@@ -7,4 +7,7 @@
  * dlock throws is unchecked, except {@link java.lang.InterruptedException} from blocking calls (see
  * {@link io.dlock.DistributedLockException}).
  */
+@NullMarked
 package io.dlock;
+
+import org.jspecify.annotations.NullMarked;

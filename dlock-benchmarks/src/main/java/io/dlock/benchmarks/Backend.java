@@ -9,7 +9,11 @@ public enum Backend {
     /** A {@code redis-server} process. */
     REDIS,
     /** A {@code memcached} process. */
-    MEMCACHED;
+    MEMCACHED,
+    /** A PostgreSQL 15 server (the testkit's {@code PostgresServer}, fsync and synchronous commit on). */
+    POSTGRESQL,
+    /** A MariaDB server (the testkit's {@code MariaDbServer}). */
+    MARIADB;
 
     /**
      * The name used on the command line and in the output.

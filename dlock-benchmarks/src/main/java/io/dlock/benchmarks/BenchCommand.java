@@ -74,7 +74,9 @@ public final class BenchCommand implements Callable<Integer> {
             names = "--backends",
             split = ",",
             paramLabel = "B",
-            description = "Servers to run on, of zookeeper, redis, memcached (default: zookeeper and redis).")
+            description =
+                    "Servers to run on, of zookeeper, redis, memcached, postgresql, mariadb (default: zookeeper and"
+                            + " redis).")
     private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
 
     @Option(
@@ -83,7 +85,8 @@ public final class BenchCommand implements Callable<Integer> {
             paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
-                    + " dlock-memcached-nolq, memcached-floor; and the diagnostic"
+                    + " dlock-memcached-nolq, memcached-floor, dlock-pg, spring-jdbc-pg, shedlock-pg, sql-floor-pg,"
+                    + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb; and the diagnostic"
                     + " zk-floor-async, zk-protocol, redis-fenced-floor (default: every one on the chosen servers but the"
                     + " diagnostic ones).")
     private List<String> impls = new ArrayList<>();
@@ -337,8 +340,11 @@ public final class BenchCommand implements Callable<Integer> {
                         case "zookeeper", "zk" -> Backend.ZOOKEEPER;
                         case "redis" -> Backend.REDIS;
                         case "memcached" -> Backend.MEMCACHED;
+                        case "postgresql", "postgres" -> Backend.POSTGRESQL;
+                        case "mariadb", "mysql" -> Backend.MARIADB;
                         default -> throw new CommandLine.ParameterException(
-                                spec.commandLine(), "unknown backend '" + b + "'; known: zookeeper, redis, memcached");
+                                spec.commandLine(),
+                                "unknown backend '" + b + "'; known: zookeeper, redis, memcached, postgresql, mariadb");
                     };
             if (!out.contains(backend)) {
                 out.add(backend);

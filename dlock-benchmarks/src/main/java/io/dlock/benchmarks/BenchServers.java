@@ -46,6 +46,8 @@ final class BenchServers implements AutoCloseable {
     private ChildJvm zookeeper;
     private RedisServer redis;
     private io.dlock.testkit.MemcachedServer memcached;
+    private io.dlock.testkit.PostgresServer postgres;
+    private io.dlock.testkit.MariaDbServer mariadb;
     private String memcachedAddress;
     private String zookeeperAddress;
     private String redisAddress;
@@ -69,6 +71,13 @@ final class BenchServers implements AutoCloseable {
             if (backends.contains(Backend.MEMCACHED)) {
                 s.startMemcached();
             }
+            if (backends.contains(Backend.POSTGRESQL)) {
+                // Durable: every grant and release is a commit that waits for its WAL flush, as in production.
+                s.postgres = io.dlock.testkit.PostgresServer.start(true);
+            }
+            if (backends.contains(Backend.MARIADB)) {
+                s.mariadb = io.dlock.testkit.MariaDbServer.start();
+            }
             return s;
         } catch (RuntimeException e) {
             s.close();
@@ -77,7 +86,18 @@ final class BenchServers implements AutoCloseable {
     }
 
     Servers servers() {
-        return new Servers(zookeeperAddress, redisAddress, memcachedAddress);
+        return new Servers(
+                zookeeperAddress,
+                redisAddress,
+                memcachedAddress,
+                postgres == null
+                        ? null
+                        : postgres.jdbcUrl() + "?user=" + io.dlock.testkit.PostgresServer.USER + "&password="
+                                + io.dlock.testkit.PostgresServer.PASSWORD,
+                mariadb == null
+                        ? null
+                        : mariadb.jdbcUrl() + "?user=" + io.dlock.testkit.MariaDbServer.USER + "&password="
+                                + io.dlock.testkit.MariaDbServer.PASSWORD);
     }
 
     /** The pid of each running server, for its CPU time. */
@@ -92,7 +112,10 @@ final class BenchServers implements AutoCloseable {
         if (memcached != null) {
             out.put(Backend.MEMCACHED, memcached.pid());
         }
-        return out;
+        if (postgres != null) {
+            out.put(Backend.POSTGRESQL, postgres.pid());
+        }
+        return out; // (MariaDbServer does not expose its pid: no server CPU for MariaDB)
     }
 
     /** The pid of each running server, for the report. */
@@ -106,6 +129,12 @@ final class BenchServers implements AutoCloseable {
         }
         if (memcached != null) {
             out.add("memcached " + memcachedAddress + " pid " + memcached.pid());
+        }
+        if (postgres != null) {
+            out.add("postgresql " + postgres.jdbcUrl() + " pid " + postgres.pid() + " (fsync on)");
+        }
+        if (mariadb != null) {
+            out.add("mariadb " + mariadb.jdbcUrl() + " (innodb_flush_log_at_trx_commit=2)");
         }
         return out;
     }
@@ -219,6 +248,12 @@ final class BenchServers implements AutoCloseable {
         }
         if (memcached != null) {
             memcached.close();
+        }
+        if (postgres != null) {
+            postgres.close();
+        }
+        if (mariadb != null) {
+            mariadb.close();
         }
         for (Path dir : directories) {
             try (Stream<Path> walk = Files.walk(dir)) {

@@ -33,6 +33,12 @@ final class DlockAdapter implements BenchClient {
         return connect("memcached://" + address + "?keyPrefix=" + NAMESPACE, options);
     }
 
+    /** dlock-jdbc on its own connections (at most 4, plus PostgreSQL's LISTEN one), table {@code dlock_bench}. */
+    static DlockAdapter jdbc(String jdbcUrl, LockOptions options) {
+        return connect(
+                jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "dlockTable=dlock_bench&createTable=true", options);
+    }
+
     static DlockAdapter connect(String uri, LockOptions options) {
         return new DlockAdapter(LockClient.connect(uri, options));
     }

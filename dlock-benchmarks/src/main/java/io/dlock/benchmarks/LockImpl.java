@@ -111,7 +111,63 @@ public enum LockImpl {
             Backend.MEMCACHED,
             Role.FLOOR,
             true,
-            s -> new MemcachedFloorAdapter(s.address(Backend.MEMCACHED)));
+            s -> new MemcachedFloorAdapter(s.address(Backend.MEMCACHED))),
+    /** dlock-jdbc on PostgreSQL, defaults (fair, LISTEN/NOTIFY wake-ups, leases renewed, JVM-local queueing). */
+    DLOCK_PG(
+            "dlock-pg",
+            Backend.POSTGRESQL,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.jdbc(s.address(Backend.POSTGRESQL), LockOptions.defaults())),
+    /** Spring Integration's {@code JdbcLockRegistry} on PostgreSQL (waiters re-try every 100 ms). */
+    SPRING_JDBC_PG(
+            "spring-jdbc-pg",
+            Backend.POSTGRESQL,
+            Role.ANCHOR,
+            true,
+            s -> new SpringJdbcLockAdapter(s.address(Backend.POSTGRESQL))),
+    /** ShedLock's JDBC provider on PostgreSQL; it never waits, so W1 only. */
+    SHEDLOCK_PG(
+            "shedlock-pg",
+            Backend.POSTGRESQL,
+            Role.ANCHOR,
+            false,
+            s -> new ShedLockAdapter(s.address(Backend.POSTGRESQL))),
+    /** The bare grant upsert and release statement on one pool, on PostgreSQL. W1 only. */
+    SQL_FLOOR_PG(
+            "sql-floor-pg",
+            Backend.POSTGRESQL,
+            Role.FLOOR,
+            false,
+            s -> new SqlFloorAdapter(s.address(Backend.POSTGRESQL))),
+    /** dlock-jdbc on MariaDB, defaults (fair, one poller per client, leases renewed, JVM-local queueing). */
+    DLOCK_MARIADB(
+            "dlock-mariadb",
+            Backend.MARIADB,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.jdbc(s.address(Backend.MARIADB), LockOptions.defaults())),
+    /** Spring Integration's {@code JdbcLockRegistry} on MariaDB. */
+    SPRING_JDBC_MARIADB(
+            "spring-jdbc-mariadb",
+            Backend.MARIADB,
+            Role.ANCHOR,
+            true,
+            s -> new SpringJdbcLockAdapter(s.address(Backend.MARIADB))),
+    /** ShedLock's JDBC provider on MariaDB; W1 only. */
+    SHEDLOCK_MARIADB(
+            "shedlock-mariadb",
+            Backend.MARIADB,
+            Role.ANCHOR,
+            false,
+            s -> new ShedLockAdapter(s.address(Backend.MARIADB))),
+    /** The bare conditional grant and release statements on one pool, on MariaDB. W1 only. */
+    SQL_FLOOR_MARIADB(
+            "sql-floor-mariadb",
+            Backend.MARIADB,
+            Role.FLOOR,
+            false,
+            s -> new SqlFloorAdapter(s.address(Backend.MARIADB)));
 
     /** What an implementation is in the comparison. */
     public enum Role {

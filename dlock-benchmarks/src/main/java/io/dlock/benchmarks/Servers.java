@@ -6,8 +6,21 @@ package io.dlock.benchmarks;
  * @param zookeeper the ZooKeeper connect string ({@code 127.0.0.1:PORT}), or null if not started
  * @param redis the Redis address ({@code 127.0.0.1:PORT}), or null if not started
  * @param memcached the memcached address ({@code 127.0.0.1:PORT}), or null if not started
+ * @param postgresql the PostgreSQL JDBC URL with credentials, or null if not started
+ * @param mariadb the MariaDB JDBC URL with credentials, or null if not started
  */
-public record Servers(String zookeeper, String redis, String memcached) {
+public record Servers(String zookeeper, String redis, String memcached, String postgresql, String mariadb) {
+
+    /**
+     * Servers without the SQL databases.
+     *
+     * @param zookeeper the ZooKeeper connect string, or null
+     * @param redis the Redis address, or null
+     * @param memcached the memcached address, or null
+     */
+    public Servers(String zookeeper, String redis, String memcached) {
+        this(zookeeper, redis, memcached, null, null);
+    }
 
     /**
      * Servers without memcached.
@@ -16,7 +29,7 @@ public record Servers(String zookeeper, String redis, String memcached) {
      * @param redis the Redis address, or null
      */
     public Servers(String zookeeper, String redis) {
-        this(zookeeper, redis, null);
+        this(zookeeper, redis, null, null, null);
     }
 
     /**
@@ -34,6 +47,8 @@ public record Servers(String zookeeper, String redis, String memcached) {
                     case ZOOKEEPER -> zookeeper;
                     case REDIS -> redis;
                     case MEMCACHED -> memcached;
+                    case POSTGRESQL -> postgresql;
+                    case MARIADB -> mariadb;
                 };
         if (a == null) {
             throw new IllegalStateException(backend.label() + " server was not started in this run");

@@ -133,7 +133,9 @@ final class Workloads {
                     orDash(servers.zookeeper()),
                     orDash(servers.redis()),
                     labels.toString(),
-                    orDash(servers.memcached()));
+                    orDash(servers.memcached()),
+                    orDash(servers.postgresql()),
+                    orDash(servers.mariadb()));
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
             }
@@ -142,6 +144,7 @@ final class Workloads {
             }
             int[] runs = {0};
             Map<LockImpl, long[]> perJvm = new EnumMap<>(LockImpl.class);
+            Map<LockImpl, LongList> crossJvm = new EnumMap<>(LockImpl.class);
             int[] periods = {0};
             List<Result> results = interleaved("W3", impls, (impl, length) -> {
                 long[] w = window(length, 500_000_000L); // the commands reach every worker before the start
@@ -173,6 +176,7 @@ final class Workloads {
                     for (int i = 0; i < parts.size(); i++) {
                         shares[i] += parts.get(i).ops;
                     }
+                    crossJvm.computeIfAbsent(impl, k -> new LongList(1 << 12)).addAll(crossJvmHandoffs(parts));
                 }
                 return Measurement.concurrent(parts);
             });
@@ -186,6 +190,13 @@ final class Workloads {
                                             .mapToObj(Long::toString)
                                             .collect(java.util.stream.Collectors.joining("/")));
                     r.extra().put("jainFairness", jain(shares));
+                }
+                LongList gaps = crossJvm.get(r.impl());
+                if (gaps != null && gaps.size() > 0) {
+                    long[] sorted = gaps.toArray();
+                    java.util.Arrays.sort(sorted);
+                    r.extra().put("crossJvmHandoffs", sorted.length);
+                    r.extra().put("crossJvmHandoffP50us", sorted[sorted.length / 2] / 1_000.0);
                 }
             }
             return results;
@@ -228,6 +239,35 @@ final class Workloads {
                 .flatMap(h -> h.info().totalCpuDuration())
                 .map(Duration::toNanos)
                 .orElse(-1L);
+    }
+
+    /**
+     * The cross-JVM hand-offs of one period: for each critical section entered by another worker
+     * JVM than the one before it, the time from the previous section's end (its holder's exit stamp,
+     * just before its release) to this section's start. Stamps are {@code System.nanoTime()},
+     * comparable across processes on Linux.
+     */
+    static long[] crossJvmHandoffs(List<Measurement> parts) {
+        int n = 0;
+        for (Measurement m : parts) {
+            n += m.enters.length;
+        }
+        long[][] sections = new long[n][];
+        int k = 0;
+        for (int jvm = 0; jvm < parts.size(); jvm++) {
+            Measurement m = parts.get(jvm);
+            for (int i = 0; i < m.enters.length; i++) {
+                sections[k++] = new long[] {m.enters[i], m.exits[i], jvm};
+            }
+        }
+        java.util.Arrays.sort(sections, (a, b) -> Long.compare(a[0], b[0]));
+        LongList out = new LongList(Math.max(16, n));
+        for (int i = 1; i < n; i++) {
+            if (sections[i][2] != sections[i - 1][2]) {
+                out.add(Math.max(0, sections[i][0] - sections[i - 1][1]));
+            }
+        }
+        return out.toArray();
     }
 
     /** Jain's fairness index of the workers' hand-offs: 1 when equal, 1/n when one JVM got all. */

@@ -19,8 +19,9 @@ import picocli.CommandLine.Spec;
  * first without a lock (items get oversold), then with dlock (exactly the stock is sold), then
  * with dlock while the lock holder is killed with {@code kill -9}, then while it is frozen for
  * longer than its session timeout, as by a long GC pause (its late write is rejected by its
- * fencing token). Everything runs on this machine: an embedded ZooKeeper and the stock service in
- * this JVM, the workers as child JVMs; all of them are stopped at the end.
+ * fencing token). Everything runs on this machine: an embedded ZooKeeper (or the lock server {@code
+ * --uri} names) and the stock service in this JVM, the workers as child JVMs; all of them are
+ * stopped at the end.
  *
  * <p>Exit status: 0 if round 1 oversold and rounds 2 to 4 did not, and round 4 rejected the stale
  * write; 1 if any of that (or any other expectation the narration states) failed; 2 for bad
@@ -37,7 +38,8 @@ import picocli.CommandLine.Spec;
             "Shows what a distributed lock with fencing tokens prevents: worker JVMs sell items from a"
                     + " shared stock, without a lock, with dlock, with dlock while the lock holder is"
                     + " killed (kill -9), and with dlock while the holder is frozen (a GC pause).",
-            "Runs an embedded ZooKeeper; needs no servers. Takes under a minute."
+            "Runs an embedded ZooKeeper and needs no servers, or runs on the lock server --uri names. Takes under a"
+                    + " minute."
         },
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {
@@ -90,6 +92,14 @@ public final class DemoCommand implements Callable<Integer> {
                     + " lock; 1s to 60s, written like 3s or 1500ms (default: ${DEFAULT-VALUE}).")
     private Duration sessionTimeout;
 
+    @Option(
+            names = "--uri",
+            paramLabel = "URI",
+            description = "Run on this lock server instead of the embedded ZooKeeper: any dlock URI, such as"
+                    + " jdbc:postgresql://127.0.0.1:5432/app?user=u&password=p&createTable=true or redis://127.0.0.1:6379."
+                    + " --session-timeout then sets its lease time (unless the URI sets leaseTime or sessionTimeout).")
+    private String uri;
+
     /**
      * Creates the command; picocli fills in its options.
      */
@@ -114,7 +124,7 @@ public final class DemoCommand implements Callable<Integer> {
         long started = System.nanoTime();
         List<RoundResult> results;
         try {
-            results = new OversellDemo(stock, workers, sessionTimeout, out).run();
+            results = new OversellDemo(stock, workers, sessionTimeout, out, uri).run();
         } catch (RuntimeException e) {
             out.flush();
             PrintWriter err = spec.commandLine().getErr();
@@ -148,6 +158,10 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     private void validate() {
+        if (uri != null && uri.isBlank()) {
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "Invalid value for option '--uri': must not be blank");
+        }
         if (stock < 1 || stock > MAX_STOCK) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(),

@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -229,7 +230,7 @@ public final class TortureCommand implements Callable<Integer> {
                 uri, workers, duration, kinds, fenced, chosenSeed, sessionTimeout, recoveryMargin, workMs, maxFaults);
     }
 
-    private CommandLine.ParameterException bad(String option, String message) {
+    private CommandLine.ParameterException bad(String option, @Nullable String message) {
         return new CommandLine.ParameterException(
                 spec.commandLine(), "Invalid value for option '" + option + "': " + message);
     }

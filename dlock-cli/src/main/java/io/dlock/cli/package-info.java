@@ -4,4 +4,7 @@
  *
  * <p>User-facing output goes to standard output; diagnostics are logged through SLF4J.
  */
+@NullMarked
 package io.dlock.cli;
+
+import org.jspecify.annotations.NullMarked;

@@ -2,6 +2,7 @@ package io.dlock.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.testkit.PostgresServer;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.ArrayList;
@@ -51,6 +52,51 @@ class DemoIT {
         assertThat(rows.get(3).stale()).as(output).isEqualTo(1);
         assertThat(rows.get(3).notes()).as(output).startsWith("paused holder's write rejected: token");
         assertThat(out.toString()).as(output).contains("PASS:");
+    }
+
+    @Test
+    @Timeout(value = 4, unit = TimeUnit.MINUTES)
+    void demo_onPostgresByUri_sameFourRoundsAndNoPasswordShown() {
+        try (PostgresServer postgres = PostgresServer.start()) {
+            String uri = postgres.jdbcUrl() + "?user=" + PostgresServer.USER + "&password=" + PostgresServer.PASSWORD
+                    + "&dlockTable=demo_locks&createTable=true";
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            CommandLine commandLine = Main.commandLine();
+            commandLine.setOut(new PrintWriter(out, true));
+            commandLine.setErr(new PrintWriter(err, true));
+
+            int status = commandLine.execute("demo", "--uri", uri);
+
+            String output = out + "\n--- stderr ---\n" + err;
+            assertThat(status).as(output).isZero();
+            assertThat(out.toString())
+                    .as(output)
+                    .contains("Lock server " + postgres.jdbcUrl())
+                    .contains("lease time 3s")
+                    .doesNotContain(PostgresServer.PASSWORD)
+                    .doesNotContain("ZooKeeper");
+            List<Row> rows = rows(out.toString());
+            assertThat(rows).as(output).extracting(Row::round).containsExactly(1, 2, 3, 4);
+            assertThat(rows.get(0).oversold()).as(output).isPositive();
+            for (Row row : rows.subList(1, 4)) {
+                assertThat(row.oversold()).as(output).isZero();
+                assertThat(row.sold()).as(output).isEqualTo(20);
+            }
+            assertThat(rows.get(1).notes()).as(output).startsWith("tokens strictly increased over 20 writes");
+            assertThat(rows.get(2).notes()).as(output).contains("after kill -9 (lease 3s)");
+            assertThat(rows.get(3).stale()).as(output).isEqualTo(1);
+            assertThat(rows.get(3).notes()).as(output).startsWith("paused holder's write rejected: token");
+        }
+    }
+
+    @Test
+    void demo_blankUri_refusedAsBadOption() {
+        CommandLine commandLine = Main.commandLine();
+        StringWriter err = new StringWriter();
+        commandLine.setErr(new PrintWriter(err, true));
+        assertThat(commandLine.execute("demo", "--uri", " ")).isEqualTo(2);
+        assertThat(err.toString()).contains("--uri").contains("blank");
     }
 
     private static List<Row> rows(String output) {

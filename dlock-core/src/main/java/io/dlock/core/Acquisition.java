@@ -12,6 +12,7 @@ import io.dlock.spi.QueueEntry;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -21,6 +22,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,17 +53,18 @@ final class Acquisition {
     final int maxPermits;
     final String id;
     /** The acquiring thread for blocking acquisitions; null when the lease owns itself. */
-    final Thread owner;
+    final @Nullable Thread owner;
     /** Whether the owner thread may re-enter, and only it may close the lease. */
     final boolean reentrant;
     /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
-    private volatile Acquisition downgradeOf;
+    private volatile @Nullable Acquisition downgradeOf;
     /** How many downgraded reads were taken under this write grant; each gets its own token. */
+    @SuppressWarnings("UnusedVariable") // read and written through DOWNGRADES only
     private volatile int downgrades;
 
     private final boolean timed;
     private final long deadlineNanos;
-    private final Duration wait;
+    private final @Nullable Duration wait;
 
     // Plain volatile fields updated through VarHandles rather than Atomic* objects: a held lock costs
     // a few hundred bytes of heap, not a dozen small objects (see the W4 benchmark).
@@ -71,12 +74,14 @@ final class Acquisition {
      * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per acquisition,
      * since an acquisition whose entry was lost stands in the queue again with a new one.
      */
-    private volatile QueueEntry withdrawn;
+    private volatile @Nullable QueueEntry withdrawn;
 
+    @SuppressWarnings("UnusedVariable") // read and written through RENEWING only
     private volatile boolean renewing;
+
     private volatile int localPhase;
     /** Created on the first {@code onLost} registration. */
-    private volatile Queue<Consumer<LockLostException>> lostListeners;
+    private volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
 
     private static final VarHandle STATE;
     private static final VarHandle HOLDS;
@@ -106,18 +111,18 @@ final class Acquisition {
     /** Completes with this acquisition when granted, or exceptionally once the entry is withdrawn. */
     final CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
 
-    private volatile QueueEntry entry;
-    private volatile Grant grant;
-    private volatile Throwable cancelCause;
-    private volatile LockLostException lostCause;
-    private volatile ScheduledFuture<?> timer;
+    private volatile @Nullable QueueEntry entry;
+    private volatile @Nullable Grant grant;
+    private volatile @Nullable Throwable cancelCause;
+    private volatile @Nullable LockLostException lostCause;
+    private volatile @Nullable ScheduledFuture<?> timer;
     private volatile boolean deadlineArmed;
-    private volatile CompletableFuture<Void> released;
+    private volatile @Nullable CompletableFuture<Void> released;
 
     /** Renewal bookkeeping, owned by {@link Renewer}: when the last successful renewal was sent. */
     volatile long renewedAt;
     /** Why the last renewal failed, reported as the cause if the lease runs out. */
-    volatile Throwable lastRenewalFailure;
+    volatile @Nullable Throwable lastRenewalFailure;
 
     /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
     static final int LOCAL_BITS = 10;
@@ -128,7 +133,7 @@ final class Acquisition {
     static final int LOCAL_PROMOTED = 3;
     static final int LOCAL_CANCELLED = 4;
     /** The local queue this acquisition went through; null when local queueing is off or not used. */
-    volatile LocalQueues.Queue localQueue;
+    volatile LocalQueues.@Nullable Queue localQueue;
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
 
@@ -140,9 +145,9 @@ final class Acquisition {
             LockMode mode,
             int permits,
             int maxPermits,
-            Thread owner,
+            @Nullable Thread owner,
             boolean reentrant,
-            Duration wait) {
+            @Nullable Duration wait) {
         this.client = client;
         this.id = client.nextAcquisitionId();
         this.name = name;
@@ -153,21 +158,30 @@ final class Acquisition {
         this.reentrant = reentrant && owner != null;
         this.wait = wait;
         this.timed = wait != null;
-        this.deadlineNanos = timed ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
+        this.deadlineNanos = wait != null ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
     }
 
     LockState state() {
         return state;
     }
 
+    private LockTimeoutException timedOut() {
+        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(wait, "wait"));
+    }
+
+    /** The grant of an acquisition that was granted (HELD and every state after it keep it). */
     Grant grant() {
-        return grant;
+        Grant g = grant;
+        if (g == null) {
+            throw new IllegalStateException("lock '" + name + "' was not granted (" + state + ")");
+        }
+        return g;
     }
 
     /** Takes a renewed grant (sent at {@code sentAt}) if still held and it extends the validity. */
     void renewed(Grant renewed, long sentAt) {
         Grant current = grant;
-        if (state == LockState.HELD && renewed.validUntilNanos() - current.validUntilNanos() > 0) {
+        if (current != null && state == LockState.HELD && renewed.validUntilNanos() - current.validUntilNanos() > 0) {
             grant = renewed;
             renewedAt = sentAt;
         }
@@ -208,7 +222,7 @@ final class Acquisition {
             timer = client.schedule(
                     () -> {
                         if (entry == null) {
-                            cancel(new LockTimeoutException(name, client.backendName, wait));
+                            cancel(timedOut());
                             if (entry == null && state == LockState.CANCELLED) {
                                 // The request is still unanswered (a partition; the protocol may retry for
                                 // long): the caller hears of the timeout now, and the reply, whenever it
@@ -235,10 +249,10 @@ final class Acquisition {
         }
         long remaining = deadlineNanos - client.ticker.read();
         if (remaining <= 0) {
-            cancel(new LockTimeoutException(name, client.backendName, wait));
+            cancel(timedOut());
             return;
         }
-        timer = client.schedule(() -> cancel(new LockTimeoutException(name, client.backendName, wait)), remaining);
+        timer = client.schedule(() -> cancel(timedOut()), remaining);
     }
 
     /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
@@ -323,8 +337,13 @@ final class Acquisition {
         return g.fencingToken() << LOCAL_BITS;
     }
 
+    /** The backend entry of an acquisition that was granted (HELD and every state after it keep it). */
     QueueEntry entry() {
-        return entry;
+        QueueEntry e = entry;
+        if (e == null) {
+            throw new IllegalStateException("lock '" + name + "' has no entry (" + state + ")");
+        }
+        return e;
     }
 
     private void onPosition(Position position, Throwable error) {
@@ -338,9 +357,10 @@ final class Acquisition {
             withdraw();
             return;
         }
-        if (position.isGranted()) {
-            grant = position.grant();
-            fencingToken = tokenOf(grant);
+        Grant g = position.grant();
+        if (g != null) {
+            grant = g;
+            fencingToken = tokenOf(g);
             localSeq = 0;
             holds = 1;
             if (transition(LockState.QUEUED, LockState.HELD)) {
@@ -356,19 +376,19 @@ final class Acquisition {
         if (timed) {
             long remaining = deadlineNanos - client.ticker.read();
             if (remaining <= 0) {
-                cancel(new LockTimeoutException(name, client.backendName, wait));
+                cancel(timedOut());
                 return;
             }
             if (!deadlineArmed) {
                 deadlineArmed = true;
                 cancelTimer();
-                timer = client.schedule(
-                        () -> cancel(new LockTimeoutException(name, client.backendName, wait)), remaining);
+                timer = client.schedule(() -> cancel(timedOut()), remaining);
             }
         }
         client.protocol.awaitTurn(position).whenComplete(this::onPosition);
     }
 
+    @SuppressWarnings("ReferenceEquality") // entries are claimed by identity: a re-enqueued one is a new object
     private void onFailure(Throwable error) {
         boolean entryGone = error instanceof EntryLostException;
         QueueEntry lostEntry = entry;
@@ -439,6 +459,7 @@ final class Acquisition {
     }
 
     /** Claims {@code e} for removal; false if it was claimed already (each entry goes once). */
+    @SuppressWarnings("ReferenceEquality") // entries are claimed by identity: a re-enqueued one is a new object
     private boolean claimWithdrawal(QueueEntry e) {
         QueueEntry last;
         do {
@@ -478,7 +499,7 @@ final class Acquisition {
             try {
                 // finishCancelled, not only the caller's answer: the next local waiter goes to the
                 // backend now (behind the unknown entry, if it exists, until the lookup removes it).
-                client.schedule(
+                ScheduledFuture<?> unused = client.schedule(
                         this::finishCancelled, client.options.connectTimeout().toNanos());
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 finishCancelled(); // the client is closing
@@ -518,7 +539,8 @@ final class Acquisition {
                             id,
                             err.toString());
                     try {
-                        client.schedule(() -> lookUpAndRemove(attempt + 1), backoffNanos(attempt));
+                        ScheduledFuture<?> unused =
+                                client.schedule(() -> lookUpAndRemove(attempt + 1), backoffNanos(attempt));
                     } catch (java.util.concurrent.RejectedExecutionException e) {
                         finishCancelled(); // closed: the backend's session ends with the client
                     }
@@ -607,7 +629,7 @@ final class Acquisition {
      */
     CompletableFuture<Void> cleanupAfterLoss() {
         QueueEntry e = entry;
-        if (!claimWithdrawal(e)) {
+        if (e == null || !claimWithdrawal(e)) {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<Void> cleaned = client.protocol.release(e).toCompletableFuture();
@@ -643,7 +665,7 @@ final class Acquisition {
             released = done;
             return done;
         }
-        QueueEntry e = entry;
+        QueueEntry e = entry();
         CompletableFuture<Void> done = client.protocol
                 .release(e)
                 .toCompletableFuture()
@@ -664,7 +686,7 @@ final class Acquisition {
         if (!isValid()) {
             return false;
         }
-        long until = grant.validUntilNanos();
+        long until = grant().validUntilNanos();
         return until == Long.MAX_VALUE || until - client.ticker.read() > client.renewer.lossThresholdNanos();
     }
 
@@ -674,7 +696,7 @@ final class Acquisition {
      * while the session lives on), deleting it now would let the next holder in while this one may
      * still be inside its critical section.
      */
-    void lose(LockMetrics.LossCause why, String reason, Throwable cause) {
+    void lose(LockMetrics.LossCause why, String reason, @Nullable Throwable cause) {
         if (!transition(LockState.HELD, LockState.LOST)) {
             return;
         }
@@ -691,8 +713,8 @@ final class Acquisition {
     void addLostListener(Consumer<LockLostException> listener) {
         Queue<Consumer<LockLostException>> listeners = lostListeners;
         if (listeners == null) {
-            LOST_LISTENERS.compareAndSet(this, null, new ConcurrentLinkedQueue<Consumer<LockLostException>>());
-            listeners = lostListeners;
+            Queue<Consumer<LockLostException>> fresh = new ConcurrentLinkedQueue<>();
+            listeners = LOST_LISTENERS.compareAndSet(this, null, fresh) ? fresh : Objects.requireNonNull(lostListeners);
         }
         listeners.add(listener);
         if (state == LockState.LOST) {
@@ -716,16 +738,18 @@ final class Acquisition {
         }
     }
 
+    @Nullable
     LockLostException lostCause() {
         return lostCause;
     }
 
     boolean isValid() {
         client.stallDetector.check();
-        if (state != LockState.HELD) {
+        Grant g = grant;
+        if (state != LockState.HELD || g == null) {
             return false;
         }
-        long until = grant.validUntilNanos();
+        long until = g.validUntilNanos();
         return until == Long.MAX_VALUE || until - client.ticker.read() > 0;
     }
 
@@ -747,7 +771,7 @@ final class Acquisition {
                     // Lock.lock() and tryLock(): keep the place in the queue, restore the flag after.
                     interrupted = true;
                 } catch (ExecutionException e) {
-                    throw rethrow(e.getCause());
+                    throw rethrow(e.getCause() != null ? e.getCause() : e);
                 } catch (java.util.concurrent.CancellationException e) {
                     throw new IllegalStateException("lock '" + name + "': acquisition cancelled", e);
                 }

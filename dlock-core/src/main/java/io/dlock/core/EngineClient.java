@@ -36,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -327,20 +328,26 @@ final class EngineClient implements LockClient {
     }
 
     Acquisition newAcquisition(
-            String name, LockMode mode, int permits, int maxPermits, Thread owner, boolean reentrant, Duration wait) {
+            String name,
+            LockMode mode,
+            int permits,
+            int maxPermits,
+            @Nullable Thread owner,
+            boolean reentrant,
+            @Nullable Duration wait) {
         checkOpen();
         Acquisition a = new Acquisition(this, name, mode, permits, maxPermits, owner, reentrant, wait);
         live.add(a);
         if (metrics.timesAcquisitions()) {
             long start = ticker.read();
-            a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
                 metrics.acquireEnded(a, ticker.read() - start, e);
             });
         } else {
-            a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
@@ -353,6 +360,7 @@ final class EngineClient implements LockClient {
         return a;
     }
 
+    @Nullable
     Acquisition heldBy(String name, LockMode mode, Thread thread) {
         return threadHolds.get(new HoldKey(name, mode, thread));
     }
@@ -398,7 +406,7 @@ final class EngineClient implements LockClient {
                 long epoch = suspension.incrementAndGet();
                 Duration bound = backend.maxSuspension();
                 try {
-                    timer.schedule(
+                    ScheduledFuture<?> unused = timer.schedule(
                             () -> {
                                 if (suspended.get() && suspension.get() == epoch) {
                                     loseAll(

@@ -69,7 +69,7 @@ final class EngineLease implements Lease {
     @Override
     public void close() {
         Thread owner = acquisition.owner;
-        if (acquisition.reentrant && owner != Thread.currentThread() && !closed.get()) {
+        if (acquisition.reentrant && owner != null && owner != Thread.currentThread() && !closed.get()) {
             throw new IllegalMonitorStateException("lock '" + acquisition.name + "' on "
                     + acquisition.client.backendName + ": lease is owned by thread '" + owner.getName()
                     + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");

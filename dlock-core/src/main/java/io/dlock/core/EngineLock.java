@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Lock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An exclusive lock, or one side of a read-write lock. Stateless apart from its name and mode:
@@ -49,7 +50,7 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
     }
 
     @Override
-    public Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException {
+    public Optional<Lease> acquire(@Nullable Duration wait, boolean interruptible) throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring lock '" + name + "'");
         }
@@ -158,16 +159,17 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
      */
     static CompletableFuture<Lease> startAsync(EngineClient client, Acquisition a) {
         CompletableFuture<Lease> result = new CompletableFuture<>();
-        a.outcome.whenCompleteAsync(
+        CompletableFuture<?> unused = a.outcome.whenCompleteAsync(
                 (granted, error) -> {
                     if (error != null) {
                         result.completeExceptionally(Acquisition.unwrap(error));
                     } else if (!result.complete(new EngineLease(granted))) {
-                        granted.release(); // the caller gave up just as it was granted
+                        // The caller gave up just as it was granted; a failed release ends with the lease.
+                        CompletableFuture<Void> unusedRelease = granted.release();
                     }
                 },
                 client.callbacks);
-        result.whenComplete((lease, error) -> {
+        CompletableFuture<?> unusedToo = result.whenComplete((lease, error) -> {
             if (!(lease instanceof EngineLease l && l.acquisition() == a)) {
                 a.cancel(new CancellationException("acquireAsync's future was completed by the caller"));
             }

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 
 /**
  * All-or-nothing over several exclusive locks. Parts are taken one after another in one global
@@ -49,7 +50,7 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
     }
 
     @Override
-    public Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException {
+    public Optional<Lease> acquire(@Nullable Duration wait, boolean interruptible) throws InterruptedException {
         long deadline = wait == null ? 0 : client.ticker.read() + EngineLock.saturatedNanos(wait);
         List<Lease> held = new ArrayList<>(parts.size());
         try {
@@ -83,7 +84,7 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
         CompletableFuture<Lease> result = new CompletableFuture<>();
         List<Lease> held = new ArrayList<>(parts.size());
         AtomicReference<CompletableFuture<Lease>> inFlight = new AtomicReference<>();
-        result.whenComplete((lease, error) -> {
+        CompletableFuture<?> unused = result.whenComplete((lease, error) -> {
             if (!(lease instanceof MultiLease)) {
                 CompletableFuture<Lease> f = inFlight.get();
                 if (f != null) {
@@ -113,7 +114,7 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
         if (result.isDone()) {
             part.cancel(true); // the caller gave up before this part was in flight for the handler above
         }
-        part.whenComplete((lease, error) -> {
+        CompletableFuture<?> unused = part.whenComplete((lease, error) -> {
             if (error != null || result.isDone()) {
                 if (lease != null) {
                     held.add(lease);

@@ -6,6 +6,7 @@ import io.dlock.LockTimeoutException;
 import io.dlock.spi.LockMode;
 import java.time.Duration;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A counting semaphore. Its leases own themselves (like {@link java.util.concurrent.Semaphore}
@@ -43,7 +44,7 @@ final class EngineSemaphore implements DistributedSemaphore {
         return take(count, EngineLock.checkWait(wait));
     }
 
-    private Optional<Lease> take(int count, Duration wait) throws InterruptedException {
+    private Optional<Lease> take(int count, @Nullable Duration wait) throws InterruptedException {
         if (count < 1 || count > permits) {
             throw new IllegalArgumentException("semaphore '" + name + "' on " + client.backendName + ": cannot take "
                     + count + " permits; it has " + permits);

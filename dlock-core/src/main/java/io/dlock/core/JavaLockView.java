@@ -7,6 +7,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link Lock} over a {@link DistributedLock}: thread-owned holds, released by {@code unlock}.
@@ -19,10 +20,12 @@ final class JavaLockView implements Lock {
     /** A lock the view can acquire with or without responding to interrupts. */
     interface Acquirer extends DistributedLock {
         /**
+         * Acquires the lock, blocking up to {@code wait}.
+         *
          * @param wait null to wait as long as it takes
          * @param interruptible false to keep waiting through interrupts, restoring the flag after
          */
-        Optional<Lease> acquire(Duration wait, boolean interruptible) throws InterruptedException;
+        Optional<Lease> acquire(@Nullable Duration wait, boolean interruptible) throws InterruptedException;
     }
 
     private final Acquirer lock;
@@ -53,7 +56,7 @@ final class JavaLockView implements Lock {
         return uninterruptibly(Duration.ZERO);
     }
 
-    private boolean uninterruptibly(Duration wait) {
+    private boolean uninterruptibly(@Nullable Duration wait) {
         try {
             return lock.acquire(wait, false).isPresent();
         } catch (InterruptedException e) {

@@ -2,6 +2,7 @@ package io.dlock.core;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * JVM-local queueing of exclusive acquisitions: of the threads (and async callers) of one client
@@ -25,8 +26,10 @@ final class LocalQueues {
     /** One lock name's local queue. */
     static final class Queue {
         /** The acquisition that stands for this JVM in the backend queue, or holds the grant. */
+        @Nullable
         Acquisition carrier;
         /** Local waiters in arrival order; allocated on first contention. */
+        @Nullable
         ArrayDeque<Acquisition> waiters;
 
         boolean dead;
@@ -151,7 +154,7 @@ final class LocalQueues {
     }
 
     /** Claims the first waiter still waiting, moving it to {@code phase}; caller holds q's monitor. */
-    private static Acquisition claimNext(Queue q, int phase) {
+    private static @Nullable Acquisition claimNext(Queue q, int phase) {
         if (q.waiters == null) {
             return null;
         }

@@ -45,7 +45,8 @@ final class LockNames {
 
     private static String printable(String name) {
         StringBuilder sb = new StringBuilder();
-        for (char c : name.toCharArray()) {
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
             sb.append(Character.isISOControl(c) ? '?' : c);
         }
         return sb.toString();

@@ -3,6 +3,7 @@ package io.dlock.core;
 import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /** The life of one acquisition, from its request to its end. Moved only by {@link Acquisition}. */
@@ -36,6 +37,6 @@ enum LockState {
 
     /** Whether {@code this -> next} is an edge of the state machine. */
     boolean canMoveTo(LockState next) {
-        return LEGAL.get(this).contains(next);
+        return Objects.requireNonNull(LEGAL.get(this)).contains(next);
     }
 }

@@ -22,9 +22,11 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The Micrometer binding of {@link LockMetrics}. Without per-lock-name tags every meter is created
@@ -33,6 +35,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Concurrency: meters are thread-safe; the arrays are filled before the client is used.
  */
+// Meters sit in arrays indexed by the enums' ordinals: one array read per call, not a map lookup.
+@SuppressWarnings("EnumOrdinal")
 final class MicrometerLockMetrics implements LockMetrics {
     private static final AtomicInteger CLIENTS = new AtomicInteger();
     private static final String[] OUTCOMES = {"acquired", "timeout", "error", "cancelled"};
@@ -41,12 +45,12 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final boolean perLockName;
     private final Tags base;
     /** [kind][outcome]; null with per-lock-name tags. */
-    private final Timer[][] timers;
+    private final Timer @Nullable [][] timers;
 
-    private final Counter[] lost;
-    private final Counter renewedOk;
-    private final Counter renewalFailed;
-    private final Counter handOffs;
+    private final Counter @Nullable [] lost;
+    private final @Nullable Counter renewedOk;
+    private final @Nullable Counter renewalFailed;
+    private final @Nullable Counter handOffs;
     private final List<Meter> gauges = new ArrayList<>();
 
     private MicrometerLockMetrics(MeterRegistry registry, boolean perLockName, EngineClient client) {
@@ -102,23 +106,29 @@ final class MicrometerLockMetrics implements LockMetrics {
     @Override
     public void acquireEnded(Acquisition a, long nanos, Throwable error) {
         int outcome = outcomeOf(error);
-        Timer t = perLockName ? timer(base.and(TAG_LOCK, a.name), a.mode, outcome) : timers[a.mode.ordinal()][outcome];
+        Timer t = perLockName
+                ? timer(base.and(TAG_LOCK, a.name), a.mode, outcome)
+                : Objects.requireNonNull(timers)[a.mode.ordinal()][outcome];
         t.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override
     public void leaseLost(Acquisition a, LossCause cause) {
-        (perLockName ? lostCounter(base.and(TAG_LOCK, a.name), cause) : lost[cause.ordinal()]).increment();
+        (perLockName ? lostCounter(base.and(TAG_LOCK, a.name), cause) : Objects.requireNonNull(lost)[cause.ordinal()])
+                .increment();
     }
 
     @Override
     public void renewal(Acquisition a, boolean ok) {
-        (perLockName ? renewalCounter(base.and(TAG_LOCK, a.name), ok) : ok ? renewedOk : renewalFailed).increment();
+        (perLockName
+                        ? renewalCounter(base.and(TAG_LOCK, a.name), ok)
+                        : Objects.requireNonNull(ok ? renewedOk : renewalFailed))
+                .increment();
     }
 
     @Override
     public void localHandOff(Acquisition a) {
-        (perLockName ? handOffCounter(base.and(TAG_LOCK, a.name)) : handOffs).increment();
+        (perLockName ? handOffCounter(base.and(TAG_LOCK, a.name)) : Objects.requireNonNull(handOffs)).increment();
     }
 
     /** Removes this client's gauges, which would otherwise report a closed client. */

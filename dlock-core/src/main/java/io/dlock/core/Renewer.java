@@ -3,9 +3,11 @@ package io.dlock.core;
 import io.dlock.spi.EntryLostException;
 import io.dlock.spi.Grant;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -56,7 +58,7 @@ final class Renewer {
         tracked.add(a);
         if (started.compareAndSet(false, true)) {
             try {
-                client.scheduleWithFixedDelay(this::tick, tickNanos);
+                ScheduledFuture<?> unused = client.scheduleWithFixedDelay(this::tick, tickNanos);
             } catch (RejectedExecutionException e) {
                 // closing: the client releases everything anyway
             }
@@ -79,14 +81,15 @@ final class Renewer {
     private void tick() {
         try {
             long now = client.ticker.read();
-            for (Acquisition a : tracked) {
+            for (Iterator<Acquisition> it = tracked.iterator(); it.hasNext(); ) {
+                Acquisition a = it.next();
                 if (a.state() != LockState.HELD) {
-                    tracked.remove(a);
+                    it.remove();
                     continue;
                 }
                 Grant g = a.grant();
                 if (g.validUntilNanos() - now < lossThresholdNanos()) {
-                    tracked.remove(a);
+                    it.remove();
                     a.lose(
                             LockMetrics.LossCause.EXPIRED,
                             renewal

@@ -3,6 +3,7 @@ package io.dlock.core;
 import io.dlock.Ticker;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -37,7 +38,8 @@ final class StallDetector {
     }
 
     void start(ScheduledExecutorService timer) {
-        timer.scheduleAtFixedRate(this::check, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> unused =
+                timer.scheduleAtFixedRate(this::check, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
     }
 
     /** Records that the JVM is running; reports a stall first if the previous sign of life is too old. */

@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A backend URI taken apart: hosts, path, credentials, the client's options with the common query
@@ -37,8 +38,8 @@ public record BackendUri(
         String scheme,
         String authority,
         String path,
-        String user,
-        String password,
+        @Nullable String user,
+        @Nullable String password,
         LockOptions options,
         Map<String, String> parameters) {
 
@@ -84,8 +85,8 @@ public record BackendUri(
         if (authority == null || authority.isEmpty() || authority.endsWith("@")) {
             throw new IllegalArgumentException("dlock URI '" + redacted(uri) + "' has no host");
         }
-        String user = null;
-        String password = null;
+        @Nullable String user = null;
+        @Nullable String password = null;
         int at = authority.lastIndexOf('@');
         if (at >= 0) {
             String info = authority.substring(0, at);
@@ -106,7 +107,7 @@ public record BackendUri(
         int retries = retry.maxRetries();
         String query = uri.getRawQuery();
         if (query != null && !query.isEmpty()) {
-            for (String pair : query.split("&")) {
+            for (String pair : query.split("&", -1)) {
                 if (pair.isEmpty()) {
                     continue;
                 }

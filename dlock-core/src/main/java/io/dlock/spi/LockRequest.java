@@ -1,5 +1,7 @@
 package io.dlock.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One acquisition's request to a backend.
  *
@@ -13,7 +15,12 @@ package io.dlock.spi;
  *     which does not block the read (a downgrade); else null
  */
 public record LockRequest(
-        String lockName, String acquisitionId, LockMode mode, int permits, int maxPermits, String grantedDespite) {
+        String lockName,
+        String acquisitionId,
+        LockMode mode,
+        int permits,
+        int maxPermits,
+        @Nullable String grantedDespite) {
 
     /** Checks the permits. */
     public LockRequest {

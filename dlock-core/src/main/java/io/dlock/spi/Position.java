@@ -1,6 +1,7 @@
 package io.dlock.spi;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where an entry stands: either granted, or waiting.
@@ -10,7 +11,7 @@ import java.util.Objects;
  * @param predecessor what to wait for, in the backend's terms (for locks: the key of the entry
  *     ahead), else null
  */
-public record Position(QueueEntry entry, Grant grant, String predecessor) {
+public record Position(QueueEntry entry, @Nullable Grant grant, @Nullable String predecessor) {
 
     /** Checks that exactly one of grant and predecessor is set. */
     public Position {

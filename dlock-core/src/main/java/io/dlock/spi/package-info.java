@@ -8,4 +8,7 @@
  * <p>Every call here is non-blocking: it returns a {@link java.util.concurrent.CompletionStage}
  * and never sees a user timeout. Implementations must be thread-safe.
  */
+@NullMarked
 package io.dlock.spi;
+
+import org.jspecify.annotations.NullMarked;

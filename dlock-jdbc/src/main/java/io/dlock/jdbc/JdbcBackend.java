@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,6 +57,7 @@ final class JdbcBackend implements LockBackend {
     /** One unit of work on a connection. */
     @FunctionalInterface
     interface Work<T> {
+        @Nullable
         T run(Connection c) throws SQLException;
     }
 
@@ -71,10 +73,13 @@ final class JdbcBackend implements LockBackend {
     private final ThreadPoolExecutor workers;
     final ScheduledThreadPoolExecutor timer;
     private final JdbcLockProtocol protocol;
+    /** Session mode's protocol, or null in lease mode. */
+    private final @Nullable PgSessionProtocol sessions;
+
     private final Set<Capability> capabilities;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private volatile PgListener listener;
+    private volatile @Nullable PgListener listener;
 
     private JdbcBackend(JdbcUri uri, Connections connections) {
         this.uri = uri;
@@ -106,6 +111,8 @@ final class JdbcBackend implements LockBackend {
         EnumSet<Capability> caps = EnumSet.of(
                 Capability.EXCLUSIVE,
                 Capability.FENCING_TOKENS,
+                Capability.READ_WRITE,
+                Capability.SEMAPHORE,
                 Capability.MULTI_LOCK,
                 Capability.LOST_DETECTION,
                 Capability.CRASH_RELEASE,
@@ -114,8 +121,14 @@ final class JdbcBackend implements LockBackend {
         if (options.fair()) {
             caps.add(Capability.FAIR);
         }
+        if (uri.sessionMode()) {
+            // Advisory locks: exclusive only; PostgreSQL's lock queue is FIFO whatever 'fair' says.
+            caps.removeAll(EnumSet.of(Capability.READ_WRITE, Capability.SEMAPHORE));
+            caps.add(Capability.FAIR);
+        }
         this.capabilities = Set.copyOf(caps);
         this.protocol = new JdbcLockProtocol(this);
+        this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
     }
 
     /**
@@ -155,9 +168,10 @@ final class JdbcBackend implements LockBackend {
     private static JdbcBackend start(JdbcBackend b) {
         try {
             b.checkTables();
-            if (b.uri.dialect() == JdbcDialect.POSTGRESQL) {
-                b.listener = new PgListener(b, b.protocol);
-                b.listener.start();
+            if (b.uri.dialect() == JdbcDialect.POSTGRESQL && !b.uri.sessionMode()) {
+                PgListener l = new PgListener(b, b.protocol);
+                b.listener = l;
+                l.start();
             }
             return b;
         } catch (RuntimeException e) {
@@ -185,6 +199,16 @@ final class JdbcBackend implements LockBackend {
                 s.executeQuery(sql.probe).close();
                 return;
             } catch (SQLException e) {
+                if (missingColumn(e)) {
+                    throw new LockBackendException(
+                            null,
+                            NAME,
+                            "lock table " + uri.table() + " or " + sql.waiters
+                                    + " lacks columns this version of dlock needs (" + e.getMessage()
+                                    + "). Add them or create the tables anew with the DDL below:\n"
+                                    + uri.dialect().ddl(uri.table()),
+                            null);
+                }
                 if (!missingTable(e)) {
                     throw e;
                 }
@@ -234,6 +258,12 @@ final class JdbcBackend implements LockBackend {
         }
     }
 
+    static boolean missingColumn(SQLException e) {
+        // PostgreSQL 42703, MariaDB/MySQL 42S22 (error 1054), H2 42S22 (error 42122)
+        String state = String.valueOf(e.getSQLState());
+        return state.equals("42703") || state.equals("42S22") || e.getErrorCode() == 1054 || e.getErrorCode() == 42122;
+    }
+
     static boolean missingTable(SQLException e) {
         String state = String.valueOf(e.getSQLState());
         // PostgreSQL 42P01, MariaDB/MySQL 42S02 (error 1146), H2 42S02 and errors 42102..42104
@@ -268,6 +298,8 @@ final class JdbcBackend implements LockBackend {
                 } catch (SQLException e) {
                     broken = c == null || brokenConnection(e);
                     f.completeExceptionally(e);
+                } catch (IllegalArgumentException e) {
+                    f.completeExceptionally(e); // refused input: the connection is fine
                 } catch (RuntimeException e) {
                     broken = true;
                     f.completeExceptionally(e);
@@ -319,12 +351,18 @@ final class JdbcBackend implements LockBackend {
         return false;
     }
 
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException e) {
             return null;
         }
+    }
+
+    /** Whether connections come from the application's DataSource (their settings are not dlock's). */
+    boolean borrowsConnections() {
+        return connections instanceof BorrowedConnections;
     }
 
     boolean isClosed() {
@@ -359,7 +397,8 @@ final class JdbcBackend implements LockBackend {
 
     @Override
     public LockProtocol protocol() {
-        return protocol;
+        PgSessionProtocol s = sessions;
+        return s != null ? s : protocol;
     }
 
     @Override
@@ -381,6 +420,10 @@ final class JdbcBackend implements LockBackend {
         PgListener l = listener;
         if (l != null) {
             l.close();
+        }
+        PgSessionProtocol s = sessions;
+        if (s != null) {
+            s.close();
         }
         try {
             // The client's waiter rows (the engine released its leases before closing us).

@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What differs between the databases: the DDL, the database clock in milliseconds, and how a grant
@@ -42,7 +43,7 @@ enum JdbcDialect {
     }
 
     /** The dialect of a JDBC URL's subprotocol ({@code jdbc:postgresql:…}), or null. */
-    static JdbcDialect ofUrl(String jdbcUrl) {
+    static @Nullable JdbcDialect ofUrl(String jdbcUrl) {
         String s = jdbcUrl.toLowerCase(Locale.ROOT);
         if (s.startsWith("jdbc:postgresql:")) {
             return POSTGRESQL;
@@ -57,7 +58,7 @@ enum JdbcDialect {
     }
 
     /** The dialect of a connection's database product name, or null. */
-    static JdbcDialect ofProduct(String product) {
+    static @Nullable JdbcDialect ofProduct(String product) {
         String p = product.toLowerCase(Locale.ROOT);
         if (p.contains("postgres")) {
             return POSTGRESQL;

@@ -15,7 +15,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -24,6 +26,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,13 +34,15 @@ import org.slf4j.LoggerFactory;
  * dlock's exclusive lock on a lease table (see {@link JdbcStatements} for why each step is one
  * statement).
  *
- * <p>An acquisition first tries the grant. If the lock is taken it inserts a waiter row (arrival
- * order = its {@code seq}) and tries once more, since the holder may have left between the two
- * statements. A waiting acquisition is tried again when (a) on PostgreSQL, the releasing statement
+ * <p>An acquisition first tries the grant. If the lock is taken it reports waiting; its first
+ * {@code awaitTurn} inserts a waiter row (arrival order = its {@code seq}) and tries once more,
+ * since the holder may have left between the two statements (so a caller that gives up at once,
+ * {@code tryAcquire(ZERO)}, writes nothing). Read-write locks and semaphores: {@link SharedQueue}. A waiting acquisition is tried again when (a) on PostgreSQL, the releasing statement
  * NOTIFYs this client with the acquisition id of the first live waiter; (b) the client's single
  * poller finds the lock free or its holder's lease run out (a crashed holder); the poller runs one
  * query for all of this client's waiters, with a back-off from 10 ms doubling to 100 ms where no
- * NOTIFY arrives (MariaDB, H2, a PostgreSQL LISTEN connection that is down), or to a third of the
+ * NOTIFY arrives (MariaDB, H2, a PostgreSQL LISTEN connection that is down; back to 10 ms while a
+ * waited-for lock keeps changing hands between polls), or to a third of the
  * waiter lease on PostgreSQL, and never later than the earliest blocking holder's expiry. The same
  * poll refreshes every waiter row of this client in one statement (the waiter lease, equal to the
  * lease time), so a crashed client's waiter rows stop counting after the lease time and are deleted
@@ -70,7 +75,7 @@ final class JdbcLockProtocol implements LockProtocol {
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
 
     @GuardedBy("this")
-    private ScheduledFuture<?> pollTimer;
+    private @Nullable ScheduledFuture<?> pollTimer;
 
     @GuardedBy("this")
     private long pollTimerAt;
@@ -101,6 +106,7 @@ final class JdbcLockProtocol implements LockProtocol {
     // ---- statements
 
     /** Tries the grant; the token, or null if the lock is taken (or a live waiter is ahead). */
+    @Nullable
     Long grant(Connection c, String name, String acquisition, long seqBound) throws SQLException {
         long bound = fair ? seqBound : Long.MIN_VALUE;
         Long token = grantOnce(c, name, acquisition, bound);
@@ -110,7 +116,7 @@ final class JdbcLockProtocol implements LockProtocol {
         return token;
     }
 
-    private Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
+    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
         switch (sql.dialect) {
             case POSTGRESQL -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
@@ -164,7 +170,11 @@ final class JdbcLockProtocol implements LockProtocol {
 
     /** Creates the lock's row with token 0 if absent; true if it was created now. */
     private boolean ensureRow(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql.ensureRow)) {
+        String ensure = sql.ensureRow;
+        if (ensure == null) {
+            return false;
+        }
+        try (PreparedStatement ps = c.prepareStatement(ensure)) {
             ps.setString(1, name);
             if (sql.dialect == JdbcDialect.H2) {
                 ps.setString(2, name);
@@ -246,19 +256,26 @@ final class JdbcLockProtocol implements LockProtocol {
 
     // ---- enqueue
 
-    private record Outcome(Long token, long seq) {}
+    record Outcome(@Nullable Long token, long seq) {}
 
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
-        if (request.mode() != LockMode.EXCLUSIVE) {
-            return CompletableFuture.failedFuture(new UnsupportedOperationException(
-                    "dlock-jdbc supports exclusive locks only, not " + request.mode()));
-        }
         String name = request.lockName();
         String acq = request.acquisitionId();
-        QueueEntry entry = new QueueEntry(name, acq, name + "#" + acq, 0, 0);
+        SharedQueue.@Nullable Request shared = null;
+        String key = name;
+        if (request.mode() != LockMode.EXCLUSIVE) {
+            key = SharedQueue.key(request.mode(), name);
+            shared = new SharedQueue.Request(
+                    key,
+                    SharedQueue.kind(request.mode()),
+                    request.permits(),
+                    request.maxPermits(),
+                    SharedQueue.acquisitionOf(request.grantedDespite()));
+        }
+        QueueEntry entry = new QueueEntry(name, acq, key + "#" + acq, 0, 0);
         // Registered before the statements go out: a NOTIFY that arrives before awaitTurn is kept.
-        Waiter w = new Waiter(entry);
+        Waiter w = new Waiter(entry, shared);
         waiters.put(acq, w);
         CompletableFuture<Position> result = new CompletableFuture<>();
         enqueue(entry, w, result, 0, ticker.read());
@@ -276,23 +293,20 @@ final class JdbcLockProtocol implements LockProtocol {
         String acq = entry.acquisitionId();
         // A grant found by a retry may have been made by the first try: validity counts from there.
         long t0 = firstSentAt;
+        // One grant attempt, no waiter row yet: that is written by the first awaitTurn, so a caller that
+        // gives up at once (tryAcquire(ZERO)) leaves no trace and its withdrawal costs no statement.
+        SharedQueue.Request sh = w.shared;
         backend.submit(c -> {
+                    if (sh != null) {
+                        return sharedAttempt(c, acq, sh, false); // finds its own row after a lost reply
+                    }
                     if (attempt > 0) {
                         Outcome earlier = findOwn(c, name, acq);
                         if (earlier != null) {
                             return earlier;
                         }
                     }
-                    Long token = grant(c, name, acq, Long.MAX_VALUE);
-                    if (token != null) {
-                        return new Outcome(token, 0);
-                    }
-                    long seq = insertWaiter(c, name, acq);
-                    token = grant(c, name, acq, seq);
-                    if (token != null) {
-                        deleteGrantedWaiter(c, name, acq);
-                    }
-                    return new Outcome(token, seq);
+                    return new Outcome(grant(c, name, acq, Long.MAX_VALUE), -1);
                 })
                 .whenComplete((outcome, error) -> {
                     if (error != null) {
@@ -311,10 +325,11 @@ final class JdbcLockProtocol implements LockProtocol {
                         result.completeExceptionally(failure(name, "acquire", error));
                         return;
                     }
-                    if (outcome.token() != null) {
+                    Long token = outcome.token();
+                    if (token != null) {
                         waiters.remove(acq, w);
                         w.cancel();
-                        result.complete(Position.granted(granted(entry, outcome.token(), t0)));
+                        result.complete(Position.granted(granted(entry, token, t0)));
                         return;
                     }
                     w.seq(outcome.seq());
@@ -323,7 +338,7 @@ final class JdbcLockProtocol implements LockProtocol {
     }
 
     /** What an earlier try of this acquisition left: a grant, a waiter row, or nothing (null). */
-    private Outcome findOwn(Connection c, String name, String acq) throws SQLException {
+    private @Nullable Outcome findOwn(Connection c, String name, String acq) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql.findHeld)) {
             ps.setString(1, name);
             ps.setString(2, acq);
@@ -353,11 +368,22 @@ final class JdbcLockProtocol implements LockProtocol {
     /** One waiting acquisition of this client. */
     private final class Waiter {
         final QueueEntry entry;
+        /** What a read-write or semaphore entry asks for; null for an exclusive lock. */
+        final SharedQueue.@Nullable Request shared;
 
+        /** The holder the last poll saw (the poller's thread only; volatile for the next poll's thread). */
+        volatile @Nullable String lastOwner;
+
+        /** The row's arrival order, once its insert is confirmed; -1 before. */
         @GuardedBy("this")
         long seq = -1;
 
+        /** Whether a row may have been written for it (an insert was sent). */
         @GuardedBy("this")
+        boolean mayHaveRow;
+
+        @GuardedBy("this")
+        @Nullable
         CompletableFuture<Position> pending;
 
         @GuardedBy("this")
@@ -372,8 +398,9 @@ final class JdbcLockProtocol implements LockProtocol {
         @GuardedBy("this")
         boolean gone;
 
-        Waiter(QueueEntry entry) {
+        Waiter(QueueEntry entry, SharedQueue.@Nullable Request shared) {
             this.entry = entry;
+            this.shared = shared;
         }
 
         synchronized void seq(long seq) {
@@ -384,9 +411,23 @@ final class JdbcLockProtocol implements LockProtocol {
             return !gone && pending != null && !pending.isDone();
         }
 
-        /** Tries the grant now, or once more after the attempt in flight. */
+        /** Awaiting, with its row confirmed: a poll that does not find the row may call it lost. */
+        synchronized boolean judged() {
+            return awaiting() && seq >= 0;
+        }
+
+        /** Awaiting, with no row confirmed and no attempt in flight: its insert must be (re)tried. */
+        synchronized boolean unqueued() {
+            return awaiting() && seq < 0 && !checking;
+        }
+
+        /**
+         * Tries the grant now, or once more after the attempt in flight. The first try writes the
+         * waiter row, and tries once more after it, since the holder may have left in between.
+         */
         void check() {
             long bound;
+            boolean insert;
             synchronized (this) {
                 if (gone || pending == null || pending.isDone()) {
                     kicked = true;
@@ -398,31 +439,52 @@ final class JdbcLockProtocol implements LockProtocol {
                 }
                 checking = true;
                 bound = seq;
+                insert = seq < 0;
+                mayHaveRow |= insert;
             }
             long t0 = ticker.read();
             String name = entry.lockName();
             String acq = entry.acquisitionId();
+            SharedQueue.Request sh = shared;
             backend.submit(c -> {
-                        Long token = grant(c, name, acq, bound);
+                        if (sh != null) {
+                            return sharedAttempt(c, acq, sh, true);
+                        }
+                        long s = insert ? insertWaiter(c, name, acq) : bound;
+                        Long token = grant(c, name, acq, s);
                         if (token != null) {
                             deleteGrantedWaiter(c, name, acq);
                         }
-                        return token;
+                        return new Outcome(token, s);
                     })
-                    .whenComplete((token, error) -> onReply(token, error, t0));
+                    .whenComplete((outcome, error) -> onReply(outcome, error, t0));
         }
 
-        private void onReply(Long token, Throwable error, long t0) {
-            CompletableFuture<Position> done;
+        private void onReply(@Nullable Outcome outcome, @Nullable Throwable error, long t0) {
+            CompletableFuture<Position> done = null;
+            Throwable refused = null;
+            Long token = error == null && outcome != null ? outcome.token() : null;
             boolean runAgain;
             synchronized (this) {
                 checking = false;
                 runAgain = again;
                 again = false;
+                if (outcome != null && outcome.seq() >= 0) {
+                    seq = outcome.seq();
+                }
                 if (gone) {
                     return;
                 }
-                if (error != null || token == null) {
+                Throwable cause = error;
+                while (cause instanceof CompletionException && cause.getCause() != null) {
+                    cause = cause.getCause();
+                }
+                if (cause instanceof IllegalArgumentException) {
+                    // A semaphore opened with another total: no retry can change that.
+                    gone = true;
+                    done = pending;
+                    refused = cause;
+                } else if (token == null) {
                     if (error != null) {
                         // Transient or not, keep waiting: the poller tries again, and the waiter row
                         // expires if the database stays away, which ends in EntryLostException.
@@ -431,17 +493,22 @@ final class JdbcLockProtocol implements LockProtocol {
                                 entry.lockName(),
                                 backend.message(error));
                     }
-                    done = null;
                 } else {
                     gone = true;
                     done = pending;
                 }
             }
-            if (done != null) {
-                waiters.remove(entry.acquisitionId(), this);
+            if (done == null) {
+                if (runAgain) {
+                    check();
+                }
+                return;
+            }
+            waiters.remove(entry.acquisitionId(), this);
+            if (refused != null) {
+                done.completeExceptionally(refused);
+            } else if (token != null) {
                 done.complete(Position.granted(granted(entry, token, t0)));
-            } else if (runAgain) {
-                check();
             }
         }
 
@@ -453,7 +520,7 @@ final class JdbcLockProtocol implements LockProtocol {
                     return;
                 }
                 pending = f;
-                now = kicked;
+                now = kicked || seq < 0;
                 kicked = false;
             }
             schedulePoll(MIN_POLL_MS, true);
@@ -479,6 +546,12 @@ final class JdbcLockProtocol implements LockProtocol {
 
         synchronized void cancel() {
             gone = true;
+        }
+
+        /** Stops it; whether a row may exist for it (else its withdrawal needs no statement). */
+        synchronized boolean cancelAndMayHaveRow() {
+            gone = true;
+            return mayHaveRow;
         }
 
         synchronized boolean isCancelled() {
@@ -541,7 +614,10 @@ final class JdbcLockProtocol implements LockProtocol {
         pollTimer = backend.schedule(this::poll, delayMs);
     }
 
-    private record Row(long seq, String owner, Long remainingMs) {}
+    private record Row(long seq, @Nullable String owner, @Nullable Long remainingMs) {}
+
+    /** One poll's answer: exclusive waiters by acquisition; shared queues by name. */
+    private record Status(Map<String, Row> rows, Map<String, List<SharedQueue.Entry>> queues) {}
 
     private void poll() {
         synchronized (this) {
@@ -561,11 +637,19 @@ final class JdbcLockProtocol implements LockProtocol {
         }
         // Only waiters whose rows were written before the query can be judged missing by it.
         java.util.Set<Waiter> judged = new java.util.HashSet<>();
+        boolean exclusive = false;
+        boolean shared = false;
         for (Waiter w : waiters.values()) {
-            if (w.awaiting()) {
+            if (w.judged()) {
                 judged.add(w);
+                exclusive |= w.shared == null;
+                shared |= w.shared != null;
+            } else if (w.unqueued()) {
+                w.check(); // its row's insert failed: try again
             }
         }
+        boolean queryRows = exclusive;
+        boolean queryQueues = shared;
         long now = ticker.read();
         boolean beat = now - lastBeatNanos >= TimeUnit.MILLISECONDS.toNanos(waiterMs / 3);
         backend.submit(c -> {
@@ -577,20 +661,34 @@ final class JdbcLockProtocol implements LockProtocol {
                         }
                     }
                     Map<String, Row> rows = new HashMap<>();
-                    try (PreparedStatement ps = c.prepareStatement(sql.status)) {
-                        ps.setString(1, backend.clientId);
-                        try (ResultSet rs = ps.executeQuery()) {
-                            while (rs.next()) {
-                                long remaining = rs.getLong(4);
-                                rows.put(
-                                        rs.getString(1),
-                                        new Row(rs.getLong(2), rs.getString(3), rs.wasNull() ? null : remaining));
+                    if (queryRows) {
+                        try (PreparedStatement ps = c.prepareStatement(sql.status)) {
+                            ps.setString(1, backend.clientId);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                while (rs.next()) {
+                                    long remaining = rs.getLong(4);
+                                    rows.put(
+                                            rs.getString(1),
+                                            new Row(rs.getLong(2), rs.getString(3), rs.wasNull() ? null : remaining));
+                                }
                             }
                         }
                     }
-                    return rows;
+                    Map<String, List<SharedQueue.Entry>> queues = new HashMap<>();
+                    if (queryQueues) {
+                        try (PreparedStatement ps = c.prepareStatement(sql.sharedStatus)) {
+                            ps.setString(1, backend.clientId);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                while (rs.next()) {
+                                    queues.computeIfAbsent(rs.getString(1), k -> new ArrayList<>())
+                                            .add(entry(rs, 2));
+                                }
+                            }
+                        }
+                    }
+                    return new Status(rows, queues);
                 })
-                .whenComplete((rows, error) -> {
+                .whenComplete((status, error) -> {
                     long next;
                     boolean again;
                     synchronized (this) {
@@ -606,16 +704,9 @@ final class JdbcLockProtocol implements LockProtocol {
                             lastBeatNanos = now;
                         }
                         for (Waiter w : judged) {
-                            if (!w.awaiting()) {
-                                continue;
-                            }
-                            Row r = rows.get(w.entry.acquisitionId());
-                            if (r == null) {
-                                w.lost();
-                            } else if (r.owner() == null || r.remainingMs() == null || r.remainingMs() < 0) {
-                                w.check();
-                            } else {
-                                next = Math.min(next, r.remainingMs() + 2);
+                            if (w.awaiting()) {
+                                SharedQueue.Request sh = w.shared;
+                                next = Math.min(next, sh == null ? judge(w, status.rows()) : judge(w, sh, status));
                             }
                         }
                     }
@@ -623,13 +714,275 @@ final class JdbcLockProtocol implements LockProtocol {
                 });
     }
 
+    /** Acts on an exclusive waiter's row; returns when to look again at the latest, in ms. */
+    private long judge(Waiter w, Map<String, Row> rows) {
+        Row r = rows.get(w.entry.acquisitionId());
+        String owner = r == null ? null : r.owner();
+        Long remaining = r == null ? null : r.remainingMs();
+        if (r == null) {
+            w.lost();
+        } else if (owner == null || remaining == null || remaining < 0) {
+            w.check();
+        } else {
+            String before = w.lastOwner;
+            w.lastOwner = owner;
+            if (before != null && !before.equals(owner) && !backend.notified()) {
+                // The lock changed hands since the last poll: it is busy, and without NOTIFY the next
+                // release is only seen by a poll. Poll at the shortest interval while that goes on.
+                return MIN_POLL_MS;
+            }
+            return remaining + 2;
+        }
+        return Long.MAX_VALUE;
+    }
+
+    /** Acts on a shared waiter's queue; returns when to look again at the latest, in ms. */
+    private long judge(Waiter w, SharedQueue.Request shared, Status status) {
+        List<SharedQueue.Entry> queue = status.queues().getOrDefault(shared.key(), List.of());
+        String acq = w.entry.acquisitionId();
+        if (SharedQueue.find(queue, acq) == null) {
+            w.lost();
+            return Long.MAX_VALUE;
+        }
+        List<SharedQueue.Entry> live = SharedQueue.live(queue);
+        if (SharedQueue.find(live, acq) == null || SharedQueue.fits(live, acq, shared, fair)) {
+            w.check();
+            return Long.MAX_VALUE;
+        }
+        long soonest = SharedQueue.soonestExpiry(live);
+        return soonest == Long.MAX_VALUE ? Long.MAX_VALUE : soonest + 2;
+    }
+
+    /** Reads a queue row whose columns start at {@code col}: acquisition, client, kind, permits, max, token, seq, remaining. */
+    private static SharedQueue.Entry entry(ResultSet rs, int col) throws SQLException {
+        return new SharedQueue.Entry(
+                rs.getString(col),
+                rs.getString(col + 1),
+                rs.getString(col + 2).charAt(0),
+                rs.getInt(col + 3),
+                rs.getInt(col + 4),
+                rs.getLong(col + 5),
+                rs.getLong(col + 6),
+                rs.getLong(col + 7));
+    }
+
+    // ---- read-write locks and semaphores: one short transaction per step (see SharedQueue)
+
+    /**
+     * One grant attempt of a shared entry, as one transaction serialized on the name's counter
+     * row: purge what expired, read the queue, decide, write the grant or (with {@code insert}) the
+     * waiter row, and on PostgreSQL wake whoever the purge let through.
+     */
+    Outcome sharedAttempt(Connection c, String acq, SharedQueue.Request r, boolean insert) throws SQLException {
+        return inTransaction(c, () -> {
+            long counter = lockCounter(c, r.key(), true);
+            int purged;
+            try (PreparedStatement ps = c.prepareStatement(sql.purgeWaiters)) {
+                ps.setString(1, r.key());
+                purged = ps.executeUpdate();
+            }
+            List<SharedQueue.Entry> queue = queue(c, r.key());
+            SharedQueue.Entry own = SharedQueue.find(queue, acq);
+            if (own != null && own.granted()) {
+                return new Outcome(own.token(), own.seq()); // an earlier try was granted; its reply was lost
+            }
+            if (own == null && r.kind() == 'S') {
+                for (SharedQueue.Entry e : queue) {
+                    if (e.maxPermits() != r.maxPermits()) {
+                        throw new IllegalArgumentException(
+                                "semaphore '" + r.key().substring(2) + "' on "
+                                        + JdbcBackend.NAME + " is in use with " + e.maxPermits()
+                                        + " permits; this client opened it with " + r.maxPermits());
+                    }
+                }
+            }
+            Outcome out;
+            if (SharedQueue.fits(queue, acq, r, fair)) {
+                long token = counter + 1;
+                try (PreparedStatement ps = c.prepareStatement(sql.setCounter)) {
+                    ps.setLong(1, token);
+                    ps.setString(2, r.key());
+                    ps.executeUpdate();
+                }
+                long seq;
+                if (own == null) {
+                    seq = insertEntry(c, acq, r, leaseMs, token);
+                    queue.add(new SharedQueue.Entry(
+                            acq, backend.clientId, r.kind(), r.permits(), r.maxPermits(), token, seq, leaseMs));
+                } else {
+                    seq = own.seq();
+                    try (PreparedStatement ps = c.prepareStatement(sql.grantEntry)) {
+                        ps.setLong(1, token);
+                        ps.setLong(2, leaseMs);
+                        ps.setString(3, acq);
+                        ps.executeUpdate();
+                    }
+                    queue.set(queue.indexOf(own), own.grantedWith(token));
+                }
+                out = new Outcome(token, seq);
+            } else if (own != null) {
+                out = new Outcome(null, own.seq());
+            } else if (insert) {
+                long seq = insertEntry(c, acq, r, waiterMs, 0);
+                queue.add(new SharedQueue.Entry(
+                        acq, backend.clientId, r.kind(), r.permits(), r.maxPermits(), 0, seq, waiterMs));
+                out = new Outcome(null, seq);
+            } else {
+                out = new Outcome(null, -1);
+            }
+            if (purged > 0) {
+                wake(c, queue, acq);
+            }
+            return out;
+        });
+    }
+
+    /** Removes a shared entry; on PostgreSQL also wakes, in the same transaction, whoever may now proceed. */
+    private void sharedRelease(Connection c, String key, String acq) throws SQLException {
+        if (sql.notify == null) {
+            deleteWaiter(c, acq); // the other clients' pollers find out
+            return;
+        }
+        inTransaction(c, () -> {
+            // Serialized with the grants of this name: two releases at once each see the other's
+            // departure, so a waiter both let through is woken by the second.
+            lockCounter(c, key, false);
+            deleteWaiter(c, acq);
+            wake(c, queue(c, key), acq);
+            return Boolean.TRUE;
+        });
+    }
+
+    /** The name's token counter, row-locked until commit; creates the row if {@code create}, else -1 if absent. */
+    private long lockCounter(Connection c, String key, boolean create) throws SQLException {
+        for (int attempt = 0; ; attempt++) {
+            try (PreparedStatement ps = c.prepareStatement(sql.lockCounter)) {
+                ps.setString(1, key);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        return rs.getLong(1);
+                    }
+                }
+            }
+            if (!create || attempt > 0) {
+                if (create) {
+                    throw new SQLException("the counter row of '" + key + "' could not be created");
+                }
+                return -1;
+            }
+            try (PreparedStatement ps = c.prepareStatement(sql.ensureCounter)) {
+                ps.setString(1, key);
+                if (sql.dialect == JdbcDialect.H2) {
+                    ps.setString(2, key);
+                }
+                ps.executeUpdate();
+            } catch (SQLException e) {
+                if (!String.valueOf(e.getSQLState()).startsWith("23")) {
+                    throw e; // else another client created it first
+                }
+            }
+        }
+    }
+
+    private List<SharedQueue.Entry> queue(Connection c, String key) throws SQLException {
+        List<SharedQueue.Entry> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql.queue)) {
+            ps.setString(1, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(entry(rs, 1));
+                }
+            }
+        }
+        return out;
+    }
+
+    private long insertEntry(Connection c, String acq, SharedQueue.Request r, long ms, long token) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.insertEntry, new String[] {"seq"})) {
+            ps.setString(1, r.key());
+            ps.setString(2, acq);
+            ps.setString(3, backend.clientId);
+            ps.setLong(4, ms);
+            ps.setString(5, String.valueOf(r.kind()));
+            ps.setInt(6, r.permits());
+            ps.setInt(7, r.maxPermits());
+            ps.setLong(8, token);
+            ps.executeUpdate();
+            try (ResultSet rs = ps.getGeneratedKeys()) {
+                if (!rs.next()) {
+                    throw new SQLException("no seq returned for the queue row");
+                }
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /** PostgreSQL: NOTIFYs the client of each waiting entry that may now be granted (never {@code self}). */
+    private void wake(Connection c, List<SharedQueue.Entry> queue, String self) throws SQLException {
+        String notify = sql.notify;
+        if (notify == null) {
+            return;
+        }
+        for (SharedQueue.Entry e : SharedQueue.grantable(queue, fair)) {
+            if (e.acquisition().equals(self)) {
+                continue;
+            }
+            try (PreparedStatement ps = c.prepareStatement(notify)) {
+                ps.setString(1, "dlock_" + e.client());
+                ps.setString(2, e.acquisition());
+                ps.executeQuery().close();
+            }
+        }
+    }
+
+    /**
+     * Runs {@code body} as one transaction on {@code c} and puts the connection back in autocommit.
+     * READ COMMITTED is what the steps rely on (each statement sees what the previous holder of the
+     * counter row committed); a borrowed connection set otherwise is switched for the transaction.
+     */
+    private <T> T inTransaction(Connection c, SqlBody<T> body) throws SQLException {
+        int isolation =
+                backend.borrowsConnections() ? c.getTransactionIsolation() : Connection.TRANSACTION_READ_COMMITTED;
+        if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+            c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+        }
+        c.setAutoCommit(false);
+        boolean committed = false;
+        try {
+            T result = body.run();
+            c.commit();
+            committed = true;
+            return result;
+        } finally {
+            try {
+                if (!committed) {
+                    c.rollback();
+                }
+                c.setAutoCommit(true);
+                if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+                    c.setTransactionIsolation(isolation);
+                }
+            } catch (SQLException e) {
+                // Never hand on a connection that may still be inside a transaction.
+                throw new SQLException("could not end a transaction: " + e.getMessage(), "08003", e);
+            }
+        }
+    }
+
+    @FunctionalInterface
+    private interface SqlBody<T> {
+        T run() throws SQLException;
+    }
+
     // ---- release, renewal, recovery
 
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         Waiter w = waiters.remove(entry.acquisitionId());
-        if (w != null) {
-            w.cancel();
+        if (w != null && !w.cancelAndMayHaveRow()) {
+            // A waiter that never wrote its row (its caller gave up after the first attempt) and was
+            // never granted: there is nothing to remove.
+            return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
         release(entry, w != null, done, 0, ticker.read());
@@ -638,6 +991,10 @@ final class JdbcLockProtocol implements LockProtocol {
 
     private void release(QueueEntry entry, boolean waiting, CompletableFuture<Void> done, int attempt, long start) {
         backend.submit(c -> {
+                    if (SharedQueue.isShared(entry.key())) {
+                        sharedRelease(c, SharedQueue.keyOf(entry.key()), entry.acquisitionId());
+                        return null;
+                    }
                     if (waiting) {
                         deleteWaiter(c, entry.acquisitionId());
                     }
@@ -671,6 +1028,14 @@ final class JdbcLockProtocol implements LockProtocol {
         QueueEntry entry = grant.entry();
         long t0 = ticker.read();
         return backend.submit(c -> {
+                    if (SharedQueue.isShared(entry.key())) {
+                        try (PreparedStatement ps = c.prepareStatement(sql.renewEntry)) {
+                            ps.setLong(1, leaseMs);
+                            ps.setString(2, entry.acquisitionId());
+                            ps.setLong(3, grant.fencingToken());
+                            return ps.executeUpdate();
+                        }
+                    }
                     try (PreparedStatement ps = c.prepareStatement(sql.renew)) {
                         ps.setLong(1, leaseMs);
                         ps.setString(2, entry.lockName());
@@ -705,12 +1070,12 @@ final class JdbcLockProtocol implements LockProtocol {
                             }
                         }
                     }
-                    try (PreparedStatement ps = c.prepareStatement(sql.findWaiter)) {
+                    try (PreparedStatement ps = c.prepareStatement(sql.findEntry)) {
                         ps.setString(1, acquisitionId);
                         try (ResultSet rs = ps.executeQuery()) {
                             if (rs.next()) {
-                                return Optional.of(
-                                        new QueueEntry(lockName, acquisitionId, lockName + "#" + acquisitionId, 0, 0));
+                                return Optional.of(new QueueEntry(
+                                        lockName, acquisitionId, rs.getString(1) + "#" + acquisitionId, 0, 0));
                             }
                         }
                     }

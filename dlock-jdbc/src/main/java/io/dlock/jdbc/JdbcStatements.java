@@ -1,5 +1,7 @@
 package io.dlock.jdbc;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The SQL text for one lock table, as constants built once per client. Table names are validated
  * identifiers ({@link JdbcUri#TABLE}); every value is a bind parameter.
@@ -29,7 +31,7 @@ final class JdbcStatements {
     /** Params: name, owner, client, leaseMs, holder, seqBound. Returns the token, or no row. */
     final String grant;
     /** H2/MariaDB: params name; creates the row with token 0 if absent. */
-    final String ensureRow;
+    final @Nullable String ensureRow;
     /** Params: leaseMs, name, owner, token. Update count 1 = renewed. */
     final String renew;
     /** Params: name, owner. PostgreSQL: a query (the NOTIFY); elsewhere an update. */
@@ -50,8 +52,31 @@ final class JdbcStatements {
     final String findHeld;
     /** Params: acquisition. Rows: seq. */
     final String findWaiter;
-    /** Checks that both tables exist (no rows). */
+    /** Params: acquisition. Rows: name, kind, token. */
+    final String findEntry;
+    /** Checks that both tables exist, with every column (no rows). */
     final String probe;
+
+    // ---- read-write locks and semaphores (kinds R, W, S): see SharedQueue
+
+    /** Params: name. Rows: token. Locks the name's counter row until commit. */
+    final String lockCounter;
+    /** Params: name. Creates the counter row with token 0 if absent; never fails on a race. */
+    final String ensureCounter;
+    /** Params: token, name. */
+    final String setCounter;
+    /** Params: name. Rows: acquisition, client, kind, permits, max_permits, token, seq, remaining ms; by seq. */
+    final String queue;
+    /** Params: name, acquisition, client, ms, kind, permits, max_permits, token. Generated key: seq. */
+    final String insertEntry;
+    /** Params: token, leaseMs, acquisition. */
+    final String grantEntry;
+    /** Params: leaseMs, acquisition, token. Update count 1 = renewed. */
+    final String renewEntry;
+    /** Params: client. Rows as {@link #queue}, with the name first, of every name this client waits on. */
+    final String sharedStatus;
+    /** PostgreSQL only. Params: channel, payload. */
+    final @Nullable String notify;
 
     JdbcStatements(JdbcDialect dialect, String table) {
         this.dialect = dialect;
@@ -87,8 +112,7 @@ final class JdbcStatements {
                 grant = "SELECT token FROM FINAL TABLE (UPDATE " + table + " l SET owner = ?, client = ?,"
                         + " token = token + 1, expires_ms = " + now + " + ?, holder = ? WHERE l.name = ? AND "
                         + free + " AND " + ahead + ")";
-                ensureRow = "INSERT INTO " + table + " (name, token) SELECT CAST(? AS VARCHAR(255)), 0"
-                        + " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE name = ?)";
+                ensureRow = h2EnsureRow(table);
                 release = plainRelease(table);
             }
             default -> throw new AssertionError(dialect);
@@ -98,13 +122,42 @@ final class JdbcStatements {
                 "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms) VALUES (?, ?, ?, " + now + " + ?)";
         purgeWaiters = "DELETE FROM " + waiters + " WHERE name = ? AND expires_ms < " + now;
         deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
-        heartbeat = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE client = ?";
+        // Only waiting entries: a held read-write or semaphore entry is renewed by its own grant's renewal.
+        heartbeat = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE client = ? AND token = 0";
         status = "SELECT w.acquisition, w.seq, l.owner, l.expires_ms - " + now + " FROM " + waiters + " w LEFT JOIN "
-                + table + " l ON l.name = w.name WHERE w.client = ?";
+                + table + " l ON l.name = w.name WHERE w.client = ? AND w.kind = 'X'";
         deleteClientWaiters = "DELETE FROM " + waiters + " WHERE client = ?";
         findHeld = "SELECT token FROM " + table + " WHERE name = ? AND owner = ?";
         findWaiter = "SELECT seq FROM " + waiters + " WHERE acquisition = ?";
-        probe = "SELECT l.name, w.seq FROM " + table + " l, " + waiters + " w WHERE 1 = 0";
+        findEntry = "SELECT name, kind, token FROM " + waiters + " WHERE acquisition = ?";
+        probe = "SELECT l.name, l.owner, l.client, l.token, l.expires_ms, l.holder, w.seq, w.name, w.acquisition,"
+                + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token FROM " + table + " l, " + waiters
+                + " w WHERE 1 = 0";
+
+        lockCounter = "SELECT token FROM " + table + " WHERE name = ? FOR UPDATE";
+        ensureCounter = switch (dialect) {
+            case POSTGRESQL -> "INSERT INTO " + table + " (name, token) VALUES (?, 0) ON CONFLICT (name) DO NOTHING";
+            case MARIADB -> "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
+            case H2 -> h2EnsureRow(table);
+        };
+        setCounter = "UPDATE " + table + " SET token = ? WHERE name = ?";
+        String columns = "acquisition, client, kind, permits, max_permits, token, seq, expires_ms - " + now;
+        queue = "SELECT " + columns + " FROM " + waiters + " WHERE name = ? ORDER BY seq";
+        insertEntry = "INSERT INTO " + waiters
+                + " (name, acquisition, client, expires_ms, kind, permits, max_permits, token) VALUES (?, ?, ?, " + now
+                + " + ?, ?, ?, ?, ?)";
+        grantEntry = "UPDATE " + waiters + " SET token = ?, expires_ms = " + now + " + ? WHERE acquisition = ?";
+        renewEntry = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE acquisition = ? AND token = ?";
+        sharedStatus =
+                "SELECT q.name, q.acquisition, q.client, q.kind, q.permits, q.max_permits, q.token, q.seq, q.expires_ms - "
+                        + now + " FROM " + waiters + " q WHERE q.name IN (SELECT w.name FROM " + waiters
+                        + " w WHERE w.client = ? AND w.token = 0 AND w.kind <> 'X') ORDER BY q.name, q.seq";
+        notify = dialect == JdbcDialect.POSTGRESQL ? "SELECT pg_notify(?, ?)" : null;
+    }
+
+    private static String h2EnsureRow(String table) {
+        return "INSERT INTO " + table + " (name, token) SELECT CAST(? AS VARCHAR(255)), 0"
+                + " WHERE NOT EXISTS (SELECT 1 FROM " + table + " WHERE name = ?)";
     }
 
     private static String plainRelease(String table) {

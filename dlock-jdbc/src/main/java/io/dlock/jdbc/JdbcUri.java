@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code jdbc:} URI taken apart: the JDBC URL handed to the driver, and dlock's own parameters
@@ -25,15 +26,18 @@ import java.util.regex.Pattern;
  * @param createTable whether to create missing tables
  * @param maxConnections how many connections dlock opens for its statements (PostgreSQL: plus one
  *     for LISTEN)
+ * @param sessionMode PostgreSQL's session mode ({@code mode=session}): advisory locks on a
+ *     connection per held lock instead of leases in the table
  * @param options the client's options
  */
 record JdbcUri(
         JdbcDialect dialect,
         String jdbcUrl,
-        String password,
+        @Nullable String password,
         String table,
         boolean createTable,
         int maxConnections,
+        boolean sessionMode,
         LockOptions options) {
 
     /** The default lock table. */
@@ -43,7 +47,7 @@ record JdbcUri(
     static final int DEFAULT_MAX_CONNECTIONS = 4;
 
     /** dlock's own parameters beyond the common ones. */
-    static final Set<String> PARAMETERS = Set.of("dlockTable", "createTable", "maxConnections");
+    static final Set<String> PARAMETERS = Set.of("dlockTable", "createTable", "maxConnections", "mode");
 
     /**
      * A table name: an unquoted identifier, optionally schema-qualified; short enough that {@code
@@ -117,7 +121,11 @@ record JdbcUri(
 
     /** Builds the record from dlock's own parameters; checks the table and the numbers. */
     static JdbcUri of(
-            JdbcDialect dialect, String jdbcUrl, String password, Map<String, String> params, LockOptions options) {
+            JdbcDialect dialect,
+            String jdbcUrl,
+            @Nullable String password,
+            Map<String, String> params,
+            LockOptions options) {
         String table = params.getOrDefault("dlockTable", DEFAULT_TABLE);
         checkTable(table);
         boolean create =
@@ -136,10 +144,21 @@ record JdbcUri(
                     "parameter 'maxConnections' must be an integer: '" + params.get("maxConnections") + "'");
         }
         checkMaxConnections(max);
-        return new JdbcUri(dialect, jdbcUrl, password, table, create, max, options);
+        boolean session =
+                switch (params.getOrDefault("mode", "lease")) {
+                    case "lease" -> false;
+                    case "session" -> true;
+                    default -> throw new IllegalArgumentException(
+                            "parameter 'mode' must be lease or session: '" + params.get("mode") + "'");
+                };
+        if (session && dialect != JdbcDialect.POSTGRESQL) {
+            throw new IllegalArgumentException(
+                    "parameter 'mode=session' needs PostgreSQL (advisory locks), not " + dialect.id);
+        }
+        return new JdbcUri(dialect, jdbcUrl, password, table, create, max, session, options);
     }
 
-    static void checkTable(String table) {
+    static void checkTable(@Nullable String table) {
         if (table == null || !TABLE.matcher(table).matches()) {
             String shown = table == null ? "null" : table.length() > 60 ? table.substring(0, 60) + "…" : table;
             throw new IllegalArgumentException("parameter 'dlockTable' must be an unquoted SQL identifier, optionally"
@@ -161,7 +180,7 @@ record JdbcUri(
     }
 
     /** {@code text} with the password and any {@code password=} value replaced by {@code ***}. */
-    static String redact(String text, String password) {
+    static @Nullable String redact(@Nullable String text, @Nullable String password) {
         if (text == null) {
             return null;
         }

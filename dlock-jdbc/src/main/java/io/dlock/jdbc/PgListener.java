@@ -3,6 +3,7 @@ package io.dlock.jdbc;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 import org.slf4j.Logger;
@@ -29,7 +30,7 @@ final class PgListener {
     private final Thread thread;
     private volatile boolean healthy;
     private volatile boolean closed;
-    private volatile Connection connection;
+    private volatile @Nullable Connection connection;
 
     PgListener(JdbcBackend backend, JdbcLockProtocol protocol) {
         this.backend = backend;

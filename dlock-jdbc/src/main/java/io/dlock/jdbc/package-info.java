@@ -8,4 +8,7 @@
  * <p>Public: {@link io.dlock.jdbc.JdbcLocks}, {@link io.dlock.jdbc.FencedWrites}, {@link
  * io.dlock.jdbc.StaleTokenException} and the service provider; every other class is internal.
  */
+@NullMarked
 package io.dlock.jdbc;
+
+import org.jspecify.annotations.NullMarked;

@@ -9,13 +9,20 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
   expires_ms BIGINT,
   holder     VARCHAR(255)
 ) ENGINE = InnoDB;
--- Waiting acquisitions in arrival order (seq); an entry whose expires_ms has passed no longer counts.
+-- Queue entries in arrival order (seq); an entry whose expires_ms has passed no longer counts. Exclusive
+-- locks (kind X) keep only their waiters here (the holder is the lock row); read-write locks (R, W) and
+-- semaphores (S) keep holders (token > 0) and waiters (token 0), and their lock row, named 'rw/<name>'
+-- or 's/<name>', only counts the tokens.
 CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   seq         BIGINT AUTO_INCREMENT PRIMARY KEY,
   name        VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   acquisition VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL UNIQUE,
   client      VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   expires_ms  BIGINT NOT NULL,
+  kind        CHAR(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'X',
+  permits     INT NOT NULL DEFAULT 1,
+  max_permits INT NOT NULL DEFAULT 1,
+  token       BIGINT NOT NULL DEFAULT 0,
   KEY dlock_locks_waiters_name (name, seq),
   KEY dlock_locks_waiters_client (client)
 ) ENGINE = InnoDB;

@@ -9,13 +9,20 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
   expires_ms BIGINT,
   holder     VARCHAR(255)
 ) WITH (fillfactor = 50);
--- Waiting acquisitions in arrival order (seq); an entry whose expires_ms has passed no longer counts.
+-- Queue entries in arrival order (seq); an entry whose expires_ms has passed no longer counts. Exclusive
+-- locks (kind X) keep only their waiters here (the holder is the lock row); read-write locks (R, W) and
+-- semaphores (S) keep holders (token > 0) and waiters (token 0), and their lock row, named 'rw/<name>'
+-- or 's/<name>', only counts the tokens.
 CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   seq         BIGSERIAL PRIMARY KEY,
   name        VARCHAR(255) NOT NULL,
   acquisition VARCHAR(64) NOT NULL UNIQUE,
   client      VARCHAR(64) NOT NULL,
-  expires_ms  BIGINT NOT NULL
+  expires_ms  BIGINT NOT NULL,
+  kind        CHAR(1) NOT NULL DEFAULT 'X',
+  permits     INT NOT NULL DEFAULT 1,
+  max_permits INT NOT NULL DEFAULT 1,
+  token       BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS dlock_locks_waiters_name ON dlock_locks_waiters (name, seq);
 CREATE INDEX IF NOT EXISTS dlock_locks_waiters_client ON dlock_locks_waiters (client);

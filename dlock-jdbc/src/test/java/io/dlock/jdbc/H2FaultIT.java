@@ -42,4 +42,9 @@ class H2FaultIT extends JdbcTestSupport {
     void fencedWrite_olderTokenRefused_sameTokenAccepted() throws Exception {
         checkFencedWrites();
     }
+
+    @Test
+    void tryAcquire_zeroWaitWhileHeld_writesNoWaiterRow() throws Exception {
+        checkZeroWaitWritesNothing();
+    }
 }

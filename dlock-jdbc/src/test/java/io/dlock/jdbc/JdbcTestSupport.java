@@ -154,6 +154,102 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
         return out;
     }
 
+    // ---- PrimitivesContract's hooks (used by the *PrimitivesIT classes)
+
+    /** The entries of read-write lock {@code lock}, holders and waiters, in arrival order. */
+    public List<String> readWriteEntries(String lock) {
+        return queueRows("rw/" + lock);
+    }
+
+    /** The entries of semaphore {@code lock}, holders and waiters, in arrival order. */
+    public List<String> semaphoreEntries(String lock) {
+        return queueRows("s/" + lock);
+    }
+
+    /** Every row of both tables, token counters included. */
+    public List<String> serverState() {
+        List<String> out = new ArrayList<>();
+        try (Connection c = connect();
+                Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT name, token, owner FROM " + table)) {
+                while (rs.next()) {
+                    out.add("lock " + rs.getString(1) + " token " + rs.getLong(2) + " owner " + rs.getString(3));
+                }
+            }
+            try (ResultSet rs = s.executeQuery("SELECT name, acquisition FROM " + table + "_waiters")) {
+                while (rs.next()) {
+                    out.add("entry " + rs.getString(1) + " " + rs.getString(2));
+                }
+            }
+        } catch (SQLException e) {
+            if (JdbcBackend.missingTable(e)) {
+                return out;
+            }
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    /** Frees exclusive lock {@code lock}'s row behind its holder's back, as an expired lease would. */
+    public void dropHolder(String lock) throws SQLException {
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement("UPDATE " + table
+                        + " SET owner = NULL, client = NULL, expires_ms = NULL, holder = NULL WHERE name = ?")) {
+            ps.setString(1, lock);
+            assertThat(ps.executeUpdate()).isEqualTo(1);
+        }
+    }
+
+    private List<String> queueRows(String name) {
+        List<String> out = new ArrayList<>();
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT acquisition, kind, token FROM " + table + "_waiters WHERE name = ? ORDER BY seq")) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(2) + " " + rs.getString(1) + (rs.getLong(3) > 0 ? " held" : " waiting"));
+                }
+            }
+        } catch (SQLException e) {
+            if (JdbcBackend.missingTable(e)) {
+                return out;
+            }
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    /**
+     * A zero-wait try on a held lock or a full semaphore is one grant attempt and writes no row: the
+     * next real waiter's arrival number directly follows the previous one's.
+     */
+    void checkZeroWaitWritesNothing() throws Exception {
+        io.dlock.LockClient holder = client();
+        io.dlock.LockClient other = client("localQueueing=false");
+        io.dlock.Lease held = holder.lock("zero").acquire();
+        io.dlock.Lease full = holder.semaphore("zero", 1).acquire(1);
+        var first = other.lock("zero").acquireAsync(Duration.ofMinutes(1));
+        org.awaitility.Awaitility.await()
+                .atMost(scaled(10))
+                .until(() -> entries("zero").size() == 2);
+        long before = queryLong("SELECT MAX(seq) FROM " + table + "_waiters");
+        io.dlock.LockClient third = client("localQueueing=false");
+        for (int i = 0; i < 5; i++) {
+            assertThat(third.lock("zero").tryAcquire(Duration.ZERO)).isEmpty();
+            assertThat(third.semaphore("zero", 1).tryAcquire(1, Duration.ZERO)).isEmpty();
+        }
+        var second = third.lock("zero").acquireAsync(Duration.ofMinutes(1));
+        org.awaitility.Awaitility.await()
+                .atMost(scaled(10))
+                .until(() -> entries("zero").size() == 3);
+        assertThat(queryLong("SELECT MAX(seq) FROM " + table + "_waiters")).isEqualTo(before + 1);
+        full.close();
+        held.close();
+        first.get(10, java.util.concurrent.TimeUnit.SECONDS).close();
+        second.get(10, java.util.concurrent.TimeUnit.SECONDS).close();
+    }
+
     /** Runs one query and returns the first column of the first row as a long. */
     long queryLong(String query) throws SQLException {
         try (Connection c = connect();

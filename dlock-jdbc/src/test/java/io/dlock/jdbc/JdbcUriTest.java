@@ -97,4 +97,25 @@ class JdbcUriTest {
             assertThat(d.ddlStatements("app.locks")).hasSizeGreaterThanOrEqualTo(2);
         }
     }
+
+    @Test
+    void parse_mode_sessionOnPostgresOnly_otherValuesRefusedByName() {
+        assertThat(JdbcUri.parse("jdbc:postgresql://db/app?mode=session", LockOptions.defaults())
+                        .sessionMode())
+                .isTrue();
+        assertThat(JdbcUri.parse("jdbc:postgresql://db/app?mode=lease", LockOptions.defaults())
+                        .sessionMode())
+                .isFalse();
+        assertThat(JdbcUri.parse("jdbc:postgresql://db/app", LockOptions.defaults())
+                        .sessionMode())
+                .isFalse();
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:mariadb://h/db?mode=session", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("mode=session")
+                .hasMessageContaining("mariadb");
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:postgresql://db/app?mode=Session", LockOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'mode'")
+                .hasMessageContaining("Session");
+    }
 }

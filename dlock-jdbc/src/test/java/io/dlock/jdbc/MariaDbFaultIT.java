@@ -69,4 +69,9 @@ class MariaDbFaultIT extends JdbcTestSupport {
         assertThat(entries("clock")).hasSize(1);
         next.close();
     }
+
+    @Test
+    void tryAcquire_zeroWaitWhileHeld_writesNoWaiterRow() throws Exception {
+        checkZeroWaitWritesNothing();
+    }
 }

@@ -284,4 +284,29 @@ class PostgresFaultIT extends JdbcTestSupport {
         assertThat(entries("w")).hasSize(1);
         held.close();
     }
+
+    @Test
+    void tryAcquire_zeroWaitWhileHeld_writesNoWaiterRow() throws Exception {
+        checkZeroWaitWritesNothing();
+    }
+
+    @Test
+    void readRelease_wakesAWriterOfAnotherClientByNotify_notByItsPoll() throws Exception {
+        LockClient reader = client();
+        LockClient writer = client();
+        Lease read = reader.readWriteLock("rw-notify").readLock().acquire();
+        var pending = writer.readWriteLock("rw-notify").writeLock().acquireAsync(Duration.ofMinutes(1));
+        await().atMost(scaled(10)).until(() -> readWriteEntries("rw-notify").size() == 2);
+        // Let the writer's poll back off to its PostgreSQL interval (a third of the 30 s lease).
+        await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> !pending.isDone());
+        long t0 = System.nanoTime();
+        read.close();
+        Lease write = pending.get(10, TimeUnit.SECONDS);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0))
+                .as("hand-off through NOTIFY, not the poll 10 s apart")
+                .isLessThan(Timing.scale(Duration.ofSeconds(3)).toMillis());
+        assertThat(write.fencingToken()).isGreaterThan(read.fencingToken());
+        write.close();
+        assertThat(readWriteEntries("rw-notify")).isEmpty();
+    }
 }

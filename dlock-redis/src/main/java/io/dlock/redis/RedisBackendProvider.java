@@ -28,6 +28,6 @@ public final class RedisBackendProvider implements LockBackendProvider {
 
     @Override
     public LockBackend open(BackendUri uri) {
-        return RedisBackend.connect(RedisUri.from(uri));
+        return RedisConnector.connect(RedisUri.from(uri));
     }
 }

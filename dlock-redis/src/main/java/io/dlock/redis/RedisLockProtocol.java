@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -313,6 +314,7 @@ final class RedisLockProtocol implements LockProtocol {
         final QueueEntry entry;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Position> pending;
 
         @GuardedBy("this")
@@ -328,6 +330,7 @@ final class RedisLockProtocol implements LockProtocol {
         boolean gone;
 
         @GuardedBy("this")
+        @Nullable
         ScheduledFuture<?> timer;
 
         @GuardedBy("this")
@@ -407,6 +410,9 @@ final class RedisLockProtocol implements LockProtocol {
                 }
             }
             waiters.remove(entry.key(), this);
+            if (done == null) {
+                return; // no caller was waiting on this check
+            }
             if (outcome instanceof Long token) {
                 deliverGrant(entry, token, t0, done);
             } else {
@@ -728,7 +734,7 @@ final class RedisLockProtocol implements LockProtocol {
             return (RuntimeException) cause;
         }
         String m = String.valueOf(cause.getMessage());
-        String acl = RedisBackend.aclHint(m, backend.uri.keyPrefix());
+        String acl = RedisConnector.aclHint(m, backend.uri.keyPrefix());
         String hint = !acl.isEmpty() ? acl : m.startsWith("NOAUTH") ? " (authentication required)" : "";
         return new LockBackendException(lockName, RedisBackend.NAME, what + " failed: " + m + hint, cause);
     }

@@ -74,6 +74,6 @@ public final class RedisLocks {
         Objects.requireNonNull(keyPrefix, "keyPrefix");
         Objects.requireNonNull(options, "options");
         RedisUri uri = RedisUri.handedIn(target, keyPrefix, options);
-        return LockEngine.newClient(RedisBackend.connect(client, target, uri), options);
+        return LockEngine.newClient(RedisConnector.connect(client, target, uri), options);
     }
 }

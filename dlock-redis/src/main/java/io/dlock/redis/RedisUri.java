@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A Redis URI taken apart:
@@ -40,10 +41,10 @@ record RedisUri(
         Mode mode,
         List<HostPort> hosts,
         int database,
-        String user,
-        String password,
+        @Nullable String user,
+        @Nullable String password,
         String keyPrefix,
-        String master,
+        @Nullable String master,
         boolean tls,
         String verifyPeer,
         int waitReplicas,
@@ -199,7 +200,7 @@ record RedisUri(
         return prefix;
     }
 
-    private static int waitReplicas(String value) {
+    private static int waitReplicas(@Nullable String value) {
         if (value == null) {
             return 0;
         }

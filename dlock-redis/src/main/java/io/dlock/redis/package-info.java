@@ -7,4 +7,7 @@
  *
  * <p>Internal apart from the service provider: no class here is for direct use.
  */
+@NullMarked
 package io.dlock.redis;
+
+import org.jspecify.annotations.NullMarked;

@@ -94,7 +94,7 @@ class RedisAclIT {
 
     @Test
     void aclRule_isTheOneInTheReadmeAndTheErrorHint() throws Exception {
-        assertThat(ACL_RULE).isEqualTo("~dlock:* &dlock:c:* " + RedisBackend.ACL_COMMANDS);
+        assertThat(ACL_RULE).isEqualTo("~dlock:* &dlock:c:* " + RedisConnector.ACL_COMMANDS);
         assertThat(Files.readString(Path.of("README.md"))).contains("user dlock on >password " + ACL_RULE);
     }
 

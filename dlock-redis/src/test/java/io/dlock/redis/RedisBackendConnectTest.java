@@ -23,7 +23,7 @@ class RedisBackendConnectTest {
     @Test
     void retryLostHandshake_lostOnce_triesAgainAndReturnsTheSecondResult() {
         AtomicInteger calls = new AtomicInteger();
-        RedisBackend none = RedisBackend.retryLostHandshake(() -> {
+        RedisBackend none = RedisConnector.retryLostHandshake(() -> {
             if (calls.incrementAndGet() == 1) {
                 throw lost();
             }
@@ -36,19 +36,19 @@ class RedisBackendConnectTest {
     @Test
     void retryLostHandshake_alwaysLost_givesUpAfterTheLastAttempt() {
         AtomicInteger calls = new AtomicInteger();
-        assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
+        assertThatThrownBy(() -> RedisConnector.retryLostHandshake(() -> {
                     calls.incrementAndGet();
                     throw lost();
                 }))
                 .isInstanceOf(LockBackendException.class)
                 .hasRootCauseMessage("RedisHandshakeHandler not registered");
-        assertThat(calls).hasValue(RedisBackend.LOST_HANDSHAKE_ATTEMPTS);
+        assertThat(calls).hasValue(RedisConnector.LOST_HANDSHAKE_ATTEMPTS);
     }
 
     @Test
     void retryLostHandshake_otherFailure_isNotRetried() {
         AtomicInteger calls = new AtomicInteger();
-        assertThatThrownBy(() -> RedisBackend.retryLostHandshake(() -> {
+        assertThatThrownBy(() -> RedisConnector.retryLostHandshake(() -> {
                     calls.incrementAndGet();
                     throw new LockBackendException(
                             null,
@@ -62,7 +62,7 @@ class RedisBackendConnectTest {
 
     @Test
     void reconnectDelay_maxSleepEqualToBaseSleep_isAcceptedAsAOneMillisecondRange() {
-        var delay = RedisBackend.reconnectDelay(io.dlock.RetryPolicy.exponentialBackoff(
+        var delay = RedisConnector.reconnectDelay(io.dlock.RetryPolicy.exponentialBackoff(
                 java.time.Duration.ofMillis(100), java.time.Duration.ofMillis(100), 3));
         assertThat(delay.createDelay(10).toMillis()).isBetween(100L, 101L);
     }

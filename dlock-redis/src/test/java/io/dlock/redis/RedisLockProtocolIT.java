@@ -25,7 +25,7 @@ class RedisLockProtocolIT extends RedisTestSupport {
 
     private RedisBackend backend(String query) {
         BackendUri uri = BackendUri.parse(URI.create(uri(query)), LockOptions.defaults(), RedisUri.PARAMETERS);
-        return track(RedisBackend.connect(RedisUri.from(uri)));
+        return track(RedisConnector.connect(RedisUri.from(uri)));
     }
 
     private static <T> T get(CompletionStage<T> stage) throws Exception {

@@ -2,6 +2,7 @@ package io.dlock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.testkit.DlockServer;
 import io.dlock.testkit.LockFixtureSupport;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.Timing;
@@ -10,7 +11,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -21,19 +21,15 @@ import org.junit.jupiter.api.TestInfo;
  * every client is closed and the server must hold no key under the test's prefix: whatever dlock
  * creates, it removes.
  */
+@DlockServer(DlockServer.Kind.REDIS)
 abstract class RedisTestSupport extends LockFixtureSupport {
     static RedisServer server;
 
     String prefix;
 
     @BeforeAll
-    static void startServer() {
-        server = RedisServer.start();
-    }
-
-    @AfterAll
-    static void stopServer() {
-        server.close();
+    static void server(RedisServer started) {
+        server = started;
     }
 
     @BeforeEach

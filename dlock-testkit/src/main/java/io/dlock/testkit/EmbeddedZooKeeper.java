@@ -18,6 +18,7 @@ import org.apache.zookeeper.server.RequestProcessor;
 import org.apache.zookeeper.server.ServerCnxnFactory;
 import org.apache.zookeeper.server.ZooKeeperServer;
 import org.apache.zookeeper.server.persistence.FileTxnSnapLog;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,22 +57,22 @@ public final class EmbeddedZooKeeper implements TestServer {
 
     private final int port;
     private final Path dataDir;
-    private final Path ownedDir; // null when the caller owns dataDir
+    private final @Nullable Path ownedDir; // null when the caller owns dataDir
 
     @GuardedBy("this")
-    private ZooKeeperServer server;
+    private @Nullable ZooKeeperServer server;
 
     @GuardedBy("this")
-    private ServerCnxnFactory factory;
+    private @Nullable ServerCnxnFactory factory;
 
     @GuardedBy("this")
-    private FileTxnSnapLog txnLog;
+    private @Nullable FileTxnSnapLog txnLog;
 
     @GuardedBy("this")
     private boolean closed;
 
     @GuardedBy("this")
-    private ContainerManager containers;
+    private @Nullable ContainerManager containers;
 
     /** How often empty container znodes (dlock's lock parents) are removed; production default is 60 s. */
     public static final int CONTAINER_CHECK_INTERVAL_MS = 500;
@@ -87,7 +88,7 @@ public final class EmbeddedZooKeeper implements TestServer {
         }
     }
 
-    private EmbeddedZooKeeper(int port, Path dataDir, Path ownedDir) {
+    private EmbeddedZooKeeper(int port, Path dataDir, @Nullable Path ownedDir) {
         this.port = port;
         this.dataDir = dataDir;
         this.ownedDir = ownedDir;

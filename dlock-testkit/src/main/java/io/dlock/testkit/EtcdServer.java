@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An {@code etcd} process (one member, or one member of an {@link EtcdCluster}) on free loopback
@@ -57,7 +58,7 @@ public final class EtcdServer implements TestServer {
     /** Whether a start waits for /health (a lone member of a cluster has no quorum to be healthy). */
     private final boolean waitHealthy;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     @GuardedBy("this")
     private boolean closed;
@@ -157,7 +158,7 @@ public final class EtcdServer implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return process.pid();
+        return running().pid();
     }
 
     /**
@@ -217,7 +218,7 @@ public final class EtcdServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void pause() {
-        Reaper.signal(process.pid(), "STOP");
+        Reaper.signal(running().pid(), "STOP");
     }
 
     /**
@@ -227,7 +228,7 @@ public final class EtcdServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void resume() {
-        Reaper.signal(process.pid(), "CONT");
+        Reaper.signal(running().pid(), "CONT");
     }
 
     /**
@@ -289,7 +290,6 @@ public final class EtcdServer implements TestServer {
     }
 
     /** Starts the process; waits for health if {@link #waitHealthy}, else only that it stays up. */
-    @GuardedBy("this")
     synchronized void launch(String binary) {
         Path logFile = dir.resolve("etcd.log");
         String peerUrl = "http://127.0.0.1:" + peerPort;
@@ -424,5 +424,13 @@ public final class EtcdServer implements TestServer {
         throw new IllegalStateException("etcd not found on the PATH: the etcd tests need a real server."
                 + " Install one (Debian/Ubuntu: apt-get install etcd-server) or point -D" + BINARY_PROPERTY
                 + "=/path/to/etcd at it");
+    }
+
+    private Process running() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException(this + " was never started");
+        }
+        return p;
     }
 }

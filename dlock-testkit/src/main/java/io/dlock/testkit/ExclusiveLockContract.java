@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -252,7 +253,12 @@ public interface ExclusiveLockContract extends LockFixture {
             try {
                 owner.lock("owned").asJavaLock().unlock();
             } catch (Throwable t) {
-                thrown.get().addSuppressed(t);
+                Throwable first = thrown.get();
+                if (first == null) {
+                    thrown.set(t);
+                } else {
+                    first.addSuppressed(t);
+                }
             }
         });
         intruder.start();
@@ -260,7 +266,9 @@ public interface ExclusiveLockContract extends LockFixture {
         assertThat(thrown.get())
                 .isInstanceOf(IllegalMonitorStateException.class)
                 .hasMessageContaining("owned");
-        assertThat(thrown.get().getSuppressed()).singleElement().isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(Objects.requireNonNull(thrown.get()).getSuppressed())
+                .singleElement()
+                .isInstanceOf(IllegalMonitorStateException.class);
         assertThat(lease.isValid()).isTrue();
         assertThat(other.lock("owned").tryAcquire(Duration.ZERO)).isEmpty();
         lease.close();

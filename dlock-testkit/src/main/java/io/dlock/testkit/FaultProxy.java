@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -170,7 +171,7 @@ public final class FaultProxy implements AutoCloseable {
         if (target.isUnresolved()) {
             throw new IllegalArgumentException("cannot resolve the proxy target " + target);
         }
-        ServerSocket socket = null;
+        @Nullable ServerSocket socket = null;
         try {
             socket = new ServerSocket();
             socket.bind(new InetSocketAddress(FreePorts.loopbackAddress(), 0), 64);
@@ -551,7 +552,7 @@ public final class FaultProxy implements AutoCloseable {
         closeQuietly(socket);
     }
 
-    private static void closeQuietly(AutoCloseable closeable) {
+    private static void closeQuietly(@Nullable AutoCloseable closeable) {
         if (closeable == null) {
             return;
         }

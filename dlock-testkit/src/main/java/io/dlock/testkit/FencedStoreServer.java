@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -243,14 +244,14 @@ public final class FencedStoreServer implements AutoCloseable {
         }
     }
 
-    private static String checkClient(String client) {
+    private static @Nullable String checkClient(String client) {
         return CLIENT.matcher(client).matches()
                 ? null
                 : "ERROR client must be 1 to 64 characters from A-Z a-z 0-9 _ . : # -, got '" + abbreviate(client)
                         + "'";
     }
 
-    private static Long number(String text) {
+    private static @Nullable Long number(String text) {
         try {
             return Long.parseLong(text);
         } catch (NumberFormatException e) {

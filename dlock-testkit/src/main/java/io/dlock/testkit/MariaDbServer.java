@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A MariaDB server process ({@code mariadbd}) on a free loopback port, from the binaries Debian
@@ -51,7 +52,7 @@ public final class MariaDbServer implements TestServer {
     private final String server;
     private final String client;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     @GuardedBy("this")
     private boolean closed;

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code memcached} process on a free loopback port, started from the binary installed on the
@@ -51,7 +52,7 @@ public final class MemcachedServer implements TestServer {
     private final Path dir;
     private final int memoryMb;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     /** More command-line arguments ({@link #startWithAuth}); set before the first launch. */
     private volatile List<String> extraArgs = List.of();
@@ -177,7 +178,7 @@ public final class MemcachedServer implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return process.pid();
+        return running().pid();
     }
 
     /**
@@ -327,7 +328,7 @@ public final class MemcachedServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void pause() {
-        Reaper.signal(process.pid(), "STOP");
+        Reaper.signal(running().pid(), "STOP");
     }
 
     /**
@@ -337,7 +338,7 @@ public final class MemcachedServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void resume() {
-        Reaper.signal(process.pid(), "CONT");
+        Reaper.signal(running().pid(), "CONT");
     }
 
     /**
@@ -496,5 +497,13 @@ public final class MemcachedServer implements TestServer {
         }
         throw new IllegalStateException("memcached not found: set -D" + BINARY_PROPERTY + " or DLOCK_MEMCACHED, or"
                 + " put memcached on the PATH (Debian/Ubuntu: apt-get install memcached)");
+    }
+
+    private Process running() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException(this + " was never started");
+        }
+        return p;
     }
 }

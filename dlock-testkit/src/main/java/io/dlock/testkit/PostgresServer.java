@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A PostgreSQL server process on a free loopback port, from the binaries Debian installs under
@@ -63,7 +64,7 @@ public final class PostgresServer implements TestServer {
     private final Path bin;
     private final boolean durable;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     @GuardedBy("this")
     private boolean closed;
@@ -157,7 +158,7 @@ public final class PostgresServer implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return process.pid();
+        return running().pid();
     }
 
     /**
@@ -542,9 +543,19 @@ public final class PostgresServer implements TestServer {
 
     private static int version(Path bin) {
         try {
-            return Integer.parseInt(bin.getParent().getFileName().toString().replaceAll("\\D.*", ""));
+            Path dir = bin.getParent();
+            Path version = dir == null ? null : dir.getFileName();
+            return version == null ? 0 : Integer.parseInt(version.toString().replaceAll("\\D.*", ""));
         } catch (NumberFormatException e) {
             return 0;
         }
+    }
+
+    private Process running() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException(this + " was never started");
+        }
+        return p;
     }
 }

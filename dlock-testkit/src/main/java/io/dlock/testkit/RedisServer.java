@@ -1,30 +1,19 @@
 package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.io.BufferedInputStream;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.GeneralSecurityException;
-import java.security.KeyStore;
-import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
 import javax.net.ssl.SSLSocketFactory;
-import javax.net.ssl.TrustManagerFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code redis-server} process on a free loopback port, started from the binary installed on
@@ -62,23 +51,22 @@ public final class RedisServer implements TestServer {
     public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
 
     /** The password of {@link #caTrustStore()}. */
-    public static final String TRUST_STORE_PASSWORD = "dlock-test";
+    public static final String TRUST_STORE_PASSWORD = TlsMaterial.TRUST_STORE_PASSWORD;
 
     private static final Duration PROBE_TIMEOUT = Duration.ofMillis(500);
-    private static final Duration OPENSSL_TIMEOUT = Duration.ofSeconds(30);
 
     private final int port;
     private final Path dir;
     private final List<String> config;
     private final boolean sentinel;
-    private final String password;
+    private final @Nullable String password;
     private final boolean persistence;
     private final boolean tls;
 
     /** Trusts this server's CA; set once before the first launch, null without TLS. */
-    private volatile SSLSocketFactory tlsSockets;
+    private volatile @Nullable SSLSocketFactory tlsSockets;
 
-    private volatile Process process;
+    private volatile @Nullable Process process;
 
     @GuardedBy("this")
     private boolean closed;
@@ -146,7 +134,7 @@ public final class RedisServer implements TestServer {
         private boolean persistence = true;
         private boolean sentinel;
         private boolean tls;
-        private String probePassword;
+        private @Nullable String probePassword;
         private int port;
         private boolean replica;
 
@@ -271,19 +259,18 @@ public final class RedisServer implements TestServer {
          */
         public RedisServer start() {
             String binary = binary(); // fail before creating anything
-            String openssl = null;
             if (tls) {
                 if (sentinel) {
                     throw new IllegalStateException("RedisServer: tls() is not supported together with sentinel()");
                 }
-                openssl = openssl();
+                TlsMaterial.openssl(); // fail before creating anything
             }
             Path dir = Reaper.createTempDirectory("dlock-redis-");
             RedisServer server = new RedisServer(this, port != 0 ? port : FreePorts.loopback(), dir);
             synchronized (server) {
                 try {
-                    if (openssl != null) {
-                        server.makeCertificates(openssl);
+                    if (tls) {
+                        server.tlsSockets = TlsMaterial.create(dir).socketFactory();
                     }
                     server.launch(binary);
                     if (replica) {
@@ -330,7 +317,7 @@ public final class RedisServer implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return process.pid();
+        return running().pid();
     }
 
     /**
@@ -368,7 +355,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caCertificate() {
         requireTls("caCertificate");
-        return dir.resolve("ca.crt");
+        return dir.resolve(TlsMaterial.CA_CERTIFICATE);
     }
 
     /**
@@ -385,7 +372,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caTrustStore() {
         requireTls("caTrustStore");
-        return dir.resolve("truststore.p12");
+        return dir.resolve(TlsMaterial.TRUST_STORE);
     }
 
     private void requireTls(String what) {
@@ -417,10 +404,10 @@ public final class RedisServer implements TestServer {
      * cannot be reached or the TLS handshake fails.
      *
      * @param args the command and its arguments, for example {@code "KEYS", "dlock:*"}
-     * @return the reply
+     * @return the reply; null for a nil reply
      * @throws IllegalStateException if the server answers with an error
      */
-    public Object command(String... args) {
+    public @Nullable Object command(String... args) {
         return Resp.command(port, tlsSockets, password, Duration.ofSeconds(5), args);
     }
 
@@ -457,7 +444,7 @@ public final class RedisServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void pause() {
-        Reaper.signal(process.pid(), "STOP");
+        Reaper.signal(running().pid(), "STOP");
     }
 
     /**
@@ -467,7 +454,7 @@ public final class RedisServer implements TestServer {
      * {@link IllegalStateException} if the signal fails.
      */
     public synchronized void resume() {
-        Reaper.signal(process.pid(), "CONT");
+        Reaper.signal(running().pid(), "CONT");
     }
 
     /**
@@ -536,9 +523,11 @@ public final class RedisServer implements TestServer {
         if (tls) {
             lines.add("port 0");
             lines.add("tls-port " + port);
-            lines.add("tls-cert-file " + dir.resolve("server.crt").toAbsolutePath());
-            lines.add("tls-key-file " + dir.resolve("server.key").toAbsolutePath());
-            lines.add("tls-ca-cert-file " + dir.resolve("ca.crt").toAbsolutePath());
+            lines.add("tls-cert-file "
+                    + dir.resolve(TlsMaterial.SERVER_CERTIFICATE).toAbsolutePath());
+            lines.add("tls-key-file " + dir.resolve(TlsMaterial.SERVER_KEY).toAbsolutePath());
+            lines.add("tls-ca-cert-file "
+                    + dir.resolve(TlsMaterial.CA_CERTIFICATE).toAbsolutePath());
             lines.add("tls-auth-clients no");
         } else {
             lines.add("port " + port);
@@ -596,147 +585,6 @@ public final class RedisServer implements TestServer {
         }
     }
 
-    /**
-     * Makes a CA and a server certificate for 127.0.0.1/localhost (P-256 keys, valid two days),
-     * and a PKCS12 trust store holding the CA; then the socket factory that the probe and {@link
-     * #command} use.
-     */
-    @GuardedBy("this")
-    private void makeCertificates(String openssl) {
-        Path ext = dir.resolve("server.ext");
-        try {
-            Files.write(
-                    ext,
-                    List.of(
-                            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                            "basicConstraints=critical,CA:FALSE",
-                            "keyUsage=critical,digitalSignature,keyEncipherment",
-                            "extendedKeyUsage=serverAuth"),
-                    StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + ext, e);
-        }
-        String ec = "ec_paramgen_curve:prime256v1";
-        runOpenssl(
-                openssl,
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                ec,
-                "-nodes",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=dlock throwaway test CA",
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign");
-        runOpenssl(
-                openssl,
-                "req",
-                "-new",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                ec,
-                "-nodes",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=localhost");
-        runOpenssl(
-                openssl,
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "server.crt",
-                "-days",
-                "2",
-                "-extfile",
-                ext.toString());
-        try (InputStream in = Files.newInputStream(dir.resolve("ca.crt"));
-                OutputStream out = Files.newOutputStream(dir.resolve("truststore.p12"))) {
-            KeyStore store = KeyStore.getInstance("PKCS12");
-            store.load(null, null);
-            store.setCertificateEntry(
-                    "dlock-test-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
-            store.store(out, TRUST_STORE_PASSWORD.toCharArray());
-            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-            tmf.init(store);
-            SSLContext context = SSLContext.getInstance("TLS");
-            context.init(null, tmf.getTrustManagers(), null);
-            tlsSockets = context.getSocketFactory();
-        } catch (IOException e) {
-            throw new UncheckedIOException(this + ": cannot read the CA certificate or write the trust store", e);
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException(this + ": cannot load the CA certificate openssl made", e);
-        }
-    }
-
-    private void runOpenssl(String openssl, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(openssl));
-        cmd.addAll(List.of(args));
-        Path out = dir.resolve("openssl.log");
-        try {
-            Process p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile()))
-                    .start();
-            Reaper.track(p);
-            try {
-                if (!p.waitFor(OPENSSL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
-                    p.destroyForcibly();
-                    p.waitFor(10, TimeUnit.SECONDS);
-                    throw new IllegalStateException(this + ": " + String.join(" ", cmd) + " did not finish within "
-                            + OPENSSL_TIMEOUT + tail(out));
-                }
-            } finally {
-                Reaper.untrack(p);
-            }
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(
-                        this + ": " + String.join(" ", cmd) + " exited with " + p.exitValue() + tail(out));
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + openssl, e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while running openssl", e);
-        }
-    }
-
-    /** The openssl binary on the PATH, or an exception saying how to get one. */
-    static String openssl() {
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String d : path.split(File.pathSeparator)) {
-                Path candidate = Path.of(d, "openssl");
-                if (Files.isExecutable(candidate)) {
-                    return candidate.toString();
-                }
-            }
-        }
-        throw new IllegalStateException("openssl not found on the PATH: RedisServer.tls() makes its throwaway CA and"
-                + " server certificate with the openssl CLI. Install it (Debian/Ubuntu: apt-get install openssl)");
-    }
-
     private static String tail(Path logFile) {
         try {
             List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
@@ -773,113 +621,11 @@ public final class RedisServer implements TestServer {
                 + "=/path/to/redis-server at it");
     }
 
-    /** A minimal RESP2 client: enough for readiness probes and test inspection. */
-    static final class Resp {
-        private Resp() {}
-
-        static boolean isUp(int port, SSLSocketFactory tls, String password, Duration timeout) {
-            try {
-                Object pong = command(port, tls, password, timeout, "PING");
-                return "PONG".equals(pong);
-            } catch (UncheckedIOException | IllegalStateException e) {
-                return false;
-            }
+    private Process running() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException(this + " was never started");
         }
-
-        /** Sends one command; over TLS (verifying the host 127.0.0.1) when {@code tls} is not null. */
-        static Object command(int port, SSLSocketFactory tls, String password, Duration timeout, String... args) {
-            try (Socket plain = new Socket()) {
-                plain.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), (int) timeout.toMillis());
-                plain.setSoTimeout((int) timeout.toMillis());
-                if (tls == null) {
-                    return exchange(plain, password, args);
-                }
-                try (SSLSocket ssl = (SSLSocket) tls.createSocket(plain, "127.0.0.1", port, true)) {
-                    SSLParameters params = ssl.getSSLParameters();
-                    params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name 127.0.0.1
-                    ssl.setSSLParameters(params);
-                    ssl.startHandshake();
-                    return exchange(ssl, password, args);
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(
-                        "cannot reach redis on 127.0.0.1:" + port + (tls == null ? "" : " (TLS)"), e);
-            }
-        }
-
-        private static Object exchange(Socket socket, String password, String... args) throws IOException {
-            OutputStream out = socket.getOutputStream();
-            InputStream in = new BufferedInputStream(socket.getInputStream());
-            if (password != null) {
-                write(out, "AUTH", password);
-                read(in);
-            }
-            write(out, args);
-            return read(in);
-        }
-
-        private static void write(OutputStream out, String... args) throws IOException {
-            StringBuilder sb =
-                    new StringBuilder().append('*').append(args.length).append("\r\n");
-            for (String a : args) {
-                byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
-                sb.append('$').append(bytes.length).append("\r\n").append(a).append("\r\n");
-            }
-            out.write(sb.toString().getBytes(StandardCharsets.UTF_8));
-            out.flush();
-        }
-
-        private static Object read(InputStream in) throws IOException {
-            int type = in.read();
-            String line = line(in);
-            switch (type) {
-                case '+':
-                    return line;
-                case '-':
-                    throw new IllegalStateException(line);
-                case ':':
-                    return Long.parseLong(line);
-                case '$': {
-                    int n = Integer.parseInt(line);
-                    if (n < 0) {
-                        return null;
-                    }
-                    byte[] data = in.readNBytes(n + 2);
-                    return new String(data, 0, n, StandardCharsets.UTF_8);
-                }
-                case '*': {
-                    int n = Integer.parseInt(line);
-                    if (n < 0) {
-                        return null;
-                    }
-                    List<Object> items = new ArrayList<>(n);
-                    for (int i = 0; i < n; i++) {
-                        try {
-                            items.add(read(in));
-                        } catch (IllegalStateException e) {
-                            items.add(e);
-                        }
-                    }
-                    return items;
-                }
-                case -1:
-                    throw new IOException("connection closed");
-                default:
-                    throw new IOException("unexpected RESP type '" + (char) type + "'");
-            }
-        }
-
-        private static String line(InputStream in) throws IOException {
-            StringBuilder sb = new StringBuilder();
-            int c;
-            while ((c = in.read()) != -1) {
-                if (c == '\r') {
-                    in.read(); // '\n'
-                    break;
-                }
-                sb.append((char) c);
-            }
-            return sb.toString();
-        }
+        return p;
     }
 }

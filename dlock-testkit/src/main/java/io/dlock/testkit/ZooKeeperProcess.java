@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.apache.zookeeper.server.ZooKeeperServerMain;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A standalone ZooKeeper server in a separate JVM, so that tests can kill it with SIGKILL or
@@ -53,7 +54,7 @@ public final class ZooKeeperProcess implements TestServer {
     private final Path config;
 
     // Written under `this`, read without it so pid() and isAlive() never wait for a restart.
-    private volatile ChildJvm jvm; // null only before the first launch
+    private volatile @Nullable ChildJvm jvm; // null only before the first launch
 
     @GuardedBy("this")
     private boolean closed;
@@ -147,7 +148,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @return the pid
      */
     public long pid() {
-        return jvm.pid();
+        return launched().pid();
     }
 
     /**
@@ -158,7 +159,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @return the lines so far, oldest first
      */
     public List<String> lines() {
-        return jvm.lines();
+        return launched().lines();
     }
 
     /**
@@ -171,7 +172,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @throws IllegalStateException if the process does not exit
      */
     public synchronized void kill() {
-        jvm.kill();
+        launched().kill();
     }
 
     /**
@@ -184,7 +185,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @throws IllegalStateException if the signal cannot be sent
      */
     public synchronized void pause() {
-        jvm.pause();
+        launched().pause();
     }
 
     /**
@@ -197,7 +198,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @throws IllegalStateException if the signal cannot be sent
      */
     public synchronized void resume() {
-        jvm.resume();
+        launched().resume();
     }
 
     /**
@@ -208,7 +209,7 @@ public final class ZooKeeperProcess implements TestServer {
      * @return true while the process has not exited
      */
     public boolean isAlive() {
-        return jvm.isAlive();
+        return launched().isAlive();
     }
 
     /**
@@ -227,7 +228,7 @@ public final class ZooKeeperProcess implements TestServer {
         if (closed) {
             throw new IllegalStateException(this + " is closed");
         }
-        jvm.kill();
+        launched().kill();
         launch();
     }
 
@@ -312,5 +313,13 @@ public final class ZooKeeperProcess implements TestServer {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + config, e);
         }
+    }
+
+    private ChildJvm launched() {
+        ChildJvm j = jvm;
+        if (j == null) {
+            throw new IllegalStateException(this + " was never launched");
+        }
+        return j;
     }
 }

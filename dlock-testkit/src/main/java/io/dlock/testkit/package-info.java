@@ -9,4 +9,7 @@
  * recorded by pid and killed on {@code close()} or, as a last resort, by a JVM shutdown hook.
  * Nothing in this package is meant for production code.
  */
+@NullMarked
 package io.dlock.testkit;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,5 +1,6 @@
 package io.dlock.zookeeper;
 
+import io.dlock.testkit.DlockServer;
 import io.dlock.testkit.EmbeddedZooKeeper;
 import io.dlock.testkit.LockFixtureSupport;
 import java.time.Duration;
@@ -7,26 +8,21 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.zookeeper.ZooKeeper;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 
 /** One embedded ZooKeeper per test class; a fresh namespace and fresh clients per test. */
+@DlockServer(DlockServer.Kind.ZOOKEEPER)
 abstract class ZooKeeperTestSupport extends LockFixtureSupport {
     static EmbeddedZooKeeper server;
 
     String namespace;
 
     @BeforeAll
-    static void startServer() {
-        server = EmbeddedZooKeeper.start();
-    }
-
-    @AfterAll
-    static void stopServer() {
-        server.close();
+    static void server(EmbeddedZooKeeper started) {
+        server = started;
     }
 
     @BeforeEach

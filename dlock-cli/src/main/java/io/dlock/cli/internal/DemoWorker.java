@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The main class of one {@code dlock demo} worker JVM: an order-processing service that sells
@@ -208,7 +209,7 @@ public final class DemoWorker {
     record Config(
             int port,
             String client,
-            String lockUri,
+            @Nullable String lockUri,
             String lockName,
             long orderMinMs,
             long orderMaxMs,

@@ -13,6 +13,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,6 +65,10 @@ public final class OversellDemo {
     private final int workers;
     private final Duration sessionTimeout;
     private final PrintWriter out;
+    /** The lock server given by the user ({@code --uri}), or null for the embedded ZooKeeper. */
+    private final @Nullable String serverUri;
+    /** What the narration calls the holder's liveness: a ZooKeeper session or a lease. */
+    private final String liveness;
 
     /**
      * Prepares a demo; nothing starts until {@link #run()}.
@@ -77,6 +82,31 @@ public final class OversellDemo {
      * @throws IllegalArgumentException if a number is out of range
      */
     public OversellDemo(int stock, int workers, Duration sessionTimeout, PrintWriter out) {
+        this(stock, workers, sessionTimeout, out, null);
+    }
+
+    /**
+     * Prepares a demo on a lock server of the user's instead of the embedded ZooKeeper; nothing
+     * starts until {@link #run()}.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: throws, nothing started.
+     *
+     * @param stock the items in stock at the start of each round, at least 1
+     * @param workers the worker JVMs per round, at least 2
+     * @param sessionTimeout how long a dead or frozen holder keeps the lock: the ZooKeeper session
+     *     timeout, or the lease time on the other backends (added to {@code serverUri} unless it sets
+     *     {@code sessionTimeout} or {@code leaseTime} itself)
+     * @param out where the narration goes
+     * @param serverUri a dlock URI ({@code jdbc:postgresql://…}, {@code redis://…}, …), or null for
+     *     the embedded ZooKeeper
+     * @throws IllegalArgumentException if a number is out of range or the URI is blank
+     */
+    public OversellDemo(int stock, int workers, Duration sessionTimeout, PrintWriter out, @Nullable String serverUri) {
+        if (serverUri != null && serverUri.isBlank()) {
+            throw new IllegalArgumentException("the lock server URI must not be blank");
+        }
+        this.serverUri = serverUri;
+        this.liveness = serverUri == null || serverUri.startsWith("zookeeper:") ? "session" : "lease";
         if (stock < 1) {
             throw new IllegalArgumentException("stock must be >= 1, got " + stock);
         }
@@ -106,6 +136,16 @@ public final class OversellDemo {
      */
     public List<RoundResult> run() {
         List<RoundResult> results = new ArrayList<>();
+        if (serverUri != null) {
+            String lockUri = withTimeout(serverUri);
+            out.printf(
+                    "dlock demo: %d worker JVMs sell %d items, four times.%n" + "Lock server %s, worker %s time %s.%n",
+                    workers, stock, redact(serverUri), liveness, DurationConverter.toParameter(sessionTimeout));
+            out.flush();
+            preflight(lockUri, redact(serverUri));
+            playRounds(lockUri, results);
+            return results;
+        }
         try (EmbeddedZooKeeper zooKeeper = EmbeddedZooKeeper.start()) {
             String lockUri =
                     zooKeeper.uri("dlock-demo") + "?sessionTimeout=" + DurationConverter.toParameter(sessionTimeout);
@@ -114,25 +154,42 @@ public final class OversellDemo {
                             + "ZooKeeper (embedded) at %s, worker session timeout %s.%n",
                     workers, stock, zooKeeper.connectString(), DurationConverter.toParameter(sessionTimeout));
             out.flush();
-            preflight(lockUri);
-            results.add(play(1, "no lock", null, this::noLock));
-            results.add(play(2, "dlock", lockUri, this::withLock));
-            results.add(play(3, "dlock + kill -9", lockUri, this::killHolder));
-            results.add(play(4, "dlock + GC pause", lockUri, this::pauseHolder));
+            preflight(lockUri, "the embedded ZooKeeper");
+            playRounds(lockUri, results);
         }
         return results;
+    }
+
+    private void playRounds(String lockUri, List<RoundResult> results) {
+        results.add(play(1, "no lock", null, this::noLock));
+        results.add(play(2, "dlock", lockUri, this::withLock));
+        results.add(play(3, "dlock + kill -9", lockUri, this::killHolder));
+        results.add(play(4, "dlock + GC pause", lockUri, this::pauseHolder));
+    }
+
+    /** The user's URI with the demo's session or lease time, unless it sets one itself. */
+    private String withTimeout(String uri) {
+        String parameter = liveness.equals("session") ? "sessionTimeout" : "leaseTime";
+        if (uri.contains(parameter + "=")) {
+            return uri;
+        }
+        return uri + (uri.contains("?") ? "&" : "?") + parameter + "=" + DurationConverter.toParameter(sessionTimeout);
+    }
+
+    /** The URI as the narration shows it: no user info, no password parameter. */
+    static String redact(String uri) {
+        return uri.replaceAll("//[^/@?]*@", "//***@").replaceAll("(?i)(password=)[^&;]*", "$1***");
     }
 
     /**
      * Connects once from this JVM, which has the workers' classpath, so that a missing backend or an
      * unreachable server is one clear error instead of four failed rounds.
      */
-    private static void preflight(String lockUri) {
+    private static void preflight(String lockUri, String server) {
         try (LockClient client = LockClient.connect(lockUri)) {
             LOG.debug("preflight: connected to {} ({})", lockUri, client.capabilities());
         } catch (RuntimeException e) {
-            throw new IllegalStateException(
-                    "cannot connect to the embedded ZooKeeper with dlock: " + e.getMessage(), e);
+            throw new IllegalStateException("cannot connect to " + server + " with dlock: " + e.getMessage(), e);
         }
     }
 
@@ -143,7 +200,7 @@ public final class OversellDemo {
         String play(Round round);
     }
 
-    private RoundResult play(int number, String mode, String lockUri, Script script) {
+    private RoundResult play(int number, String mode, @Nullable String lockUri, Script script) {
         out.printf("%nRound %d of 4: %s%n", number, mode);
         out.flush();
         try (Round round = new Round(number, lockUri)) {
@@ -261,12 +318,16 @@ public final class OversellDemo {
         Duration passOn = Duration.ofNanos(next.seenAt - killedAt);
         long nextToken = Long.parseLong(field(next.line, 1));
         out.printf(
-                "  %s acquired the lock (token %d) %s after the kill: ZooKeeper expired the dead"
-                        + " holder's session%n  (timeout %s, counted from its last heartbeat).%n",
+                "  %s acquired the lock (token %d) %s after the kill: %s%n  (%s %s, counted from its last" + " %s).%n",
                 next.worker.name,
                 nextToken,
                 DurationConverter.toSeconds(passOn),
-                DurationConverter.toParameter(sessionTimeout));
+                liveness.equals("session")
+                        ? "ZooKeeper expired the dead holder's session"
+                        : "the dead holder's lease ran out on the server",
+                liveness.equals("session") ? "timeout" : "lease time",
+                DurationConverter.toParameter(sessionTimeout),
+                liveness.equals("session") ? "heartbeat" : "renewal");
         if (nextToken <= hold.token) {
             round.problems.add(
                     "round 3: the next token " + nextToken + " is not above the killed holder's " + hold.token);
@@ -277,7 +338,7 @@ public final class OversellDemo {
                 "  %s: %d sold in all; the killed worker's order (stock %d -> %d) was never written.%n",
                 soldByWorker(s), s.sold(), hold.stockRead, hold.stockRead - 1);
         out.printf("  => %d oversold.%n", s.oversold());
-        return "lock passed on " + DurationConverter.toSeconds(passOn) + " after kill -9 (session timeout "
+        return "lock passed on " + DurationConverter.toSeconds(passOn) + " after kill -9 (" + liveness + " "
                 + DurationConverter.toParameter(sessionTimeout) + ")";
     }
 
@@ -292,16 +353,24 @@ public final class OversellDemo {
         long pausedAt = System.nanoTime();
         out.printf(
                 "  %s sold %d, then stalls inside its critical section holding token %d (read stock %d).%n"
-                        + "  SIGSTOP %s (pid %d): frozen like a long GC pause; its ZooKeeper session stops"
-                        + " heartbeating.%n",
-                holder.name, holdAt - 1, hold.token, hold.stockRead, holder.name, holder.jvm.pid());
+                        + "  SIGSTOP %s (pid %d): frozen like a long GC pause; its "
+                        + (liveness.equals("session")
+                                ? "ZooKeeper session stops heartbeating"
+                                : "lease is no longer renewed")
+                        + ".%n",
+                holder.name,
+                holdAt - 1,
+                hold.token,
+                hold.stockRead,
+                holder.name,
+                holder.jvm.pid());
         out.flush();
         round.goAll(others);
         Found next = round.awaitAny(others, DemoWorker.ACQUIRED, passOnTimeout());
         round.awaitAny(others, DemoWorker.SOLD, STEP_TIMEOUT);
         out.printf(
-                "  %s acquired the lock (token %s) %s into the pause, once ZooKeeper had expired the"
-                        + " frozen holder's session.%n",
+                "  %s acquired the lock (token %s) %s into the pause, once the frozen holder's " + liveness
+                        + " had run out.%n",
                 next.worker.name,
                 field(next.line, 1),
                 DurationConverter.toSeconds(Duration.ofNanos(next.seenAt - pausedAt)));
@@ -381,7 +450,7 @@ public final class OversellDemo {
         return parts[index];
     }
 
-    private static String firstLine(String text) {
+    private static String firstLine(@Nullable String text) {
         if (text == null) {
             return "";
         }
@@ -461,13 +530,13 @@ public final class OversellDemo {
     /** One round's stock server and workers; closing stops all of them. */
     private final class Round implements AutoCloseable {
         final int number;
-        final String lockUri;
+        final @Nullable String lockUri;
         final StockServer stock;
         final List<Worker> workers = new ArrayList<>();
         final List<String> problems = new ArrayList<>();
-        private Worker victim;
+        private @Nullable Worker victim;
 
-        Round(int number, String lockUri) {
+        Round(int number, @Nullable String lockUri) {
             this.number = number;
             this.lockUri = lockUri;
             this.stock = StockServer.start(OversellDemo.this.stock, lockUri != null);

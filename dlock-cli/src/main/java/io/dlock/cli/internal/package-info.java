@@ -6,4 +6,7 @@
  * io.dlock.cli.internal.DemoWorker} main class run in child JVMs, and the {@link
  * io.dlock.cli.internal.OversellDemo} that drives the four rounds.
  */
+@NullMarked
 package io.dlock.cli.internal;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,436 @@
+package io.dlock.jdbc;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.dlock.LockBackendException;
+import io.dlock.Ticker;
+import io.dlock.spi.EntryLostException;
+import io.dlock.spi.Grant;
+import io.dlock.spi.LockMode;
+import io.dlock.spi.LockProtocol;
+import io.dlock.spi.LockRequest;
+import io.dlock.spi.Position;
+import io.dlock.spi.QueueEntry;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * PostgreSQL session mode ({@code ?mode=session}): each exclusive lock is a {@code
+ * pg_advisory_lock} held by a connection of its own, for as long as that connection's session
+ * lives. The server drops the lock the moment the session ends (a client killed, a connection
+ * closed), and grants it to the next session waiting in its lock queue (FIFO, one waiter woken).
+ * The fencing token comes from the lease table: the holder increments the counter row {@code
+ * pg/<name>} right after the advisory lock is granted, on the same connection, so only one session
+ * at a time increments it and tokens rise with every grant.
+ *
+ * <p>Cost: one connection pinned per held lock and per waiter (a waiter blocks in {@code
+ * pg_advisory_lock} on its connection). It needs a real session: a transaction-mode pooler
+ * (PgBouncer {@code pool_mode=transaction}) would hand the session to others between statements.
+ * Up to {@code maxConnections} idle connections are kept for the next lock.
+ *
+ * <p>Loss: the engine's renewal (every third of the lease time) runs {@code SELECT 1} on the
+ * holder's connection; if it fails, the session (and with it the lock) is gone: {@link
+ * EntryLostException}, the lease turns invalid and {@code onLost} fires.
+ *
+ * <p>Concurrency: each connection is used by one thread at a time: the waiting thread (blocked in
+ * {@code pg_advisory_lock}), then the renewals and the release, which the engine never overlaps. A
+ * waiter withdrawn while blocked has its connection aborted from the releasing thread, which ends
+ * the wait and the session.
+ */
+final class PgSessionProtocol implements LockProtocol {
+    private static final Logger log = LoggerFactory.getLogger(PgSessionProtocol.class);
+
+    private final JdbcBackend backend;
+    private final Ticker ticker;
+    private final long leaseNanos;
+    private final long marginNanos;
+    private final String tokenSql;
+    private final Map<String, Session> sessions = new ConcurrentHashMap<>();
+    private final BlockingQueue<Connection> idle;
+    private final ExecutorService threads;
+
+    /**
+     * One acquisition's connection. Every step on it (the try, the wait, renewals, the release)
+     * runs on its lane, one after the other; only cancelling a wait comes from outside.
+     */
+    private static final class Session {
+        final QueueEntry entry;
+        final long key;
+        /** Set by the first step; read by later steps of the lane only. */
+        volatile @Nullable Connection connection;
+        /** Whether the session holds the advisory lock (set and cleared on the lane). */
+        volatile boolean locked;
+        /** Whether the grant (with its token) was reported. */
+        volatile boolean granted;
+        /** Whether the connection failed and must not be used again. */
+        volatile boolean broken;
+        /** The statement blocked in pg_advisory_lock, for cancelling it. */
+        volatile @Nullable PreparedStatement waiting;
+
+        @GuardedBy("this")
+        boolean withdrawn;
+
+        @GuardedBy("this")
+        boolean blocked;
+
+        @GuardedBy("this")
+        CompletableFuture<?> tail = CompletableFuture.completedFuture(null);
+
+        Session(QueueEntry entry, long key) {
+            this.entry = entry;
+            this.key = key;
+        }
+    }
+
+    PgSessionProtocol(JdbcBackend backend) {
+        this.backend = backend;
+        this.ticker = backend.options.ticker();
+        long leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
+        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        String table = backend.uri.table();
+        this.tokenSql = "INSERT INTO " + table + " AS l (name, token) VALUES (?, 1) ON CONFLICT (name) DO UPDATE"
+                + " SET token = l.token + 1 RETURNING l.token";
+        this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
+        AtomicInteger n = new AtomicInteger();
+        // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.
+        this.threads = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "dlock-jdbc-session-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** The advisory lock key of a lock: 64 bits of SHA-256 over the table and the name. */
+    static long key(String table, String name) {
+        try {
+            byte[] digest =
+                    MessageDigest.getInstance("SHA-256").digest((table + "/" + name).getBytes(StandardCharsets.UTF_8));
+            return ByteBuffer.wrap(digest).getLong();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required by every Java platform", e);
+        }
+    }
+
+    /** Runs {@code work} on the session's lane, after every step queued before it. */
+    private <T> CompletableFuture<T> onLane(Session s, String what, Work<T> work) {
+        synchronized (s) {
+            CompletableFuture<T> f = new CompletableFuture<>();
+            s.tail.whenComplete((x, e) -> {
+                try {
+                    threads.execute(() -> {
+                        try {
+                            f.complete(work.run());
+                        } catch (SQLException e2) {
+                            f.completeExceptionally(failure(s.entry.lockName(), what, e2));
+                        } catch (RuntimeException e2) {
+                            f.completeExceptionally(e2);
+                        }
+                    });
+                } catch (RejectedExecutionException e2) {
+                    f.completeExceptionally(
+                            new LockBackendException(s.entry.lockName(), JdbcBackend.NAME, "client is closed", null));
+                }
+            });
+            s.tail = f;
+            return f;
+        }
+    }
+
+    @FunctionalInterface
+    private interface Work<T> {
+        @Nullable
+        T run() throws SQLException;
+    }
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request) {
+        if (request.mode() != LockMode.EXCLUSIVE) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException(
+                    "dlock-jdbc's session mode has exclusive locks only, not " + request.mode()));
+        }
+        String name = request.lockName();
+        QueueEntry entry =
+                new QueueEntry(name, request.acquisitionId(), "pg/" + name + "#" + request.acquisitionId(), 0, 0);
+        Session s = new Session(entry, key(backend.uri.table(), name));
+        sessions.put(entry.acquisitionId(), s);
+        long t0 = ticker.read();
+        CompletableFuture<Position> f = onLane(s, "acquire", () -> {
+            boolean got;
+            Connection kept = idle.poll();
+            s.connection = kept != null ? kept : backend.dedicatedConnection();
+            try {
+                got = tryLock(s);
+            } catch (SQLException e) {
+                if (kept == null) {
+                    s.broken = true;
+                    throw e;
+                }
+                // A kept connection that died while idle: once more on a new one.
+                discard(kept);
+                s.connection = backend.dedicatedConnection();
+                try {
+                    got = tryLock(s);
+                } catch (SQLException again) {
+                    s.broken = true;
+                    throw again;
+                }
+            }
+            if (!got) {
+                return Position.waiting(entry, "pg_advisory_lock");
+            }
+            s.locked = true;
+            return Position.granted(grant(s, t0));
+        });
+        f.whenComplete((p, e) -> {
+            if (e != null && sessions.remove(entry.acquisitionId(), s)) {
+                onLane(s, "clean-up", () -> {
+                    cleanUp(s);
+                    return null;
+                });
+            }
+        });
+        return f;
+    }
+
+    /** The session's connection, set by its first step. */
+    private static Connection connectionOf(Session s) {
+        Connection c = s.connection;
+        if (c == null) {
+            throw new IllegalStateException("session of " + s.entry.key() + " has no connection yet");
+        }
+        return c;
+    }
+
+    private static boolean tryLock(Session s) throws SQLException {
+        try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_try_advisory_lock(?)")) {
+            ps.setLong(1, s.key);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Takes the token on the holding session; the validity counts from {@code t0}. */
+    private Grant grant(Session s, long t0) throws SQLException {
+        long token;
+        try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
+            ps.setString(1, "pg/" + s.entry.lockName());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                token = rs.getLong(1);
+            }
+        }
+        s.granted = true;
+        return new Grant(s.entry, token, t0 + leaseNanos - marginNanos);
+    }
+
+    @Override
+    public CompletionStage<Position> awaitTurn(Position waiting) {
+        Session s = sessions.get(waiting.entry().acquisitionId());
+        if (s == null) {
+            return CompletableFuture.failedFuture(new EntryLostException(waiting.entry(), "it is not waiting here"));
+        }
+        return onLane(s, "waiting", () -> {
+            synchronized (s) {
+                if (s.withdrawn) {
+                    throw new EntryLostException(s.entry, "it was withdrawn");
+                }
+                s.blocked = true;
+            }
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_advisory_lock(?)")) {
+                s.waiting = ps;
+                ps.setLong(1, s.key);
+                ps.executeQuery().close();
+                s.locked = true;
+            } catch (SQLException e) {
+                if (!"57014".equals(e.getSQLState())) { // else cancelled by a withdrawal: the session is fine
+                    s.broken = true;
+                }
+                synchronized (s) {
+                    s.blocked = false;
+                    if (s.withdrawn) {
+                        throw new EntryLostException(s.entry, "it was withdrawn");
+                    }
+                }
+                throw e;
+            } finally {
+                s.waiting = null;
+            }
+            synchronized (s) {
+                s.blocked = false;
+                if (s.withdrawn) {
+                    throw new EntryLostException(s.entry, "it was withdrawn"); // the release's step unlocks
+                }
+            }
+            // The validity counts from the grant's own reading: the wait itself guarantees nothing.
+            return Position.granted(grant(s, ticker.read()));
+        });
+    }
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry) {
+        Session s = sessions.remove(entry.acquisitionId());
+        if (s == null) {
+            return CompletableFuture.completedFuture(null);
+        }
+        boolean blocked;
+        synchronized (s) {
+            s.withdrawn = true;
+            blocked = s.blocked;
+        }
+        if (blocked) {
+            cancelWait(s);
+        }
+        return onLane(s, "release", () -> {
+            cleanUp(s);
+            return null;
+        });
+    }
+
+    /**
+     * Cancels a wait in pg_advisory_lock (a cancel request on a connection of its own, as {@code
+     * Statement.cancel} sends it), again every 50 ms while the wait goes on (a cancel that lands
+     * before the query runs is lost), and after 5 s ends the session instead.
+     */
+    private void cancelWait(Session s) {
+        try {
+            threads.execute(() -> {
+                for (int i = 0; i < 100; i++) {
+                    synchronized (s) {
+                        if (!s.blocked) {
+                            return;
+                        }
+                    }
+                    PreparedStatement st = s.waiting;
+                    try {
+                        if (st != null) {
+                            st.cancel();
+                        }
+                        Thread.sleep(50); // bounded: 100 tries
+                    } catch (SQLException e) {
+                        log.debug("[lock={} state=CANCELLED] cancel: {}", s.entry.lockName(), backend.message(e));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+                s.broken = true;
+                Connection c = s.connection;
+                try {
+                    if (c != null) {
+                        c.abort(Runnable::run);
+                    }
+                } catch (SQLException e) {
+                    // closed by cleanUp
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            // closing: close() aborts every session
+        }
+    }
+
+    /** Unlocks if locked, then keeps the connection for the next lock or closes it. On the lane. */
+    private void cleanUp(Session s) {
+        Connection c = s.connection;
+        if (c == null) {
+            return;
+        }
+        if (s.locked && !s.broken) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
+                ps.setLong(1, s.key);
+                try (ResultSet rs = ps.executeQuery()) {
+                    s.locked = !(rs.next() && rs.getBoolean(1));
+                }
+            } catch (SQLException e) {
+                // The session is gone, and its lock with it.
+                s.broken = true;
+                log.debug("[lock={} state=RELEASING] unlock: {}", s.entry.lockName(), backend.message(e));
+            }
+        }
+        if (s.locked || s.broken || backend.isClosed() || !idle.offer(c)) {
+            discard(c);
+        }
+    }
+
+    private void discard(Connection c) {
+        backend.closeDedicated(c);
+    }
+
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        Session s = sessions.get(grant.entry().acquisitionId());
+        if (s == null || !s.granted) {
+            return CompletableFuture.failedFuture(new EntryLostException(grant.entry(), "its session is gone"));
+        }
+        long t0 = ticker.read();
+        return onLane(s, "renewal", () -> {
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
+                ps.executeQuery().close();
+                return new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos);
+            } catch (SQLException e) {
+                s.broken = true;
+                throw new EntryLostException(
+                        grant.entry(),
+                        "its session ended, and PostgreSQL dropped the advisory lock with it (" + backend.message(e)
+                                + ")");
+            }
+        });
+    }
+
+    @Override
+    public CompletionStage<Optional<QueueEntry>> findOwnEntry(String lockName, String acquisitionId) {
+        Session s = sessions.get(acquisitionId);
+        return CompletableFuture.completedFuture(Optional.ofNullable(s == null ? null : s.entry));
+    }
+
+    /** Ends every session (the server drops their locks) and the idle connections. */
+    void close() {
+        for (Session s : sessions.values()) {
+            synchronized (s) {
+                s.withdrawn = true;
+            }
+            Connection c = s.connection;
+            if (c != null) {
+                try {
+                    c.abort(Runnable::run);
+                } catch (SQLException e) {
+                    // closed below
+                }
+                backend.closeDedicated(c);
+            }
+        }
+        sessions.clear();
+        Connection c;
+        while ((c = idle.poll()) != null) {
+            backend.closeDedicated(c);
+        }
+        threads.shutdownNow();
+    }
+
+    private RuntimeException failure(String lockName, String what, SQLException e) {
+        return new LockBackendException(
+                lockName, JdbcBackend.NAME, what + " on " + backend.describe() + " failed: " + backend.message(e), e);
+    }
+}

@@ -1,0 +1,118 @@
+package io.dlock.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.Capability;
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.testkit.ExclusiveLockContract;
+import io.dlock.testkit.Timing;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * PostgreSQL's session mode ({@code mode=session}): the exclusive-lock contract on advisory locks,
+ * the server dropping a lock whose session died, and what the mode refuses.
+ */
+class PostgresSessionIT extends JdbcTestSupport implements ExclusiveLockContract {
+
+    @Override
+    Db db() {
+        return Db.POSTGRESQL;
+    }
+
+    @Override
+    public String uri(String query) {
+        return super.uri(query.isEmpty() ? "mode=session" : "mode=session&" + query);
+    }
+
+    /** The sessions that hold, then wait for, lock {@code lock}'s advisory lock (from pg_locks). */
+    @Override
+    public List<String> entries(String lock) {
+        long key = PgSessionProtocol.key(table, lock);
+        List<String> out = new ArrayList<>();
+        try (Connection c = connect();
+                PreparedStatement ps =
+                        c.prepareStatement("SELECT pid, granted FROM pg_locks WHERE locktype = 'advisory'"
+                                + " AND classid = ? AND objid = ? AND objsubid = 1 ORDER BY granted DESC, waitstart")) {
+            ps.setLong(1, key >>> 32);
+            ps.setLong(2, key & 0xffffffffL);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add("pid " + rs.getInt(1) + (rs.getBoolean(2) ? " holds" : " waits"));
+                }
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    @Test
+    void sessionEnds_serverDropsTheLock_holderSeesItLost() throws Exception {
+        LockClient holder = client("leaseTime=2s");
+        Lease lease = holder.lock("dropped").acquire();
+        AtomicInteger lost = new AtomicInteger();
+        lease.onLost(e -> lost.incrementAndGet());
+        String holding = entries("dropped").get(0);
+        // The holder's session ends behind its back (a dead connection, a restarted pooler).
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
+            ps.setInt(1, Integer.parseInt(holding.split(" ")[1]));
+            ps.executeQuery().close();
+        }
+        try (Lease next = client().lock("dropped")
+                .tryAcquire(Timing.scale(Duration.ofSeconds(5)))
+                .orElseThrow()) {
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> !lease.isValid());
+            await().atMost(Duration.ofSeconds(5)).until(() -> lost.get() == 1);
+        }
+        lease.close();
+        assertThat(lost).hasValue(1);
+    }
+
+    @Test
+    void sessionMode_exclusiveOnly_andPostgresOnly() {
+        LockClient client = client();
+        assertThat(client.capabilities())
+                .contains(Capability.EXCLUSIVE, Capability.FENCING_TOKENS, Capability.FAIR, Capability.CRASH_RELEASE)
+                .doesNotContain(Capability.READ_WRITE, Capability.SEMAPHORE);
+        assertThatThrownBy(() -> client.readWriteLock("rw"))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("READ_WRITE");
+        assertThatThrownBy(() -> LockClient.connect("jdbc:h2:mem:x?mode=session"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("mode=session")
+                .hasMessageContaining("PostgreSQL");
+        assertThatThrownBy(() -> LockClient.connect(super.uri("mode=advisory")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'mode'");
+    }
+
+    @Test
+    void release_keepsTheConnectionForTheNextLock_tokensKeepRising() throws Exception {
+        LockClient client = client();
+        long previous = 0;
+        for (int i = 0; i < 5; i++) {
+            try (Lease lease =
+                    client.lock("again").tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+                assertThat(lease.fencingToken()).isGreaterThan(previous);
+                previous = lease.fencingToken();
+                assertThat(entries("again")).hasSize(1);
+            }
+            assertThat(entries("again")).isEmpty();
+        }
+        assertThat(queryLong("SELECT token FROM " + table + " WHERE name = 'pg/again'"))
+                .isEqualTo(5);
+    }
+}
