@@ -36,6 +36,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,13 +86,13 @@ final class MemcachedBackend implements LockBackend {
             Capability.CRASH_RELEASE,
             Capability.RENEWAL));
     private final MemcachedLockProtocol protocol;
-    private volatile ScheduledFuture<?> watchdog;
+    private volatile @Nullable ScheduledFuture<?> watchdog;
 
     /** One server: its current connection, its clock as last seen, its reconnect state. */
     final class Server {
         final InetSocketAddress address;
         final String label;
-        private volatile MetaConnection connection;
+        private volatile @Nullable MetaConnection connection;
         private long generations;
         private volatile long serverSeconds;
         private volatile long seenAtNanos;
@@ -191,7 +192,7 @@ final class MemcachedBackend implements LockBackend {
                 Reply mn = c.send(List.of(Command.of("mn")), System.nanoTime())
                         .get(wait, TimeUnit.MILLISECONDS)
                         .get(0);
-                if (mn.isError() && mn.value().contains("unauthenticated")) {
+                if (mn.isError() && String.valueOf(mn.value()).contains("unauthenticated")) {
                     throw new IOException(label + " requires authentication (memcached run with -Y): give"
                             + " memcached://user:password@host in the URI");
                 }
@@ -214,10 +215,9 @@ final class MemcachedBackend implements LockBackend {
                                 + options.connectTimeout().toMillis() + " ms)",
                         e);
             } catch (java.util.concurrent.ExecutionException e) {
-                c.close(e.getCause());
-                throw e.getCause() instanceof IOException io
-                        ? io
-                        : new IOException(e.getCause().getMessage(), e);
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                c.close(cause);
+                throw cause instanceof IOException io ? io : new IOException(cause.getMessage(), e);
             } catch (InterruptedException e) {
                 c.close(e);
                 Thread.currentThread().interrupt();
@@ -259,10 +259,11 @@ final class MemcachedBackend implements LockBackend {
                         .get(waitMs, TimeUnit.MILLISECONDS)
                         .get(0);
             } catch (java.util.concurrent.ExecutionException e) {
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
                 throw new IOException(
-                        "authentication as '" + uri.user() + "' failed: the server closed the" + " connection ("
-                                + e.getCause().getMessage() + ")",
-                        e.getCause());
+                        "authentication as '" + uri.user() + "' failed: the server closed the connection ("
+                                + cause.getMessage() + ")",
+                        cause);
             }
             if (!r.status().equals("STORED")) {
                 throw new IOException("authentication as '" + uri.user() + "' refused: the server answered " + r
@@ -471,8 +472,11 @@ final class MemcachedBackend implements LockBackend {
             scheduleReconnect(s);
             return;
         }
+        MetaConnection opened = s.connection;
         if (closed.get()) {
-            s.connection.close(null);
+            if (opened != null) {
+                opened.close(null);
+            }
             return;
         }
         s.reconnectAttempt = 0;
@@ -497,6 +501,7 @@ final class MemcachedBackend implements LockBackend {
     }
 
     /** Schedules {@code task} on the timer (the poller) thread; null if closing. */
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);

@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -97,7 +98,7 @@ final class MemcachedLockProtocol implements LockProtocol {
     record Held(Server server, long generation, long cas) {}
 
     /** One attempt's result. */
-    private record Attempt(Grant grant, long retryMs) {}
+    private record Attempt(@Nullable Grant grant, long retryMs) {}
 
     MemcachedLockProtocol(MemcachedBackend backend) {
         this.backend = backend;
@@ -235,7 +236,7 @@ final class MemcachedLockProtocol implements LockProtocol {
             } catch (RuntimeException e) {
                 return undo(server, name, added, cas).thenApply(x -> {
                     throw new CompletionException(
-                            new LockBackendException(name, MemcachedBackend.NAME, e.getMessage(), e));
+                            new LockBackendException(name, MemcachedBackend.NAME, String.valueOf(e.getMessage()), e));
                 });
             }
             server.sawClock(verdict.serverSeconds());
@@ -258,7 +259,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     throw new CompletionException(refused(name, "fencing counter", counter));
                 });
             }
-            long token = Long.parseLong(counter.value().trim());
+            long token = Long.parseLong(java.util.Objects.requireNonNull(counter.value(), "VA without a value")
+                    .trim());
             long last = lastToken(name);
             CompletableFuture<Long> fenced =
                     token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
@@ -283,7 +285,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     if (!reply.status().equals("VA")) {
                         throw new CompletionException(refused(name, "fencing counter", reply));
                     }
-                    return Long.parseLong(reply.value().trim());
+                    return Long.parseLong(java.util.Objects.requireNonNull(reply.value(), "VA without a value")
+                            .trim());
                 });
     }
 
@@ -320,12 +323,15 @@ final class MemcachedLockProtocol implements LockProtocol {
         final QueueEntry entry;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Position> pending;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Attempt> inflight;
 
         @GuardedBy("this")
+        @Nullable
         ScheduledFuture<?> timer;
 
         @GuardedBy("this")
@@ -388,10 +394,9 @@ final class MemcachedLockProtocol implements LockProtocol {
             a.whenComplete(this::onAttempt);
         }
 
-        private void onAttempt(Attempt r, Throwable error) {
+        private void onAttempt(@Nullable Attempt r, @Nullable Throwable error) {
             CompletableFuture<Position> done;
-            CompletableFuture<Position> failed = null;
-            Throwable waitFailure = null;
+            Grant grant;
             synchronized (this) {
                 if (gone) {
                     return; // release() waits for this attempt and gives back what it got
@@ -402,37 +407,33 @@ final class MemcachedLockProtocol implements LockProtocol {
                         && !backend.serverFor(entry.lockName()).mayReconnectSoon()) {
                     // Its server is down: the wait ends here rather than polling a dead server until the
                     // caller's timeout. The engine withdraws the entry, as after any failed wait.
-                    failed = pending;
+                    CompletableFuture<Position> failed = pending;
                     pending = null;
-                    waitFailure = failure(entry.lockName(), "waiting", cause);
-                } else if (error != null || r.grant == null) {
-                    if (error != null) {
-                        log.debug(
-                                "[lock={} state=QUEUED] poll failed: {}",
-                                entry.lockName(),
-                                unwrap(error).toString());
+                    if (failed != null) {
+                        failed.completeExceptionally(failure(entry.lockName(), "waiting", cause));
+                    }
+                    return;
+                }
+                Grant got = r == null ? null : r.grant;
+                CompletableFuture<Position> waiting = pending;
+                if (cause != null || got == null || waiting == null) {
+                    if (cause != null) {
+                        log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), cause.toString());
                     }
                     long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
                     scheduleLocked(delay);
                     return;
                 }
-                if (failed == null) {
-                    gone = true;
-                    done = pending;
-                    pending = null;
-                } else {
-                    done = null;
-                }
-            }
-            if (failed != null) {
-                failed.completeExceptionally(waitFailure);
-                return;
+                gone = true;
+                done = waiting;
+                grant = got;
+                pending = null;
             }
             waiters.remove(entry.key(), this);
             Server server = backend.serverFor(entry.lockName());
             // The waiter key goes before the grant is reported, so a holder never has one beside it.
             server.send(List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId()))))
-                    .whenComplete((x, e) -> done.complete(Position.granted(r.grant)));
+                    .whenComplete((x, e) -> done.complete(Position.granted(grant)));
         }
 
         /** Stops polling; completes once no poll is in flight and the waiter key is gone. */

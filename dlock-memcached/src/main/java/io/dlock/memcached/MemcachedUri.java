@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A Memcached URI taken apart: {@code memcached://host[:11211][,host:port...]}.
@@ -33,8 +34,8 @@ record MemcachedUri(
         String keyPrefix,
         Duration quarantine,
         LockOptions options,
-        String user,
-        String password) {
+        @Nullable String user,
+        @Nullable String password) {
 
     static final String DEFAULT_KEY_PREFIX = "dlock";
     static final int DEFAULT_PORT = 11211;
@@ -75,7 +76,7 @@ record MemcachedUri(
     }
 
     /** memcached's auth line is "user password": neither may be empty or hold a space or a control character. */
-    private static void checkCredential(String what, String value, BackendUri uri) {
+    private static void checkCredential(String what, @Nullable String value, BackendUri uri) {
         if (value == null || value.isEmpty()) {
             throw new IllegalArgumentException("memcached URI '" + uri + "' has credentials without a " + what
                     + "; memcached's ASCII authentication (-Y) needs user:password@");

@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One TCP connection to one memcached server, speaking the meta protocol ({@code mg}, {@code ms},
@@ -55,7 +56,7 @@ final class MetaConnection {
     static final class MemcachedIoException extends IOException {
         private static final long serialVersionUID = 1L;
 
-        MemcachedIoException(String message, Throwable cause) {
+        MemcachedIoException(String message, @Nullable Throwable cause) {
             super(message, cause);
         }
     }
@@ -67,7 +68,7 @@ final class MetaConnection {
      * example {@code "c42 t17"}); {@code value} is the data of {@code VA}, an error's message, or the
      * {@code STAT} lines of {@code stats}.
      */
-    record Reply(String status, String flags, String value) {
+    record Reply(String status, String flags, @Nullable String value) {
         boolean isError() {
             return status.equals("ERROR") || status.equals("CLIENT_ERROR") || status.equals("SERVER_ERROR");
         }
@@ -151,7 +152,7 @@ final class MetaConnection {
     private boolean closed;
 
     @GuardedBy("this")
-    private Throwable closeCause;
+    private @Nullable Throwable closeCause;
 
     /** Whether the I/O thread's selector should watch for replies (see the class comment). */
     @GuardedBy("this")
@@ -164,10 +165,10 @@ final class MetaConnection {
     /** Held while reading and parsing replies: by the I/O thread or by an assisting caller. */
     private final ReentrantLock reader = new ReentrantLock();
 
-    private volatile SelectionKey key;
+    private volatile @Nullable SelectionKey key;
 
     // Read side: guarded by `reader`.
-    private Selector ownSelector; // an assisting caller's own wait for the socket, opened on first use
+    private @Nullable Selector ownSelector; // an assisting caller's own wait for the socket, opened on first use
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(16 * 1024);
     private byte[] acc = new byte[4096];
     private int accLen;
@@ -262,9 +263,9 @@ final class MetaConnection {
             }
         }
         boolean wantWrite;
-        List<Pending> failed = null;
+        @Nullable List<Pending> failed = null;
         boolean wasClosed;
-        Throwable refused = null;
+        @Nullable Throwable refused = null;
         synchronized (this) {
             wasClosed = closed;
             if (wasClosed) {
@@ -404,7 +405,7 @@ final class MetaConnection {
     }
 
     /** Closes the connection and fails what is in flight with {@code cause}. Idempotent. */
-    void close(Throwable cause) {
+    void close(@Nullable Throwable cause) {
         List<Pending> failed;
         synchronized (this) {
             failed = closeLocked(cause);
@@ -420,7 +421,7 @@ final class MetaConnection {
     }
 
     /** Fails requests outside the monitor, so that their callbacks never run under it. */
-    private void fail(List<Pending> failed) {
+    private void fail(@Nullable List<Pending> failed) {
         if (failed == null || failed.isEmpty()) {
             return;
         }
@@ -437,7 +438,7 @@ final class MetaConnection {
 
     /** Marks closed and returns the requests to fail; null if it was closed already. */
     @GuardedBy("this")
-    private List<Pending> closeLocked(Throwable cause) {
+    private @Nullable List<Pending> closeLocked(@Nullable Throwable cause) {
         if (closed) {
             return null;
         }
@@ -461,6 +462,7 @@ final class MetaConnection {
         this.key = key;
     }
 
+    @Nullable
     SelectionKey key() {
         return key;
     }
@@ -614,7 +616,7 @@ final class MetaConnection {
     }
 
     /** A reply line without a value: its status, then its flags (or an error's message). */
-    private static Reply parseLine(byte[] b, int from, int to, String value) {
+    private static Reply parseLine(byte[] b, int from, int to, @Nullable String value) {
         int sp = from;
         while (sp < to && b[sp] != ' ') {
             sp++;
