@@ -118,7 +118,8 @@ final class DataLossGuard {
 
     /** The server clock in a {@code stats} reply's lines. */
     static long statsTime(Reply stats) {
-        for (String line : stats.value().split("\n")) {
+        for (String line : java.util.Objects.requireNonNull(stats.value(), "stats without lines")
+                .split("\n")) {
             if (line.startsWith("time ")) {
                 return Long.parseLong(line.substring(5).trim());
             }

@@ -36,6 +36,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,11 +45,15 @@ import org.slf4j.LoggerFactory;
  * served by one I/O thread; one timer thread that is also the client's only poller; lock names
  * spread over the servers by consistent hashing (a name always lives on one server).
  *
- * <p>Concurrency: connection changes are reported on the timer thread, in order. A drop of any
- * server's connection is SUSPENDED at once (the engine declares every lease lost if it lasts longer
- * than a third of the lease time); when every server is connected again it is RECONNECTED. Grants
- * are not checked on reconnect: each lease's next renewal checks its own key, and a data loss
- * cannot let anyone else in while it may still be valid ({@link DataLossGuard}).
+ * <p>Concurrency: connection changes are reported on the timer thread, in order. The engine hears
+ * SUSPENDED (and declares every lease lost if it lasts longer than a third of the lease time) only
+ * when no server is connected, and RECONNECTED when one is back: with several servers, one server's
+ * loss is its own locks' business. Their renewals fail with {@link io.dlock.spi.EntryLostException}
+ * once it has been unreachable for that same third of the lease ({@link Server#downForNanos()}),
+ * and their acquires and waits fail once a reconnect attempt has failed ({@link
+ * Server#mayReconnectSoon()}). Grants are not checked on reconnect: each lease's next renewal checks
+ * its own key, and a data loss cannot let anyone else in while it may still be valid ({@link
+ * DataLossGuard}).
  *
  * <p>Failure: connecting fails with {@link LockBackendException} within the connect timeout per
  * server and closes what it opened. Later, a dropped connection is opened again in the background
@@ -81,17 +86,21 @@ final class MemcachedBackend implements LockBackend {
             Capability.CRASH_RELEASE,
             Capability.RENEWAL));
     private final MemcachedLockProtocol protocol;
-    private volatile ScheduledFuture<?> watchdog;
+    private volatile @Nullable ScheduledFuture<?> watchdog;
 
     /** One server: its current connection, its clock as last seen, its reconnect state. */
     final class Server {
         final InetSocketAddress address;
         final String label;
-        private volatile MetaConnection connection;
+        private volatile @Nullable MetaConnection connection;
         private long generations;
         private volatile long serverSeconds;
         private volatile long seenAtNanos;
         private int reconnectAttempt;
+        /** When the connection was lost (the options' ticker), valid while {@code connection} is null. */
+        private volatile long downSinceNanos;
+        /** Set when a reconnect attempt failed: the server is down, not just a dropped connection. */
+        private volatile boolean unreachable;
 
         Server(InetSocketAddress address) {
             this.address = address;
@@ -100,15 +109,41 @@ final class MemcachedBackend implements LockBackend {
 
         /** Sends a pipeline; completes with every reply, or fails with the first transport failure. */
         CompletableFuture<List<Reply>> send(List<Command> commands) {
+            return send(commands, false);
+        }
+
+        /**
+         * Sends a pipeline; with {@code assist}, the calling thread, which is about to wait for the
+         * reply anyway, may read it itself for up to a millisecond ({@link MetaConnection#send(List,
+         * long, boolean)}).
+         */
+        CompletableFuture<List<Reply>> send(List<Command> commands, boolean assist) {
             MetaConnection c = connection;
             if (c == null) {
-                return CompletableFuture.failedFuture(
-                        new MemcachedIoException("not connected to memcached at " + label, null));
+                return CompletableFuture.failedFuture(new MemcachedIoException(
+                        "not connected to memcached at " + label + " (unreachable for "
+                                + TimeUnit.NANOSECONDS.toMillis(downForNanos()) + " ms)",
+                        null));
             }
-            List<CompletableFuture<Reply>> replies = c.send(commands, System.nanoTime());
-            return CompletableFuture.allOf(replies.toArray(new CompletableFuture<?>[0]))
-                    .thenApply(
-                            x -> replies.stream().map(CompletableFuture::join).toList());
+            return c.send(commands, System.nanoTime(), assist);
+        }
+
+        /** How long this server has been unreachable; 0 while connected. */
+        long downForNanos() {
+            if (connection != null) {
+                return 0;
+            }
+            return Math.max(0, options.ticker().read() - downSinceNanos);
+        }
+
+        /**
+         * Whether a request that found no connection is worth retrying: no reconnect attempt has
+         * failed yet (a dropped connection to a live server is back at the first attempt). Once one
+         * has, the server is down, and requests for its locks fail at once instead of waiting out the
+         * retry policy.
+         */
+        boolean mayReconnectSoon() {
+            return connection != null || !unreachable;
         }
 
         /** The generation of the current connection: a CAS value read on it is from this server life. */
@@ -148,15 +183,26 @@ final class MemcachedBackend implements LockBackend {
                     options.connectTimeout().toMillis(),
                     MemcachedBackend.this::onClosed);
             try {
-                List<CompletableFuture<Reply>> r =
-                        c.send(List.of(Command.of("mn"), DataLossGuard.read()), System.nanoTime());
                 long wait = options.connectTimeout().toMillis();
-                Reply mn = r.get(0).get(wait, TimeUnit.MILLISECONDS);
+                if (uri.authenticates()) {
+                    authenticate(c, wait);
+                }
+                // mn alone first: something that is not memcached answers it with one line, and
+                // waiting for a second reply would hide what it said behind a timeout.
+                Reply mn = c.send(List.of(Command.of("mn")), System.nanoTime())
+                        .get(wait, TimeUnit.MILLISECONDS)
+                        .get(0);
+                if (mn.isError() && String.valueOf(mn.value()).contains("unauthenticated")) {
+                    throw new IOException(label + " requires authentication (memcached run with -Y): give"
+                            + " memcached://user:password@host in the URI");
+                }
                 if (!mn.status().equals("MN")) {
                     throw new IOException(label + " does not speak memcached's meta protocol (dlock needs memcached"
                             + " 1.6 or later); it answered 'mn' with " + mn);
                 }
-                DataLossGuard.Verdict v = DataLossGuard.judge(r.get(1).get(wait, TimeUnit.MILLISECONDS));
+                DataLossGuard.Verdict v = DataLossGuard.judge(c.send(List.of(DataLossGuard.read()), System.nanoTime())
+                        .get(wait, TimeUnit.MILLISECONDS)
+                        .get(0));
                 if (v.state() == DataLossGuard.State.MISSING) {
                     startQuarantine(c).get(wait, TimeUnit.MILLISECONDS);
                 } else {
@@ -169,10 +215,9 @@ final class MemcachedBackend implements LockBackend {
                                 + options.connectTimeout().toMillis() + " ms)",
                         e);
             } catch (java.util.concurrent.ExecutionException e) {
-                c.close(e.getCause());
-                throw e.getCause() instanceof IOException io
-                        ? io
-                        : new IOException(e.getCause().getMessage(), e);
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                c.close(cause);
+                throw cause instanceof IOException io ? io : new IOException(cause.getMessage(), e);
             } catch (InterruptedException e) {
                 c.close(e);
                 Thread.currentThread().interrupt();
@@ -181,7 +226,51 @@ final class MemcachedBackend implements LockBackend {
                 c.close(e);
                 throw e;
             }
+            unreachable = false;
             connection = c;
+        }
+
+        /**
+         * memcached's ASCII authentication (a server run with {@code -Y}): a {@code set} of any key
+         * whose data is {@code "user password"}, answered {@code STORED}; the server answers {@code
+         * CLIENT_ERROR} and closes the connection otherwise. Blocking, up to {@code waitMs}.
+         */
+        private void authenticate(MetaConnection c, long waitMs)
+                throws IOException, InterruptedException, java.util.concurrent.ExecutionException, TimeoutException {
+            // A server without -Y would store the credentials as an item anyone can read: ask first.
+            Reply probe = c.send(List.of(Command.of("mn")), System.nanoTime())
+                    .get(waitMs, TimeUnit.MILLISECONDS)
+                    .get(0);
+            if (probe.status().equals("MN")) {
+                throw new IOException("the URI has credentials, but memcached at " + label + " does not ask for"
+                        + " authentication (not run with -Y); dlock does not send the password to a server that"
+                        + " would store it as an item");
+            }
+            byte[] data = (uri.user() + " " + uri.password()).getBytes(StandardCharsets.UTF_8);
+            byte[] head = ("set dlock:auth 0 0 " + data.length + "\r\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] bytes = new byte[head.length + data.length + 2];
+            System.arraycopy(head, 0, bytes, 0, head.length);
+            System.arraycopy(data, 0, bytes, head.length, data.length);
+            bytes[bytes.length - 2] = '\r';
+            bytes[bytes.length - 1] = '\n';
+            Reply r;
+            try {
+                r = c.send(List.of(new Command(bytes, false)), System.nanoTime())
+                        .get(waitMs, TimeUnit.MILLISECONDS)
+                        .get(0);
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                throw new IOException(
+                        "authentication as '" + uri.user() + "' failed: the server closed the connection ("
+                                + cause.getMessage() + ")",
+                        cause);
+            }
+            if (!r.status().equals("STORED")) {
+                throw new IOException("authentication as '" + uri.user() + "' refused: the server answered " + r
+                        + (r.value() != null && r.value().contains("unauthenticated")
+                                ? " (wrong user or password, or memcached not run with -Y)"
+                                : ""));
+            }
         }
 
         /** Writes a new boot marker after a data loss (the first writer wins); completes when done. */
@@ -194,8 +283,8 @@ final class MemcachedBackend implements LockBackend {
 
         private CompletableFuture<Void> startQuarantine(MetaConnection c) {
             return c.send(List.of(Command.statsCommand()), System.nanoTime())
-                    .get(0)
-                    .thenCompose(stats -> {
+                    .thenCompose(replies -> {
+                        Reply stats = replies.get(0);
                         long now = DataLossGuard.statsTime(stats);
                         sawClock(now);
                         log.warn(
@@ -204,10 +293,10 @@ final class MemcachedBackend implements LockBackend {
                                 NAME,
                                 label,
                                 guard.quarantineSecondsWithSlack());
-                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime())
-                                .get(0);
+                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime());
                     })
-                    .thenAccept(written -> {
+                    .thenAccept(replies -> {
+                        Reply written = replies.get(0);
                         if (written.isError()) {
                             throw new CompletionException(
                                     new IOException("writing the boot marker failed: " + written));
@@ -322,6 +411,9 @@ final class MemcachedBackend implements LockBackend {
             if (c == null) {
                 continue;
             }
+            // A connection whose replies callers read themselves leaves the I/O thread unarmed: arm it
+            // once a tick, so that a server closing the connection is noticed while nothing is sent.
+            c.arm();
             long oldest = c.oldestInflightNanos();
             if (oldest != Long.MIN_VALUE && now - oldest > limit) {
                 log.warn(
@@ -342,9 +434,12 @@ final class MemcachedBackend implements LockBackend {
         }
         for (Server s : servers) {
             if (s.connection == c) {
+                s.downSinceNanos = options.ticker().read();
                 s.connection = null;
                 log.warn("[client={}] lost the connection to memcached at {}", NAME, s.label);
-                if (down.getAndIncrement() == 0) {
+                // The engine's SUSPENDED puts every lease of the client at risk: only when no server is
+                // left. One server's locks are lost through their renewals (MemcachedLockProtocol.renew).
+                if (down.incrementAndGet() == servers.size()) {
                     emit(ConnectionState.SUSPENDED);
                 }
                 scheduleReconnect(s);
@@ -373,16 +468,20 @@ final class MemcachedBackend implements LockBackend {
             s.connect();
         } catch (IOException | RuntimeException e) {
             log.debug("[client={}] reconnect to {} failed: {}", NAME, s.label, e.toString());
+            s.unreachable = true;
             scheduleReconnect(s);
             return;
         }
+        MetaConnection opened = s.connection;
         if (closed.get()) {
-            s.connection.close(null);
+            if (opened != null) {
+                opened.close(null);
+            }
             return;
         }
         s.reconnectAttempt = 0;
         log.info("[client={}] reconnected to memcached at {}", NAME, s.label);
-        if (down.decrementAndGet() == 0) {
+        if (down.getAndDecrement() == servers.size()) {
             emit(ConnectionState.RECONNECTED);
         }
         protocol.kickAll();
@@ -402,6 +501,7 @@ final class MemcachedBackend implements LockBackend {
     }
 
     /** Schedules {@code task} on the timer (the poller) thread; null if closing. */
+    @Nullable
     ScheduledFuture<?> schedule(Runnable task, long delayMs) {
         try {
             return timer.schedule(task, Math.max(0, delayMs), TimeUnit.MILLISECONDS);

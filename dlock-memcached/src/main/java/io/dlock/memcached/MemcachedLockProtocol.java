@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -97,7 +98,7 @@ final class MemcachedLockProtocol implements LockProtocol {
     record Held(Server server, long generation, long cas) {}
 
     /** One attempt's result. */
-    private record Attempt(Grant grant, long retryMs) {}
+    private record Attempt(@Nullable Grant grant, long retryMs) {}
 
     MemcachedLockProtocol(MemcachedBackend backend) {
         this.backend = backend;
@@ -148,46 +149,48 @@ final class MemcachedLockProtocol implements LockProtocol {
         String name = request.lockName();
         QueueEntry entry =
                 new QueueEntry(name, request.acquisitionId(), lockKey(name) + "#" + request.acquisitionId(), 0, 0);
-        Waiter w = new Waiter(entry);
-        waiters.put(entry.key(), w);
         CompletableFuture<Position> result = new CompletableFuture<>();
-        enqueue(w, result, 0);
+        enqueue(entry, result, 0);
         return result;
     }
 
-    private void enqueue(Waiter w, CompletableFuture<Position> result, int attempt) {
-        CompletableFuture<Attempt> a;
-        synchronized (w) {
-            if (w.gone) {
-                result.completeExceptionally(new EntryLostException(w.entry, "it was withdrawn"));
-                return;
-            }
-            a = attempt(w.entry, false);
-            w.inflight = a;
+    /*
+     * The engine learns of an entry only from the position this reports, so nothing can withdraw it
+     * while this runs: a waiter's bookkeeping (a Waiter in `waiters`) is made only once the first
+     * attempt found the lock taken, which keeps it off the uncontended path.
+     */
+    private void enqueue(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
+        if (backend.isClosed()) {
+            result.completeExceptionally(new LockBackendException(
+                    entry.lockName(), MemcachedBackend.NAME, "acquire failed: the client is closed", null));
+            return;
         }
-        a.whenComplete((r, error) -> {
+        // The first attempt comes from the acquiring thread, which waits for its outcome: it reads the
+        // reply itself. Retries run on the timer thread, which must not wait.
+        attempt(entry, false, attempt == 0).whenComplete((r, error) -> {
             if (error != null) {
                 Throwable cause = unwrap(error);
                 if (notSent(cause)
                         && attempt < backend.options.retryPolicy().maxRetries()
                         && !backend.isClosed()
-                        && backend.schedule(() -> enqueue(w, result, attempt + 1), backoffMs(attempt)) != null) {
+                        && backend.serverFor(entry.lockName()).mayReconnectSoon()
+                        && backend.schedule(() -> enqueue(entry, result, attempt + 1), backoffMs(attempt)) != null) {
                     return; // never reached the server: trying again cannot make a second entry
                 }
-                forget(w);
-                result.completeExceptionally(failure(w.entry.lockName(), "acquire", cause));
+                result.completeExceptionally(failure(entry.lockName(), "acquire", cause));
             } else if (r.grant != null) {
-                forget(w);
                 result.complete(Position.granted(r.grant));
             } else {
                 // Waiting: make the waiter visible on the server first, then report the position.
-                Server server = backend.serverFor(w.entry.lockName());
-                server.send(List.of(writeWaiter(w.entry))).whenComplete((x, e) -> {
+                Waiter w = new Waiter(entry);
+                waiters.put(entry.key(), w);
+                Server server = backend.serverFor(entry.lockName());
+                server.send(List.of(writeWaiter(entry))).whenComplete((x, e) -> {
                     synchronized (w) {
                         w.nextDelayMs = r.retryMs;
                         w.waiterKeyWritten = e == null;
                     }
-                    result.complete(Position.waiting(w.entry, ANY));
+                    result.complete(Position.waiting(entry, ANY));
                 });
             }
         });
@@ -199,23 +202,12 @@ final class MemcachedLockProtocol implements LockProtocol {
                 "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
     }
 
-    private void forget(Waiter w) {
-        waiters.remove(w.entry.key(), w);
-        synchronized (w) {
-            w.gone = true;
-            if (w.timer != null) {
-                w.timer.cancel(false);
-                w.timer = null;
-            }
-        }
-    }
-
     /**
      * One acquire attempt: marker, add, counter in one pipeline (plus the waiter key's refresh while
      * waiting). Completes with a grant, or with how long to wait before the next attempt. A landed
      * add that may not count (marker missing or quarantined) is undone first.
      */
-    private CompletableFuture<Attempt> attempt(QueueEntry entry, boolean refreshWaiter) {
+    private CompletableFuture<Attempt> attempt(QueueEntry entry, boolean refreshWaiter, boolean assist) {
         String name = entry.lockName();
         Server server = backend.serverFor(name);
         long floor = Math.max(server.estimatedSeconds() * 1_000_000L, lastToken(name) + 1);
@@ -231,7 +223,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         long generation = server.generation();
         long t0 = ticker.read();
-        return server.send(commands).thenCompose(replies -> {
+        return server.send(commands, assist).thenCompose(replies -> {
             Reply add = replies.get(1);
             if (add.isError()) {
                 throw new CompletionException(refused(name, "add", add));
@@ -244,7 +236,7 @@ final class MemcachedLockProtocol implements LockProtocol {
             } catch (RuntimeException e) {
                 return undo(server, name, added, cas).thenApply(x -> {
                     throw new CompletionException(
-                            new LockBackendException(name, MemcachedBackend.NAME, e.getMessage(), e));
+                            new LockBackendException(name, MemcachedBackend.NAME, String.valueOf(e.getMessage()), e));
                 });
             }
             server.sawClock(verdict.serverSeconds());
@@ -267,7 +259,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     throw new CompletionException(refused(name, "fencing counter", counter));
                 });
             }
-            long token = Long.parseLong(counter.value().trim());
+            long token = Long.parseLong(java.util.Objects.requireNonNull(counter.value(), "VA without a value")
+                    .trim());
             long last = lastToken(name);
             CompletableFuture<Long> fenced =
                     token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
@@ -292,7 +285,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     if (!reply.status().equals("VA")) {
                         throw new CompletionException(refused(name, "fencing counter", reply));
                     }
-                    return Long.parseLong(reply.value().trim());
+                    return Long.parseLong(java.util.Objects.requireNonNull(reply.value(), "VA without a value")
+                            .trim());
                 });
     }
 
@@ -329,12 +323,15 @@ final class MemcachedLockProtocol implements LockProtocol {
         final QueueEntry entry;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Position> pending;
 
         @GuardedBy("this")
+        @Nullable
         CompletableFuture<Attempt> inflight;
 
         @GuardedBy("this")
+        @Nullable
         ScheduledFuture<?> timer;
 
         @GuardedBy("this")
@@ -391,38 +388,52 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 timer = null;
                 polls++;
-                a = attempt(entry, true);
+                a = attempt(entry, true, false);
                 inflight = a;
             }
             a.whenComplete(this::onAttempt);
         }
 
-        private void onAttempt(Attempt r, Throwable error) {
+        private void onAttempt(@Nullable Attempt r, @Nullable Throwable error) {
             CompletableFuture<Position> done;
+            Grant grant;
             synchronized (this) {
                 if (gone) {
                     return; // release() waits for this attempt and gives back what it got
                 }
-                if (error != null || r.grant == null) {
-                    if (error != null) {
-                        log.debug(
-                                "[lock={} state=QUEUED] poll failed: {}",
-                                entry.lockName(),
-                                unwrap(error).toString());
+                Throwable cause = error == null ? null : unwrap(error);
+                if (cause != null
+                        && notSent(cause)
+                        && !backend.serverFor(entry.lockName()).mayReconnectSoon()) {
+                    // Its server is down: the wait ends here rather than polling a dead server until the
+                    // caller's timeout. The engine withdraws the entry, as after any failed wait.
+                    CompletableFuture<Position> failed = pending;
+                    pending = null;
+                    if (failed != null) {
+                        failed.completeExceptionally(failure(entry.lockName(), "waiting", cause));
+                    }
+                    return;
+                }
+                Grant got = r == null ? null : r.grant;
+                CompletableFuture<Position> waiting = pending;
+                if (cause != null || got == null || waiting == null) {
+                    if (cause != null) {
+                        log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), cause.toString());
                     }
                     long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
                     scheduleLocked(delay);
                     return;
                 }
                 gone = true;
-                done = pending;
+                done = waiting;
+                grant = got;
                 pending = null;
             }
             waiters.remove(entry.key(), this);
             Server server = backend.serverFor(entry.lockName());
             // The waiter key goes before the grant is reported, so a holder never has one beside it.
             server.send(List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId()))))
-                    .whenComplete((x, e) -> done.complete(Position.granted(r.grant)));
+                    .whenComplete((x, e) -> done.complete(Position.granted(grant)));
         }
 
         /** Stops polling; completes once no poll is in flight and the waiter key is gone. */
@@ -488,30 +499,33 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
-        Waiter w = waiters.remove(entry.key());
-        CompletableFuture<Void> withdrawn = w == null ? CompletableFuture.completedFuture(null) : w.withdraw();
-        return withdrawn
-                .thenCompose(x -> {
-                    Held h = held.remove(entry.acquisitionId());
-                    CompletableFuture<Void> done;
-                    if (h != null && h.generation == h.server.generation()) {
-                        done = h.server
-                                .send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)))
-                                .thenCompose(r -> r.get(0).status().equals("EX")
-                                        ? deleteIfOurs(entry, 3)
-                                        : CompletableFuture.completedFuture(null));
-                    } else {
-                        // No CAS we can trust on this connection (or a lost reply): read the key back first.
-                        done = deleteIfOurs(entry, 3);
-                    }
-                    return done.whenComplete((y, e) -> kick(entry.lockName()));
-                })
-                .handle((x, e) -> {
-                    if (e != null) {
-                        throw new CompletionException(failure(entry.lockName(), "release", unwrap(e)));
-                    }
-                    return null;
-                });
+        Waiter w = waiters.isEmpty() ? null : waiters.remove(entry.key());
+        CompletableFuture<Void> done =
+                w == null ? releaseHeld(entry) : w.withdraw().thenCompose(x -> releaseHeld(entry));
+        return done.handle((x, e) -> {
+            if (!waiters.isEmpty()) {
+                kick(entry.lockName());
+            }
+            if (e != null) {
+                throw new CompletionException(failure(entry.lockName(), "release", unwrap(e)));
+            }
+            return null;
+        });
+    }
+
+    /** Deletes the lock key if this entry holds it: CAS-checked with the CAS we got, or read back first. */
+    private CompletableFuture<Void> releaseHeld(QueueEntry entry) {
+        Held h = held.remove(entry.acquisitionId());
+        if (h != null && h.generation == h.server.generation()) {
+            // The releasing thread waits for this (Lease.close): it reads the reply itself.
+            return h.server
+                    .send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)), true)
+                    .thenCompose(r -> r.get(0).status().equals("EX")
+                            ? deleteIfOurs(entry, 3)
+                            : CompletableFuture.completedFuture(null));
+        }
+        // No CAS we can trust on this connection (or a lost reply): read the key back first.
+        return deleteIfOurs(entry, 3);
     }
 
     /** Deletes the lock key only if it holds this entry's acquisition id (CAS-checked). */
@@ -539,6 +553,17 @@ final class MemcachedLockProtocol implements LockProtocol {
         Server server = backend.serverFor(name);
         Held h = held.get(entry.acquisitionId());
         long t0 = ticker.read();
+        long downFor = server.downForNanos();
+        if (downFor > backend.maxSuspension().toNanos()) {
+            // What the engine's SUSPENDED bound does for a whole client, per server: this lock's
+            // server has been unreachable for longer than its grants are sure to live there.
+            held.remove(entry.acquisitionId());
+            return CompletableFuture.failedFuture(new EntryLostException(
+                    entry,
+                    "its memcached server " + server.label + " has been unreachable for "
+                            + TimeUnit.NANOSECONDS.toMillis(downFor) + " ms, longer than "
+                            + backend.maxSuspension().toMillis() + " ms (a third of the lease)"));
+        }
         CompletableFuture<Long> cas;
         long generation = server.generation();
         if (h != null && h.generation == generation) {
@@ -648,13 +673,17 @@ final class MemcachedLockProtocol implements LockProtocol {
         return new LockBackendException(name, MemcachedBackend.NAME, what + " refused by memcached: " + reply, null);
     }
 
-    private static RuntimeException failure(String name, String what, Throwable cause) {
+    private RuntimeException failure(String name, String what, Throwable cause) {
         if (cause instanceof LockBackendException
                 || cause instanceof EntryLostException
                 || cause instanceof IllegalArgumentException
                 || cause instanceof UnsupportedOperationException) {
             return (RuntimeException) cause;
         }
-        return new LockBackendException(name, MemcachedBackend.NAME, what + " failed: " + cause.getMessage(), cause);
+        String where = notSent(cause) && backend.servers().size() > 1
+                ? " (the server this lock's name hashes to; locks on the client's other servers are unaffected)"
+                : "";
+        return new LockBackendException(
+                name, MemcachedBackend.NAME, what + " failed: " + cause.getMessage() + where, cause);
     }
 }

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A Memcached URI taken apart: {@code memcached://host[:11211][,host:port...]}.
@@ -17,12 +18,24 @@ import java.util.Set;
  * nothing is granted on a server after it is found to have lost its data; at least the lease time,
  * and it must be the longest lease time any client of the server uses).
  *
+ * <p>User info ({@code memcached://user:password@host}) is memcached's ASCII-protocol authentication
+ * (a server started with {@code -Y <auth file>}): every connection sends it first. It is not SASL,
+ * which memcached offers over its binary protocol only.
+ *
  * @param hosts the servers, in URI order
  * @param keyPrefix the prefix of every lock, waiter and counter key
  * @param quarantine how long a server that lost its data grants nothing
  * @param options the client's options
+ * @param user the user for ASCII authentication, or null for none
+ * @param password the password, or null for none (both or neither)
  */
-record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration quarantine, LockOptions options) {
+record MemcachedUri(
+        List<InetSocketAddress> hosts,
+        String keyPrefix,
+        Duration quarantine,
+        LockOptions options,
+        @Nullable String user,
+        @Nullable String password) {
 
     static final String DEFAULT_KEY_PREFIX = "dlock";
     static final int DEFAULT_PORT = 11211;
@@ -31,8 +44,8 @@ record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration qu
 
     static MemcachedUri from(BackendUri uri) {
         if (uri.user() != null || uri.password() != null) {
-            throw new IllegalArgumentException("memcached URI '" + uri + "' has credentials; dlock's memcached backend"
-                    + " does not support authentication (SASL)");
+            checkCredential("user name", uri.user(), uri);
+            checkCredential("password", uri.password(), uri);
         }
         if (!uri.path().isEmpty()) {
             throw new IllegalArgumentException("memcached URI '" + uri + "' has a path ('/" + uri.path()
@@ -59,7 +72,24 @@ record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration qu
                     + " ms) must be at least leaseTime (" + lease.toMillis() + " ms)");
         }
         String prefix = checkKeyPrefix(uri.parameters().getOrDefault("keyPrefix", DEFAULT_KEY_PREFIX));
-        return new MemcachedUri(List.copyOf(hosts), prefix, quarantine, uri.options());
+        return new MemcachedUri(List.copyOf(hosts), prefix, quarantine, uri.options(), uri.user(), uri.password());
+    }
+
+    /** memcached's auth line is "user password": neither may be empty or hold a space or a control character. */
+    private static void checkCredential(String what, @Nullable String value, BackendUri uri) {
+        if (value == null || value.isEmpty()) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "' has credentials without a " + what
+                    + "; memcached's ASCII authentication (-Y) needs user:password@");
+        }
+        if (value.chars().anyMatch(c -> c <= ' ' || c == 0x7f)) {
+            throw new IllegalArgumentException("memcached URI '" + uri + "': the " + what
+                    + " contains a space or a control character, which memcached's authentication line cannot carry");
+        }
+    }
+
+    /** Whether connections authenticate first. */
+    boolean authenticates() {
+        return user != null;
     }
 
     static String checkKeyPrefix(String prefix) {
@@ -125,8 +155,9 @@ record MemcachedUri(List<InetSocketAddress> hosts, String keyPrefix, Duration qu
                 hosts.stream().map(a -> a.getHostString() + ":" + a.getPort()).toList());
     }
 
+    /** Without the password. */
     @Override
     public String toString() {
-        return "memcached://" + hostList() + "?keyPrefix=" + keyPrefix;
+        return "memcached://" + (user == null ? "" : user + ":***@") + hostList() + "?keyPrefix=" + keyPrefix;
     }
 }

@@ -13,12 +13,14 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One TCP connection to one memcached server, speaking the meta protocol ({@code mg}, {@code ms},
@@ -27,8 +29,18 @@ import java.util.function.Consumer;
  *
  * <p>Concurrency: callers append a pipeline to the write buffer under this object's monitor and
  * try a non-blocking write at once; what the socket does not take is written by the {@link IoLoop}
- * thread, which also reads and parses every reply and completes the futures (in request order).
- * Nothing here blocks a caller: a full socket buffer leaves the bytes queued.
+ * thread. Replies are read and parsed by whoever holds the {@code reader} lock, and the futures
+ * complete (in request order) on that thread: usually the I/O thread, but a caller that is going
+ * to wait for its reply anyway may read it itself ({@link #send(List, long, boolean)} with {@code
+ * assist}), for at most {@value #ASSIST_MILLIS} ms, then leaves the rest to the I/O thread. That
+ * saves a thread hand-off per round trip (the I/O thread waking, then waking the caller), which on
+ * an uncontended lock is most of what dlock costs above the bare {@code add}/{@code delete}.
+ *
+ * <p>The I/O thread is <em>armed</em> (its selector watches the socket for replies) whenever a
+ * request is in flight that no caller is reading for itself; it disarms itself when it finds
+ * nothing in flight, so that an assisting caller's reply does not wake it too. The owner re-arms
+ * idle connections periodically ({@link #arm()}), so that a server closing an idle connection is
+ * noticed.
  *
  * <p>Failure: an I/O error, an end of stream or a reply that does not parse closes the connection
  * and fails every request in flight with {@link MemcachedIoException}; a request made while closed
@@ -44,7 +56,7 @@ final class MetaConnection {
     static final class MemcachedIoException extends IOException {
         private static final long serialVersionUID = 1L;
 
-        MemcachedIoException(String message, Throwable cause) {
+        MemcachedIoException(String message, @Nullable Throwable cause) {
             super(message, cause);
         }
     }
@@ -52,20 +64,29 @@ final class MetaConnection {
     /**
      * One reply line with its value: {@code status} is {@code HD}, {@code VA}, {@code EN}, {@code
      * NS}, {@code EX}, {@code NF}, {@code MN}, {@code END} (stats), or an error ({@code ERROR},
-     * {@code CLIENT_ERROR}, {@code SERVER_ERROR}); {@code flags} maps each return flag's letter to
-     * its token; {@code value} is the data of {@code VA}, or the {@code STAT} lines of {@code stats}.
+     * {@code CLIENT_ERROR}, {@code SERVER_ERROR}); {@code flags} holds the return flags as sent (for
+     * example {@code "c42 t17"}); {@code value} is the data of {@code VA}, an error's message, or the
+     * {@code STAT} lines of {@code stats}.
      */
-    record Reply(String status, Map<Character, String> flags, String value) {
+    record Reply(String status, String flags, @Nullable String value) {
         boolean isError() {
             return status.equals("ERROR") || status.equals("CLIENT_ERROR") || status.equals("SERVER_ERROR");
         }
 
         long flagLong(char flag) {
-            String v = flags.get(flag);
-            if (v == null) {
-                throw new IllegalStateException("reply " + this + " lacks flag " + flag);
+            // Flags are space-separated tokens, each a letter and its value: scan rather than split.
+            int n = flags.length();
+            for (int i = 0; i < n; ) {
+                int end = flags.indexOf(' ', i);
+                if (end < 0) {
+                    end = n;
+                }
+                if (end > i && flags.charAt(i) == flag) {
+                    return Long.parseLong(flags, i + 1, end, 10);
+                }
+                i = end + 1;
             }
-            return Long.parseLong(v);
+            throw new IllegalStateException("reply " + this + " lacks flag " + flag);
         }
 
         @Override
@@ -89,13 +110,27 @@ final class MetaConnection {
         }
     }
 
+    /** The replies of one pipeline, completed together when its last reply arrives. */
+    private static final class Pipeline {
+        final Reply[] replies;
+        final CompletableFuture<List<Reply>> done = new CompletableFuture<>();
+
+        Pipeline(int size) {
+            this.replies = new Reply[size];
+        }
+    }
+
+    /** One command of a pipeline, waiting for its reply. */
     private static final class Pending {
         final Command command;
-        final CompletableFuture<Reply> reply = new CompletableFuture<>();
+        final Pipeline pipeline;
+        final int index;
         final long sentAtNanos;
 
-        Pending(Command command, long sentAtNanos) {
+        Pending(Command command, Pipeline pipeline, int index, long sentAtNanos) {
             this.command = command;
+            this.pipeline = pipeline;
+            this.index = index;
             this.sentAtNanos = sentAtNanos;
         }
     }
@@ -117,11 +152,23 @@ final class MetaConnection {
     private boolean closed;
 
     @GuardedBy("this")
-    private Throwable closeCause;
+    private @Nullable Throwable closeCause;
 
-    private volatile SelectionKey key;
+    /** Whether the I/O thread's selector should watch for replies (see the class comment). */
+    @GuardedBy("this")
+    private boolean armed = true;
 
-    // Read side: touched only by the I/O thread.
+    /** Whether a caller holds {@code reader} to read its own reply. */
+    @GuardedBy("this")
+    private boolean callerReading;
+
+    /** Held while reading and parsing replies: by the I/O thread or by an assisting caller. */
+    private final ReentrantLock reader = new ReentrantLock();
+
+    private volatile @Nullable SelectionKey key;
+
+    // Read side: guarded by `reader`.
+    private @Nullable Selector ownSelector; // an assisting caller's own wait for the socket, opened on first use
     private final ByteBuffer readBuffer = ByteBuffer.allocateDirect(16 * 1024);
     private byte[] acc = new byte[4096];
     private int accLen;
@@ -179,52 +226,176 @@ final class MetaConnection {
         return !closed;
     }
 
+    /** How long an assisting caller waits for its own reply before leaving it to the I/O thread. */
+    static final long ASSIST_MILLIS = 1;
+
+    /** {@link #send(List, long, boolean)} without assisting: the I/O thread reads the replies. */
+    CompletableFuture<List<Reply>> send(List<Command> commands, long nowNanos) {
+        return send(commands, nowNanos, false);
+    }
+
     /**
-     * Sends commands as one pipeline; the futures complete in order with their replies. Never
-     * blocks; on a closed connection every future fails at once.
+     * Sends commands as one pipeline, in one write when the socket takes it; the future completes
+     * with every reply, in order, once the last one arrived. On a closed connection the future fails
+     * at once.
+     *
+     * <p>Blocking: never, unless {@code assist}: then the calling thread reads replies itself for up
+     * to {@value #ASSIST_MILLIS} ms (their futures complete on it, others' too if theirs come
+     * first), and returns once its own pipeline is answered or that time is up, the I/O thread taking
+     * over from there. For callers about to wait for the reply anyway; never from the I/O thread.
      */
-    List<CompletableFuture<Reply>> send(List<Command> commands, long nowNanos) {
-        List<CompletableFuture<Reply>> replies = new ArrayList<>(commands.size());
-        boolean wantWrite;
-        List<Pending> failed;
-        synchronized (this) {
-            List<Pending> added = new ArrayList<>(commands.size());
+    CompletableFuture<List<Reply>> send(List<Command> commands, long nowNanos, boolean assist) {
+        int count = commands.size();
+        Pipeline pipeline = new Pipeline(count);
+        byte[] bytes;
+        if (count == 1) {
+            bytes = commands.get(0).bytes();
+        } else {
             int size = 0;
             for (Command c : commands) {
-                Pending p = new Pending(c, nowNanos);
-                added.add(p);
-                replies.add(p.reply);
                 size += c.bytes().length;
             }
-            if (closed) {
-                MemcachedIoException e = new MemcachedIoException("not connected to memcached at " + label, closeCause);
-                added.forEach(p -> p.reply.completeExceptionally(e));
-                return replies;
+            bytes = new byte[size];
+            int at = 0;
+            for (Command c : commands) {
+                System.arraycopy(c.bytes(), 0, bytes, at, c.bytes().length);
+                at += c.bytes().length;
             }
-            ByteBuffer next = ByteBuffer.allocate(out.remaining() + size);
-            next.put(out);
-            for (Pending p : added) {
-                next.put(p.command.bytes());
-                inflight.addLast(p);
+        }
+        boolean wantWrite;
+        @Nullable List<Pending> failed = null;
+        boolean wasClosed;
+        @Nullable Throwable refused = null;
+        synchronized (this) {
+            wasClosed = closed;
+            if (wasClosed) {
+                refused = closeCause;
+            } else {
+                for (int i = 0; i < count; i++) {
+                    inflight.addLast(new Pending(commands.get(i), pipeline, i, nowNanos));
+                }
+                if (out.hasRemaining()) {
+                    // Bytes are still queued for the I/O thread: ours go behind them.
+                    ByteBuffer next = ByteBuffer.allocate(out.remaining() + bytes.length);
+                    next.put(out).put(bytes).flip();
+                    out = next;
+                } else {
+                    out = ByteBuffer.wrap(bytes);
+                }
+                try {
+                    channel.write(out);
+                } catch (IOException e) {
+                    failed = closeLocked(e);
+                }
             }
-            next.flip();
-            out = next;
-            try {
-                channel.write(out);
-                failed = null;
-            } catch (IOException e) {
-                failed = closeLocked(e);
-            }
-            wantWrite = failed == null && out.hasRemaining();
+            wantWrite = !wasClosed && failed == null && out.hasRemaining();
+        }
+        if (wasClosed) {
+            pipeline.done.completeExceptionally(
+                    new MemcachedIoException("not connected to memcached at " + label, refused));
+            return pipeline.done;
         }
         if (failed != null) {
             fail(failed);
-            return replies;
+            return pipeline.done;
         }
         if (wantWrite) {
             loop.wantWrite(this);
         }
-        return replies;
+        if (assist
+                && !wantWrite
+                && !reader.isHeldByCurrentThread()
+                && !loop.isIoThread()
+                && !Thread.currentThread().isInterrupted()) { // an interrupted select returns at once
+            assist(pipeline.done);
+        } else {
+            arm();
+        }
+        return pipeline.done;
+    }
+
+    /** Makes sure the I/O thread watches for replies; wakes its selector if that changed anything. */
+    void arm() {
+        synchronized (this) {
+            if (armed || closed) {
+                return;
+            }
+            armed = true;
+            updateInterestLocked();
+        }
+        loop.wakeup();
+    }
+
+    /** Sets the selector's interest from {@code armed} and the write buffer. */
+    @GuardedBy("this")
+    private void updateInterestLocked() {
+        SelectionKey k = key;
+        if (k != null && k.isValid()) {
+            k.interestOps((armed ? SelectionKey.OP_READ : 0) | (out.hasRemaining() ? SelectionKey.OP_WRITE : 0));
+        }
+    }
+
+    /** Reads on the calling thread until {@code done} or {@link #ASSIST_MILLIS}; see {@link #send}. */
+    private void assist(CompletableFuture<List<Reply>> done) {
+        if (!reader.tryLock()) {
+            arm(); // someone else is reading: the I/O thread, or a caller who arms it when it stops
+            return;
+        }
+        synchronized (this) {
+            callerReading = true;
+        }
+        try {
+            if (ownSelector == null) {
+                ownSelector = Selector.open();
+                channel.register(ownSelector, SelectionKey.OP_READ);
+            }
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ASSIST_MILLIS);
+            while (!done.isDone() && isOpen() && !Thread.currentThread().isInterrupted()) {
+                long left = deadline - System.nanoTime();
+                Selector sel = ownSelector; // null once a close (on this thread, from a read) released it
+                if (left <= 0 || sel == null) {
+                    break;
+                }
+                int ready = sel.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                sel.selectedKeys().clear();
+                if (ready > 0) {
+                    readAvailable();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            close(e);
+        } finally {
+            if (!isOpen()) {
+                closeOwnSelector();
+            }
+            boolean wake = false;
+            synchronized (this) {
+                callerReading = false;
+                // Ours timed out, or others' requests came in meanwhile: the I/O thread reads them.
+                if (!inflight.isEmpty() && !armed && !closed) {
+                    armed = true;
+                    updateInterestLocked();
+                    wake = true;
+                }
+            }
+            reader.unlock();
+            if (wake) {
+                loop.wakeup();
+            }
+        }
+    }
+
+    /** Under {@code reader}. */
+    private void closeOwnSelector() {
+        Selector sel = ownSelector;
+        ownSelector = null;
+        if (sel != null) {
+            try {
+                sel.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
     }
 
     /** The send time of the oldest unanswered request, or {@code Long.MIN_VALUE} if none. */
@@ -234,16 +405,23 @@ final class MetaConnection {
     }
 
     /** Closes the connection and fails what is in flight with {@code cause}. Idempotent. */
-    void close(Throwable cause) {
+    void close(@Nullable Throwable cause) {
         List<Pending> failed;
         synchronized (this) {
             failed = closeLocked(cause);
         }
         fail(failed);
+        if (reader.tryLock()) { // else the reader closes it when it sees the connection closed
+            try {
+                closeOwnSelector();
+            } finally {
+                reader.unlock();
+            }
+        }
     }
 
     /** Fails requests outside the monitor, so that their callbacks never run under it. */
-    private void fail(List<Pending> failed) {
+    private void fail(@Nullable List<Pending> failed) {
         if (failed == null || failed.isEmpty()) {
             return;
         }
@@ -254,13 +432,13 @@ final class MetaConnection {
         MemcachedIoException e = new MemcachedIoException(
                 "connection to memcached at " + label + " closed" + (cause == null ? "" : ": " + cause), cause);
         for (Pending p : failed) {
-            p.reply.completeExceptionally(e);
+            p.pipeline.done.completeExceptionally(e);
         }
     }
 
     /** Marks closed and returns the requests to fail; null if it was closed already. */
     @GuardedBy("this")
-    private List<Pending> closeLocked(Throwable cause) {
+    private @Nullable List<Pending> closeLocked(@Nullable Throwable cause) {
         if (closed) {
             return null;
         }
@@ -284,6 +462,7 @@ final class MetaConnection {
         this.key = key;
     }
 
+    @Nullable
     SelectionKey key() {
         return key;
     }
@@ -305,17 +484,41 @@ final class MetaConnection {
                 failed = closeLocked(e);
             }
             if (failed == null && !out.hasRemaining()) {
-                SelectionKey k = key;
-                if (k != null && k.isValid()) {
-                    k.interestOps(SelectionKey.OP_READ);
-                }
+                updateInterestLocked();
             }
         }
         fail(failed);
     }
 
-    /** Reads and dispatches replies; called by the I/O thread. */
+    /**
+     * Reads and dispatches replies; called by the I/O thread. Waits for an assisting caller to let
+     * go of the reader lock (at most about {@link #ASSIST_MILLIS}); disarms when nothing is in flight.
+     */
     void onReadable() {
+        synchronized (this) {
+            if (callerReading) {
+                // The caller reads; it arms this thread again when it stops with requests in flight.
+                armed = false;
+                updateInterestLocked(); // this is the selector's thread: effective at its next select
+                return;
+            }
+        }
+        reader.lock();
+        try {
+            readAvailable();
+        } finally {
+            reader.unlock();
+        }
+        synchronized (this) {
+            if (inflight.isEmpty() && armed && !closed) {
+                armed = false;
+                updateInterestLocked(); // this is the selector's thread: effective at its next select
+            }
+        }
+    }
+
+    /** Reads what the socket has and dispatches the replies; under {@code reader}. */
+    private void readAvailable() {
         try {
             while (true) {
                 readBuffer.clear();
@@ -336,6 +539,11 @@ final class MetaConnection {
                 readBuffer.get(acc, accLen, n);
                 accLen += n;
                 parse();
+                if (n < readBuffer.capacity()) {
+                    // The socket had less than a buffer's worth: the selector reports what comes next,
+                    // and a read that would only say "nothing more" is a system call saved per reply.
+                    return;
+                }
             }
         } catch (IOException | RuntimeException e) {
             close(e);
@@ -349,45 +557,57 @@ final class MetaConnection {
             if (eol < 0) {
                 break;
             }
-            String line = new String(acc, pos, eol - pos, StandardCharsets.UTF_8);
             int next = eol + 2;
             Pending head;
             synchronized (this) {
                 head = inflight.peekFirst();
             }
             if (head == null) {
-                throw new IOException("memcached at " + label + " sent a reply nobody asked for: '" + line + "'");
+                throw new IOException("memcached at " + label + " sent a reply nobody asked for: '"
+                        + new String(acc, pos, eol - pos, StandardCharsets.UTF_8) + "'");
             }
             Reply reply;
             if (head.command.stats()) {
+                String line = new String(acc, pos, eol - pos, StandardCharsets.UTF_8);
                 if (line.startsWith("STAT ")) {
                     statLines.add(line.substring(5));
                     pos = next;
                     continue;
                 }
                 if (line.equals("END")) {
-                    reply = new Reply("END", Map.of(), String.join("\n", statLines));
+                    reply = new Reply("END", "", String.join("\n", statLines));
                     statLines.clear();
                 } else {
-                    reply = parseLine(line, null);
+                    reply = parseLine(acc, pos, eol, null);
                 }
-            } else if (line.startsWith("VA ")) {
-                String[] tokens = line.split(" ");
-                int len = Integer.parseInt(tokens[1]);
+            } else if (eol - pos > 3 && acc[pos] == 'V' && acc[pos + 1] == 'A' && acc[pos + 2] == ' ') {
+                int sp = pos + 3;
+                int len = 0;
+                while (sp < eol && acc[sp] != ' ') {
+                    int d = acc[sp++] - '0';
+                    if (d < 0 || d > 9) {
+                        throw new IOException("memcached at " + label + " sent a malformed VA line");
+                    }
+                    len = len * 10 + d;
+                }
                 if (accLen < next + len + 2) {
                     break; // the value has not fully arrived
                 }
                 String value = new String(acc, next, len, StandardCharsets.UTF_8);
+                reply = new Reply("VA", sp < eol ? ascii(acc, sp + 1, eol) : "", value);
                 next = next + len + 2;
-                reply = parseLine(line, value);
             } else {
-                reply = parseLine(line, null);
+                reply = parseLine(acc, pos, eol, null);
             }
             pos = next;
             synchronized (this) {
                 inflight.pollFirst();
             }
-            head.reply.complete(reply);
+            Pipeline p = head.pipeline;
+            p.replies[head.index] = reply;
+            if (head.index == p.replies.length - 1) {
+                p.done.complete(Arrays.asList(p.replies));
+            }
         }
         if (pos > 0) {
             System.arraycopy(acc, pos, acc, 0, accLen - pos);
@@ -395,19 +615,23 @@ final class MetaConnection {
         }
     }
 
-    private static Reply parseLine(String line, String value) {
-        if (line.startsWith("CLIENT_ERROR") || line.startsWith("SERVER_ERROR") || line.equals("ERROR")) {
-            int sp = line.indexOf(' ');
-            return new Reply(sp < 0 ? line : line.substring(0, sp), Map.of(), sp < 0 ? "" : line.substring(sp + 1));
+    /** A reply line without a value: its status, then its flags (or an error's message). */
+    private static Reply parseLine(byte[] b, int from, int to, @Nullable String value) {
+        int sp = from;
+        while (sp < to && b[sp] != ' ') {
+            sp++;
         }
-        String[] tokens = line.split(" ");
-        Map<Character, String> flags = new HashMap<>();
-        for (int i = tokens[0].equals("VA") ? 2 : 1; i < tokens.length; i++) {
-            if (!tokens[i].isEmpty()) {
-                flags.put(tokens[i].charAt(0), tokens[i].substring(1));
-            }
+        String status = ascii(b, from, sp);
+        String rest = sp < to ? new String(b, sp + 1, to - sp - 1, StandardCharsets.UTF_8) : "";
+        if (status.equals("CLIENT_ERROR") || status.equals("SERVER_ERROR") || status.equals("ERROR")) {
+            return new Reply(status, "", rest);
         }
-        return new Reply(tokens[0], flags, value);
+        return new Reply(status, rest, value);
+    }
+
+    /** Status words and flags are ASCII; Latin-1 decoding is a plain copy. */
+    private static String ascii(byte[] b, int from, int to) {
+        return new String(b, from, to - from, StandardCharsets.ISO_8859_1);
     }
 
     private int indexOfCrlf(int from) {
@@ -455,12 +679,8 @@ final class MetaConnection {
                     SelectionKey k = c.channel().register(selector, SelectionKey.OP_READ, c);
                     c.registered(k);
                     c.onWritable(); // anything queued before the registration
-                    if (c.isOpen() && k.isValid()) {
-                        synchronized (c) {
-                            if (c.out.hasRemaining()) {
-                                k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
-                            }
-                        }
+                    synchronized (c) {
+                        c.updateInterestLocked();
                     }
                 } catch (IOException | RuntimeException e) {
                     c.close(e);
@@ -470,11 +690,18 @@ final class MetaConnection {
 
         void wantWrite(MetaConnection c) {
             execute(() -> {
-                SelectionKey k = c.key();
-                if (k != null && k.isValid()) {
-                    k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+                synchronized (c) {
+                    c.updateInterestLocked();
                 }
             });
+        }
+
+        void wakeup() {
+            selector.wakeup();
+        }
+
+        boolean isIoThread() {
+            return Thread.currentThread() == thread;
         }
 
         private void run() {

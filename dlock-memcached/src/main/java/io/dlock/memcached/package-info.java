@@ -6,4 +6,7 @@
  *
  * <p>Internal apart from the service provider: no class here is for direct use.
  */
+@NullMarked
 package io.dlock.memcached;
+
+import org.jspecify.annotations.NullMarked;

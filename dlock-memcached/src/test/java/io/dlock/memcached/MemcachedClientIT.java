@@ -3,9 +3,11 @@ package io.dlock.memcached;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.testkit.FreePorts;
+import io.dlock.testkit.MemcachedServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -62,11 +64,39 @@ class MemcachedClientIT extends MemcachedTestSupport {
     }
 
     @Test
-    void connect_credentials_refusedWithoutEchoingThePassword() {
+    void connect_credentialsToAServerWithoutAuth_refusedAndThePasswordNeverSent() {
         assertThatThrownBy(() -> LockClient.connect("memcached://app:s3cret@" + server.connectString()))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("SASL")
+                .isInstanceOf(LockBackendException.class)
+                .hasMessageContaining("does not ask for authentication")
+                .hasMessageContaining("-Y")
                 .hasMessageNotContaining("s3cret");
+        // Such a server would have stored the credentials as an item: none was written.
+        assertThat(server.command("mg dlock:auth v")).isEqualTo("EN");
+    }
+
+    @Test
+    void connect_serverWithAsciiAuth_needsTheRightCredentials() throws Exception {
+        try (MemcachedServer auth = MemcachedServer.startWithAuth("app", "s3cret")) {
+            String hostPort = auth.connectString();
+            assertThatThrownBy(() -> LockClient.connect("memcached://" + hostPort))
+                    .isInstanceOf(LockBackendException.class)
+                    .hasMessageContaining("requires authentication");
+            assertThatThrownBy(() -> LockClient.connect("memcached://app:wrong@" + hostPort))
+                    .isInstanceOf(LockBackendException.class)
+                    .hasMessageContaining("refused")
+                    .hasMessageNotContaining("wrong");
+            LockClient c = track(LockClient.connect(
+                    "memcached://app:s3cret@" + hostPort + "?keyPrefix=" + prefix + "&leaseTime=1s"));
+            // A fresh server: granted once its quarantine (1 s lease + 1 s) is over.
+            long token;
+            try (Lease l = c.lock("auth").tryAcquire(scaled(10)).orElseThrow()) {
+                assertThat(l.isValid()).isTrue();
+                token = l.fencingToken();
+            }
+            try (Lease l = c.lock("auth").tryAcquire(Duration.ZERO).orElseThrow()) {
+                assertThat(l.fencingToken()).isGreaterThan(token);
+            }
+        }
     }
 
     @Test
@@ -82,6 +112,10 @@ class MemcachedClientIT extends MemcachedTestSupport {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("201 characters");
         assertThatThrownBy(() -> c.lock("")).isInstanceOf(IllegalArgumentException.class);
+        // Outside ASCII a character takes up to 4 bytes of memcached's 250: refused, never hashed.
+        assertThatThrownBy(() -> c.lock("caf\u00e9"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("allowed: A-Z a-z 0-9 _ - . :");
         assertThat(server.keys(prefix + ":")).isEmpty();
     }
 

@@ -25,6 +25,16 @@ class MemcachedUriTest {
     }
 
     @Test
+    void from_credentials_keptForAsciiAuthAndHiddenInToString() {
+        MemcachedUri u = parse("memcached://app:s3cret@h");
+        assertThat(u.authenticates()).isTrue();
+        assertThat(u.user()).isEqualTo("app");
+        assertThat(u.password()).isEqualTo("s3cret");
+        assertThat(u.toString()).contains("app:***@").doesNotContain("s3cret");
+        assertThat(parse("memcached://h").authenticates()).isFalse();
+    }
+
+    @Test
     void from_quarantine_atLeastTheLease() {
         assertThat(parse("memcached://h?leaseTime=5s&quarantine=1m").quarantine())
                 .isEqualTo(Duration.ofMinutes(1));
@@ -35,10 +45,13 @@ class MemcachedUriTest {
 
     @Test
     void from_badInput_clearErrors() {
-        assertThatThrownBy(() -> parse("memcached://user:s3cret@h"))
+        assertThatThrownBy(() -> parse("memcached://user@h"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("authentication")
-                .hasMessageNotContaining("s3cret");
+                .hasMessageContaining("without a password");
+        assertThatThrownBy(() -> parse("memcached://user:s3c%20ret@h"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("password contains a space")
+                .hasMessageNotContaining("s3c");
         assertThatThrownBy(() -> parse("memcached://h/app"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("path");

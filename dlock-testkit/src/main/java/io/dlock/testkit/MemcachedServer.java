@@ -54,6 +54,9 @@ public final class MemcachedServer implements TestServer {
 
     private volatile @Nullable Process process;
 
+    /** More command-line arguments ({@link #startWithAuth}); set before the first launch. */
+    private volatile List<String> extraArgs = List.of();
+
     @GuardedBy("this")
     private boolean closed;
 
@@ -99,6 +102,46 @@ public final class MemcachedServer implements TestServer {
         synchronized (server) {
             try {
                 server.launch(binary);
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+        return server;
+    }
+
+    /**
+     * Starts a server with 64 MB of memory that requires memcached's ASCII-protocol authentication
+     * ({@code -Y}) with one user: every connection must first send {@code set <any key> 0 0 <n>}
+     * with the data {@code "user password"}. {@link #command} and {@link #keys} do not authenticate,
+     * so on this server they only see {@code CLIENT_ERROR unauthenticated}.
+     *
+     * <p>Blocking: until it answers. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} with the log's tail; nothing is left running.
+     *
+     * @param user the user name, without spaces or colons
+     * @param password the password, without spaces
+     * @return the running server
+     * @throws IllegalArgumentException if either is empty or holds a space, a colon (user) or a line break
+     * @throws IllegalStateException if it cannot be started
+     */
+    public static MemcachedServer startWithAuth(String user, String password) {
+        if (user.isEmpty() || password.isEmpty() || (user + password).matches(".*[\\s].*") || user.contains(":")) {
+            throw new IllegalArgumentException(
+                    "user and password must be non-empty, without whitespace (and no ':'" + " in the user)");
+        }
+        String binary = binary();
+        Path dir = Reaper.createTempDirectory("dlock-memcached-");
+        MemcachedServer server = new MemcachedServer(FreePorts.loopback(), dir, 64);
+        synchronized (server) {
+            try {
+                Path authFile = dir.resolve("auth");
+                Files.writeString(authFile, user + ":" + password + "\n", StandardCharsets.UTF_8);
+                server.extraArgs = List.of("-Y", authFile.toString());
+                server.launch(binary);
+            } catch (IOException e) {
+                server.close();
+                throw new UncheckedIOException(e);
             } catch (RuntimeException e) {
                 server.close();
                 throw e;
@@ -373,6 +416,7 @@ public final class MemcachedServer implements TestServer {
         if ("root".equals(System.getProperty("user.name"))) {
             cmd.addAll(List.of("-u", "root")); // memcached refuses to run as root without -u
         }
+        cmd.addAll(extraArgs);
         if (memoryMb < 8) {
             // A tiny cache: small slab pages so that several size classes fit in it at all.
             cmd.addAll(List.of("-o", "slab_chunk_max=16384", "-I", "16k"));
@@ -413,7 +457,8 @@ public final class MemcachedServer implements TestServer {
             s.connect(new InetSocketAddress("127.0.0.1", port), 500);
             s.setSoTimeout(500);
             s.getOutputStream().write("mn\r\n".getBytes(StandardCharsets.US_ASCII));
-            return readLine(s.getInputStream()).equals("MN");
+            String reply = readLine(s.getInputStream());
+            return reply.equals("MN") || reply.equals("CLIENT_ERROR unauthenticated"); // the latter: -Y
         } catch (IOException e) {
             return false;
         }
