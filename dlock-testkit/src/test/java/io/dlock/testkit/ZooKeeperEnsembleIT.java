@@ -24,7 +24,10 @@ class ZooKeeperEnsembleIT {
             for (int i = 0; i < 3; i++) {
                 pids[i] = ensemble.member(i).pid();
             }
-            int leader = ensemble.awaitLeader(WAIT);
+            ensemble.awaitLeader(WAIT);
+            // A leader may be elected while a follower still syncs and answers srvr with no mode.
+            ensemble.awaitServing(WAIT);
+            int leader = ensemble.leader().orElseThrow();
             long leaders = 0;
             for (int i = 0; i < 3; i++) {
                 String mode = ensemble.member(i).mode().orElseThrow();
