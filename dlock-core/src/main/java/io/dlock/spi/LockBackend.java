@@ -2,6 +2,7 @@ package io.dlock.spi;
 
 import io.dlock.Capability;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 
@@ -49,6 +50,18 @@ public interface LockBackend extends AutoCloseable {
      * @return the safe suspension time
      */
     Duration maxSuspension();
+
+    /**
+     * The backend's operator view ({@code dlock inspect|release|watch}), if it offers one.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail; a backend
+     * without one returns empty.
+     *
+     * @return the inspector, or empty by default
+     */
+    default Optional<LockInspector> inspector() {
+        return Optional.empty();
+    }
 
     /** Closes the connection; entries tied to it are removed by the server. Idempotent. */
     @Override

@@ -1,0 +1,83 @@
+package io.dlock.spi;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * An operator's view of a backend's locks: what is held and by whom, a forced release of a stuck
+ * grant, and a stream of changes. Optional: a backend offers it through {@link
+ * LockBackend#inspector()}; the {@code dlock inspect|release|watch} commands use it.
+ *
+ * <p>An inspection reads the server's own records, so it sees every client's entries, not only
+ * this backend's. It is a snapshot: by the time it is printed, the queue may have moved.
+ *
+ * <p>Thread-safety: implementations must be safe for use from any thread.
+ */
+public interface LockInspector {
+
+    /**
+     * Lists every lock under the backend's namespace (key prefix, table) whose name starts with
+     * {@code namePrefix}, with its holders and waiters; names in ascending order, a name used as
+     * several kinds once per kind. Expired entries a lease backend has not yet purged are left out.
+     *
+     * <p>Blocking: until the server answered, at most a few connect timeouts. Thread-safety: safe
+     * from any thread. On failure: throws; nothing is changed on the server.
+     *
+     * @param namePrefix the start of the names to list; empty for all
+     * @return the locks that have at least one holder or waiter
+     * @throws io.dlock.LockBackendException if the server cannot be read
+     */
+    List<LockSnapshot> inspect(String namePrefix);
+
+    /**
+     * Removes granted entries of lock {@code name} by force, as if their holders had released them
+     * (the next waiter is granted, with a higher fencing token than theirs). A removed holder that
+     * is still alive finds its grant gone at its next renewal or session check and its lease turns
+     * invalid ({@code onLost}). Only entries that are still granted with the same key are removed,
+     * so a key read by an earlier {@link #inspect} never removes a later grant.
+     *
+     * <p>Blocking: until the server answered, at most a few connect timeouts. Thread-safety: safe
+     * from any thread. On failure: throws; entries already removed stay removed.
+     *
+     * @param name the lock's name
+     * @param keys the {@link EntrySnapshot#key()}s of the granted entries to remove
+     * @return the keys that were removed (those still granted)
+     * @throws IllegalArgumentException if {@code name} is empty or a key is not one of this lock's
+     * @throws io.dlock.LockBackendException if the server cannot be reached
+     */
+    List<String> forceRelease(String name, Collection<String> keys);
+
+    /**
+     * Reports lock {@code name}'s state each time it changes, through the server's watches or
+     * notifications where it has them and by reading it every {@code pollInterval} where not. The
+     * first call reports the current state. Changes that come and go between two reads may be
+     * missed; an empty list means nobody holds or waits.
+     *
+     * <p>Blocking: never; {@code listener} runs on a thread of the backend's, one call at a time.
+     * Thread-safety: safe from any thread. On failure: a failed read is reported to {@code onError}
+     * and tried again at the next change or interval.
+     *
+     * @param name the lock's name
+     * @param pollInterval how often to read where the server cannot notify; positive
+     * @param listener receives the lock's snapshots (one per kind in use) after each change
+     * @param onError receives failures of single reads
+     * @return a handle whose {@code close()} stops the watch (idempotent, never throws)
+     * @throws IllegalArgumentException if {@code name} is empty or {@code pollInterval} is not
+     *     positive
+     */
+    Watch watch(String name, Duration pollInterval, Consumer<List<LockSnapshot>> listener, Consumer<Throwable> onError);
+
+    /** A running {@link #watch}. Thread-safety: safe from any thread. */
+    interface Watch extends AutoCloseable {
+        /**
+         * Stops the watch; no listener call starts afterwards.
+         *
+         * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail;
+         * idempotent.
+         */
+        @Override
+        void close();
+    }
+}
