@@ -18,6 +18,8 @@ import org.jspecify.annotations.Nullable;
  *     where the backend does not record it
  * @param host the client's host name, or null where the backend does not record it
  * @param pid the client's process id, or -1 where the backend does not record it
+ * @param connected whether the client is still connected to the server (a holder that is not will
+ *     lose the grant when its session or lease ends), or null where the backend cannot tell
  * @param backendToken the backend's fencing token of a granted entry; 0 for a waiter or where the
  *     backend fixes no token before the grant
  * @param since when the entry was granted, or where the backend cannot tell, when it entered the
@@ -32,6 +34,7 @@ public record EntrySnapshot(
         @Nullable String clientId,
         @Nullable String host,
         long pid,
+        @Nullable Boolean connected,
         long backendToken,
         @Nullable Instant since,
         @Nullable Duration leaseLeft) {

@@ -5,6 +5,7 @@ import io.dlock.LockBackendException;
 import io.dlock.LockOptions;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisChannelHandler;
@@ -22,6 +23,7 @@ import io.lettuce.core.resource.ClientResources;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -342,6 +344,16 @@ final class RedisBackend implements LockBackend {
     @Override
     public LockProtocol protocol() {
         return protocol;
+    }
+
+    @Override
+    public Optional<LockInspector> inspector() {
+        return Optional.of(new RedisInspector(this));
+    }
+
+    /** The command connection, for {@link RedisInspector}'s reads. */
+    RedisClusterAsyncCommands<String, String> commands() {
+        return commands;
     }
 
     @Override
