@@ -50,6 +50,20 @@ public interface LockInspector {
     List<String> forceRelease(String name, Collection<String> keys);
 
     /**
+     * Whether a holder that is still alive notices a {@link #forceRelease} of its grant (its lease
+     * turns invalid and its {@code onLost} listeners run, at its next renewal or check). Where it
+     * does not, it keeps acting as the holder until it closes its lease or its session ends, and
+     * only fencing tokens keep the protected resource safe: callers should say so before removing.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return true by default
+     */
+    default boolean holderNoticesForcedRelease() {
+        return true;
+    }
+
+    /**
      * Reports lock {@code name}'s state each time it changes, through the server's watches or
      * notifications where it has them and by reading it every {@code pollInterval} where not. The
      * first call reports the current state. Changes that come and go between two reads may be

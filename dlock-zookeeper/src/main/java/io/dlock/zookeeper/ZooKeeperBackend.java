@@ -6,11 +6,13 @@ import io.dlock.LockOptions;
 import io.dlock.RetryPolicy;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -199,6 +201,11 @@ final class ZooKeeperBackend implements LockBackend {
     @Override
     public LockProtocol protocol() {
         return mutex;
+    }
+
+    @Override
+    public Optional<LockInspector> inspector() {
+        return Optional.of(new ZooKeeperInspector(this));
     }
 
     @Override
