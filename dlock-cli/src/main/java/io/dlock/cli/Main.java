@@ -20,7 +20,14 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         description = "Distributed locks with one API over ZooKeeper, Redis, SQL, etcd and Memcached.",
-        subcommands = {DemoCommand.class, TortureCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            DemoCommand.class,
+            TortureCommand.class,
+            InspectCommand.class,
+            ReleaseCommand.class,
+            WatchCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main implements Runnable {
 
     @Spec

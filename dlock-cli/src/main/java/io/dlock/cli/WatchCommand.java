@@ -1,0 +1,154 @@
+package io.dlock.cli;
+
+import io.dlock.DistributedLockException;
+import io.dlock.cli.internal.DurationConverter;
+import io.dlock.cli.internal.admin.AdminConnection;
+import io.dlock.cli.internal.admin.WatchEvents;
+import io.dlock.spi.LockInspector;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.time.LocalTime;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code dlock watch <uri> <name>}: prints grants, releases, expiries and the queue of one lock as
+ * they happen, until Ctrl-C (or {@code --duration}, or {@code --events}). ZooKeeper notifies through
+ * child watches; the other backends are read every {@code --poll}, so a change that comes and goes
+ * between two reads is not seen.
+ *
+ * <p>Exit status: 0 when stopped; 1 if the server could not be reached; 2 for bad options or URI.
+ *
+ * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
+ * one thread.
+ */
+@Command(
+        name = "watch",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {"Prints one lock's grants, releases, expiries and queue changes as they happen, until Ctrl-C."},
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:stopped", "1:the server could not be reached", "2:invalid options or URI"})
+public final class WatchCommand implements Callable<Integer> {
+    private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
+
+    @Spec
+    private CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "URI", description = "The lock server, e.g. redis://host:6379.")
+    private String uri;
+
+    @Parameters(index = "1", paramLabel = "NAME", description = "The lock's exact name.")
+    private String name;
+
+    @Option(
+            names = "--duration",
+            paramLabel = "DURATION",
+            converter = DurationConverter.class,
+            description = "Stop after this long (default: until Ctrl-C).")
+    private @Nullable Duration duration;
+
+    @Option(names = "--events", paramLabel = "N", description = "Stop after N events (default: until Ctrl-C).")
+    private int events;
+
+    @Option(
+            names = "--poll",
+            paramLabel = "DURATION",
+            defaultValue = "200ms",
+            converter = DurationConverter.class,
+            description = "How often to read where the server cannot notify (default: ${DEFAULT-VALUE}).")
+    private Duration poll;
+
+    @Option(
+            names = "--connect-timeout",
+            paramLabel = "DURATION",
+            defaultValue = "5s",
+            converter = DurationConverter.class,
+            description = "How long to try to reach the server (default: ${DEFAULT-VALUE}).")
+    private Duration connectTimeout;
+
+    /** Creates the command; picocli fills in its fields. */
+    public WatchCommand() {}
+
+    /**
+     * Watches until stopped.
+     *
+     * <p>Blocking: until Ctrl-C, {@code --duration} or {@code --events}. Thread-safety: one
+     * invocation at a time. On failure: returns 1 after printing the reason; reads that fail while
+     * watching are printed and tried again.
+     *
+     * @return the exit status
+     * @throws CommandLine.ParameterException for usage errors (exit status 2)
+     * @throws InterruptedException if interrupted while watching
+     */
+    @Override
+    public Integer call() throws InterruptedException {
+        CommandLine cl = spec.commandLine();
+        if (name.isBlank()) {
+            throw new CommandLine.ParameterException(cl, "a lock name is required; 'dlock inspect' lists them");
+        }
+        if (events < 0) {
+            throw new CommandLine.ParameterException(cl, "--events must be positive, was " + events);
+        }
+        if (poll.isZero() || poll.isNegative() || (duration != null && (duration.isZero() || duration.isNegative()))) {
+            throw new CommandLine.ParameterException(cl, "--poll and --duration must be positive");
+        }
+        PrintWriter out = cl.getOut();
+        PrintWriter err = cl.getErr();
+        try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
+            CountDownLatch done = new CountDownLatch(1);
+            AtomicInteger printed = new AtomicInteger();
+            WatchEvents diff = new WatchEvents();
+            out.println("watching lock '" + name + "' on " + admin.backendName() + " (Ctrl-C to stop)");
+            out.flush();
+            try (LockInspector.Watch w = admin.inspector()
+                    .watch(
+                            name,
+                            poll,
+                            locks -> {
+                                List<String> lines = diff.next(locks, System.nanoTime());
+                                synchronized (out) {
+                                    for (String line : lines) {
+                                        if (done.getCount() == 0) {
+                                            return;
+                                        }
+                                        out.println(LocalTime.now().format(TIME) + "  " + line);
+                                        if (events > 0 && printed.incrementAndGet() >= events) {
+                                            done.countDown();
+                                        }
+                                    }
+                                    out.flush();
+                                }
+                            },
+                            e -> {
+                                synchronized (out) {
+                                    err.println(LocalTime.now().format(TIME) + "  read failed: " + e.getMessage());
+                                    err.flush();
+                                }
+                            })) {
+                if (duration == null) {
+                    done.await();
+                } else {
+                    done.await(duration.toMillis(), TimeUnit.MILLISECONDS);
+                }
+            }
+            synchronized (out) {
+                out.flush();
+            }
+            return 0;
+        } catch (DistributedLockException e) {
+            return Admin.failed(spec, e);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package io.dlock.cli.internal.admin;
+
+import io.dlock.spi.EntrySnapshot;
+import io.dlock.spi.LockSnapshot;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Turns consecutive snapshots of one lock into events, in the order they must have happened:
+ * grants that ended ({@code released}, or {@code expired} where the lease had run out), then new
+ * grants, then waiters that left the queue without a grant, then new waiters.
+ *
+ * <p>Thread-safety: not thread-safe; one watch's listener calls it, one call at a time.
+ */
+public final class WatchEvents {
+    private Map<String, EntrySnapshot> holders = new LinkedHashMap<>();
+    private Map<String, EntrySnapshot> waiters = new LinkedHashMap<>();
+    private Map<String, String> kinds = new LinkedHashMap<>();
+    private long lastReadNanos;
+    private boolean first = true;
+
+    /**
+     * The events between the previous snapshot and {@code now}; the first call describes the state
+     * it finds ({@code holds}, {@code waits}).
+     *
+     * @param now the lock's snapshots, one per kind in use
+     * @param nanoTime when they were read ({@link System#nanoTime()})
+     * @return one line per event, without a time stamp
+     */
+    public List<String> next(List<LockSnapshot> now, long nanoTime) {
+        Map<String, EntrySnapshot> h = new LinkedHashMap<>();
+        Map<String, EntrySnapshot> w = new LinkedHashMap<>();
+        Map<String, String> k = new LinkedHashMap<>();
+        for (LockSnapshot l : now) {
+            String kind = l.kind().name().toLowerCase(Locale.ROOT).replace('_', '-');
+            l.holders().forEach(e -> {
+                h.put(e.key(), e);
+                k.put(e.key(), kind);
+            });
+            l.waiters().forEach(e -> {
+                w.put(e.key(), e);
+                k.put(e.key(), kind);
+            });
+        }
+        List<String> out = new ArrayList<>();
+        if (first) {
+            h.values().forEach(e -> out.add(line("holds", k, e)));
+            w.values().forEach(e -> out.add(line("waits", k, e)));
+            if (h.isEmpty() && w.isEmpty()) {
+                out.add("free (nobody holds or waits)");
+            }
+        } else {
+            Duration sinceLast = Duration.ofNanos(nanoTime - lastReadNanos);
+            for (EntrySnapshot e : holders.values()) {
+                if (!h.containsKey(e.key())) {
+                    boolean ranOut = e.leaseLeft() != null && e.leaseLeft().compareTo(sinceLast) <= 0;
+                    out.add(line(ranOut ? "expired" : "released", kinds, e));
+                }
+            }
+            for (EntrySnapshot e : h.values()) {
+                if (!holders.containsKey(e.key())) {
+                    out.add(line("granted", k, e));
+                }
+            }
+            for (EntrySnapshot e : waiters.values()) {
+                if (!w.containsKey(e.key()) && !h.containsKey(e.key())) {
+                    out.add(line("left queue", kinds, e));
+                }
+            }
+            List<String> queue = new ArrayList<>(w.keySet());
+            for (EntrySnapshot e : w.values()) {
+                if (!waiters.containsKey(e.key())) {
+                    out.add(line("queued #" + (queue.indexOf(e.key()) + 1), k, e));
+                }
+            }
+        }
+        first = false;
+        holders = h;
+        waiters = w;
+        kinds = k;
+        lastReadNanos = nanoTime;
+        return out;
+    }
+
+    private static String line(String what, Map<String, String> kinds, EntrySnapshot e) {
+        StringBuilder b = new StringBuilder(what);
+        b.append("  ")
+                .append(kinds.get(e.key()))
+                .append(' ')
+                .append(e.mode().name().toLowerCase(Locale.ROOT));
+        if (e.permits() != 1) {
+            b.append(" permits=").append(e.permits());
+        }
+        b.append(" client=").append(or(e.clientId()));
+        if (e.host() != null) {
+            b.append(" host=").append(e.host());
+        }
+        if (e.pid() >= 0) {
+            b.append(" pid=").append(e.pid());
+        }
+        if (e.backendToken() != 0) {
+            b.append(" token=").append(e.leaseToken());
+        }
+        return b.append(" entry=").append(e.key()).toString();
+    }
+
+    private static String or(@Nullable String s) {
+        return s == null ? "?" : s;
+    }
+}
