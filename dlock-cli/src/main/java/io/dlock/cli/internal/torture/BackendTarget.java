@@ -54,6 +54,16 @@ public interface BackendTarget extends AutoCloseable {
     boolean canRestartServer();
 
     /**
+     * Returns whether a worker's fault proxy carries its lock traffic, so that {@code partition}
+     * cuts the worker off (false where the proxy fronts only a discovery service).
+     *
+     * @return true unless the target says otherwise
+     */
+    default boolean canPartition() {
+        return true;
+    }
+
+    /**
      * Kills the server with SIGKILL, leaves it down for {@code downtime}, and starts it again on
      * the same port and data.
      *

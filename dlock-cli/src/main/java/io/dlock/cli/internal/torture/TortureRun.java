@@ -127,6 +127,10 @@ public final class TortureRun {
             if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
                 throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
             }
+            if (config.faults().contains(FaultKind.PARTITION) && !target.canPartition()) {
+                throw new IllegalArgumentException(
+                        "partition is not available on " + target.description() + ": leave it out of --faults");
+            }
             store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             storeServer = FencedStoreServer.start(store);
             out.printf(
