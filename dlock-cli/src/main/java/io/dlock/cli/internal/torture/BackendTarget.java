@@ -64,6 +64,16 @@ public interface BackendTarget extends AutoCloseable {
     }
 
     /**
+     * Returns whether a worker reaches everything through its proxy, so that it can run in a
+     * network namespace of its own (false where the client also talks to servers directly).
+     *
+     * @return true unless the target says otherwise
+     */
+    default boolean canUseNetworkNamespaces() {
+        return true;
+    }
+
+    /**
      * Kills the server with SIGKILL, leaves it down for {@code downtime}, and starts it again on
      * the same port and data.
      *

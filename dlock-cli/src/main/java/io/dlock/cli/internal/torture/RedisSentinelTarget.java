@@ -98,6 +98,12 @@ final class RedisSentinelTarget implements BackendTarget {
         return true;
     }
 
+    /** The client also connects to servers the proxy does not front. */
+    @Override
+    public boolean canUseNetworkNamespaces() {
+        return false;
+    }
+
     @Override
     public boolean canPartition() {
         return false;
