@@ -56,6 +56,8 @@ class TortureIT {
                 "45s",
                 "--faults",
                 "pause,kill,server-restart,partition",
+                "--network",
+                "proxy", // the proxy's partitions here; iptables ones in torture_partitionsByIptables_pass
                 "--fenced",
                 "--session-timeout",
                 "2s",
