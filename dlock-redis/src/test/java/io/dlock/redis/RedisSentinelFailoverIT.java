@@ -142,6 +142,44 @@ class RedisSentinelFailoverIT {
         assertThat(RedisTestSupport.lockKeys(replica, PREFIX + ":*")).isEmpty();
     }
 
+    /**
+     * A master turned into a replica while the Sentinel already names another master, with this
+     * client still connected to it: what {@code dlock torture --uri embedded:redis-sentinel} found
+     * when a killed master came back from its own configuration as a replica during the failover.
+     * (The Sentinel's own reconfiguration kills the clients of the nodes it reconfigures, so they
+     * reconnect; a node that restarts as a replica gets no such kill.) Here the roles are swapped by
+     * hand, then the Sentinel is told to monitor the new master: the client's writes answer {@code
+     * READONLY}, and it must reconnect through the Sentinel and take the lock on the new master with
+     * a higher token. Before, it retried on the demoted node until it gave up.
+     */
+    @Test
+    void demotedWithoutClientKill_readonlyReplies_clientReconnectsToTheMasterTheSentinelNames() throws Exception {
+        String uri = uri("leaseTime=5s&retryMaxSleep=200ms");
+        try (LockClient a = LockClient.connect(uri)) {
+            long before;
+            try (Lease first = a.lock("x").acquire()) {
+                before = first.fencingToken();
+            }
+            assertThat(master.command("WAIT", "1", "2000")).isEqualTo(1L);
+
+            assertThat(replica.command("REPLICAOF", "NO", "ONE")).isEqualTo("OK");
+            assertThat(master.command("REPLICAOF", "127.0.0.1", Integer.toString(replica.port())))
+                    .isEqualTo("OK");
+            assertThat(sentinel.command("SENTINEL", "REMOVE", MASTER)).isEqualTo("OK");
+            assertThat(sentinel.command(
+                            "SENTINEL", "MONITOR", MASTER, "127.0.0.1", Integer.toString(replica.port()), "1"))
+                    .isEqualTo("OK");
+            assertThat(sentinel.command("SENTINEL", "get-master-addr-by-name", MASTER))
+                    .isEqualTo(List.of("127.0.0.1", Integer.toString(replica.port())));
+
+            try (Lease next = a.lock("x").tryAcquire(scaled(20)).orElseThrow()) {
+                assertThat(next.fencingToken()).isGreaterThan(before);
+                assertThat(RedisTestSupport.queue(replica, PREFIX + ":{x}:x")).hasSize(1);
+            }
+        }
+        assertThat(RedisTestSupport.lockKeys(replica, PREFIX + ":*")).isEmpty();
+    }
+
     /** Two clients × four threads increment a racy counter under the lock; the count must be exact. */
     private static void countUnderLock(LockClient[] clients, long previousToken) throws Exception {
         FencedStore store = new FencedStore();
