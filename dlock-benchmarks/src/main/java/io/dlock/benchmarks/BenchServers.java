@@ -48,6 +48,7 @@ final class BenchServers implements AutoCloseable {
     private io.dlock.testkit.MemcachedServer memcached;
     private io.dlock.testkit.PostgresServer postgres;
     private io.dlock.testkit.MariaDbServer mariadb;
+    private io.dlock.testkit.EtcdServer etcd;
     private String memcachedAddress;
     private String zookeeperAddress;
     private String redisAddress;
@@ -78,6 +79,9 @@ final class BenchServers implements AutoCloseable {
             if (backends.contains(Backend.MARIADB)) {
                 s.mariadb = io.dlock.testkit.MariaDbServer.start();
             }
+            if (backends.contains(Backend.ETCD)) {
+                s.etcd = io.dlock.testkit.EtcdServer.start(); // fsyncs its WAL before each write is answered
+            }
             return s;
         } catch (RuntimeException e) {
             s.close();
@@ -97,7 +101,8 @@ final class BenchServers implements AutoCloseable {
                 mariadb == null
                         ? null
                         : mariadb.jdbcUrl() + "?user=" + io.dlock.testkit.MariaDbServer.USER + "&password="
-                                + io.dlock.testkit.MariaDbServer.PASSWORD);
+                                + io.dlock.testkit.MariaDbServer.PASSWORD,
+                etcd == null ? null : etcd.connectString());
     }
 
     /** The pid of each running server, for its CPU time. */
@@ -114,6 +119,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (postgres != null) {
             out.put(Backend.POSTGRESQL, postgres.pid());
+        }
+        if (etcd != null) {
+            out.put(Backend.ETCD, etcd.pid());
         }
         return out; // (MariaDbServer does not expose its pid: no server CPU for MariaDB)
     }
@@ -135,6 +143,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (mariadb != null) {
             out.add("mariadb " + mariadb.jdbcUrl() + " (innodb_flush_log_at_trx_commit=2)");
+        }
+        if (etcd != null) {
+            out.add("etcd " + etcd.connectString() + " pid " + etcd.pid() + " (WAL fsync on)");
         }
         return out;
     }
@@ -254,6 +265,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (mariadb != null) {
             mariadb.close();
+        }
+        if (etcd != null) {
+            etcd.close();
         }
         for (Path dir : directories) {
             try (Stream<Path> walk = Files.walk(dir)) {

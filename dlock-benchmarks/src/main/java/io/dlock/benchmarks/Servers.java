@@ -8,8 +8,23 @@ package io.dlock.benchmarks;
  * @param memcached the memcached address ({@code 127.0.0.1:PORT}), or null if not started
  * @param postgresql the PostgreSQL JDBC URL with credentials, or null if not started
  * @param mariadb the MariaDB JDBC URL with credentials, or null if not started
+ * @param etcd the etcd client address ({@code 127.0.0.1:PORT}), or null if not started
  */
-public record Servers(String zookeeper, String redis, String memcached, String postgresql, String mariadb) {
+public record Servers(
+        String zookeeper, String redis, String memcached, String postgresql, String mariadb, String etcd) {
+
+    /**
+     * Servers without etcd.
+     *
+     * @param zookeeper the ZooKeeper connect string, or null
+     * @param redis the Redis address, or null
+     * @param memcached the memcached address, or null
+     * @param postgresql the PostgreSQL JDBC URL, or null
+     * @param mariadb the MariaDB JDBC URL, or null
+     */
+    public Servers(String zookeeper, String redis, String memcached, String postgresql, String mariadb) {
+        this(zookeeper, redis, memcached, postgresql, mariadb, null);
+    }
 
     /**
      * Servers without the SQL databases.
@@ -49,6 +64,7 @@ public record Servers(String zookeeper, String redis, String memcached, String p
                     case MEMCACHED -> memcached;
                     case POSTGRESQL -> postgresql;
                     case MARIADB -> mariadb;
+                    case ETCD -> etcd;
                 };
         if (a == null) {
             throw new IllegalStateException(backend.label() + " server was not started in this run");

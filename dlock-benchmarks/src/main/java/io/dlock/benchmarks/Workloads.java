@@ -135,7 +135,8 @@ final class Workloads {
                     labels.toString(),
                     orDash(servers.memcached()),
                     orDash(servers.postgresql()),
-                    orDash(servers.mariadb()));
+                    orDash(servers.mariadb()),
+                    orDash(servers.etcd()));
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
             }
@@ -468,6 +469,8 @@ final class Workloads {
                     }
                     perCycle = Double.NaN;
                     extra.put("counter", "none (memcached)");
+                } else if (impl.backend() == Backend.ETCD) {
+                    perCycle = EtcdMetrics.cost(servers.etcd(), lock, n, extra);
                 } else {
                     String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
                     Map<String, Long> before = ServerStats.redisCommandCalls(redis.sync());
