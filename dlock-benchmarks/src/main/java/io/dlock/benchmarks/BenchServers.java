@@ -14,6 +14,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
 import org.apache.zookeeper.server.ZooKeeperServerMain;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The servers of one run, each a separate process on a free loopback port so that its CPU is not
@@ -43,15 +44,15 @@ final class BenchServers implements AutoCloseable {
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final List<Path> directories = new ArrayList<>();
-    private ChildJvm zookeeper;
-    private RedisServer redis;
-    private io.dlock.testkit.MemcachedServer memcached;
-    private io.dlock.testkit.PostgresServer postgres;
-    private io.dlock.testkit.MariaDbServer mariadb;
-    private io.dlock.testkit.EtcdServer etcd;
-    private String memcachedAddress;
-    private String zookeeperAddress;
-    private String redisAddress;
+    private @Nullable ChildJvm zookeeper;
+    private @Nullable RedisServer redis;
+    private io.dlock.testkit.@Nullable MemcachedServer memcached;
+    private io.dlock.testkit.@Nullable PostgresServer postgres;
+    private io.dlock.testkit.@Nullable MariaDbServer mariadb;
+    private io.dlock.testkit.@Nullable EtcdServer etcd;
+    private @Nullable String memcachedAddress;
+    private @Nullable String zookeeperAddress;
+    private @Nullable String redisAddress;
 
     /**
      * Starts the servers {@code backends} need; {@code redisServer} (nullable) names the binary.
@@ -60,7 +61,7 @@ final class BenchServers implements AutoCloseable {
      * each. On failure: {@link IllegalStateException} with the server's last output; whatever was
      * started is stopped.
      */
-    static BenchServers start(List<Backend> backends, String redisServer) {
+    static BenchServers start(List<Backend> backends, @Nullable String redisServer) {
         BenchServers s = new BenchServers();
         try {
             if (backends.contains(Backend.ZOOKEEPER)) {
@@ -188,7 +189,7 @@ final class BenchServers implements AutoCloseable {
         }
     }
 
-    private void startRedis(String redisServer) {
+    private void startRedis(@Nullable String redisServer) {
         if (redisServer != null) {
             System.setProperty(RedisServer.BINARY_PROPERTY, redisServer);
         }

@@ -70,7 +70,8 @@ public final class BenchWorker {
                 LockImpl impl = LockImpl.parse(w[1]);
                 try {
                     BenchLock lock = locks.computeIfAbsent(
-                            w[1] + "/" + w[2], k -> clients.get(impl).lock(w[2]));
+                            w[1] + "/" + w[2], k -> java.util.Objects.requireNonNull(clients.get(impl))
+                                    .lock(w[2]));
                     Measurement m = Loops.contended(
                             lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
                     write(m, Path.of(w[6]));

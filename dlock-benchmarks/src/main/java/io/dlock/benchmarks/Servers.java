@@ -1,5 +1,7 @@
 package io.dlock.benchmarks;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where the servers of one run listen.
  *
@@ -11,7 +13,12 @@ package io.dlock.benchmarks;
  * @param etcd the etcd client address ({@code 127.0.0.1:PORT}), or null if not started
  */
 public record Servers(
-        String zookeeper, String redis, String memcached, String postgresql, String mariadb, String etcd) {
+        @Nullable String zookeeper,
+        @Nullable String redis,
+        @Nullable String memcached,
+        @Nullable String postgresql,
+        @Nullable String mariadb,
+        @Nullable String etcd) {
 
     /**
      * Servers without etcd.
@@ -22,7 +29,12 @@ public record Servers(
      * @param postgresql the PostgreSQL JDBC URL, or null
      * @param mariadb the MariaDB JDBC URL, or null
      */
-    public Servers(String zookeeper, String redis, String memcached, String postgresql, String mariadb) {
+    public Servers(
+            @Nullable String zookeeper,
+            @Nullable String redis,
+            @Nullable String memcached,
+            @Nullable String postgresql,
+            @Nullable String mariadb) {
         this(zookeeper, redis, memcached, postgresql, mariadb, null);
     }
 
@@ -33,7 +45,7 @@ public record Servers(
      * @param redis the Redis address, or null
      * @param memcached the memcached address, or null
      */
-    public Servers(String zookeeper, String redis, String memcached) {
+    public Servers(@Nullable String zookeeper, @Nullable String redis, @Nullable String memcached) {
         this(zookeeper, redis, memcached, null, null);
     }
 
@@ -43,7 +55,7 @@ public record Servers(
      * @param zookeeper the ZooKeeper connect string, or null
      * @param redis the Redis address, or null
      */
-    public Servers(String zookeeper, String redis) {
+    public Servers(@Nullable String zookeeper, @Nullable String redis) {
         this(zookeeper, redis, null, null, null);
     }
 
