@@ -13,7 +13,9 @@ public enum Backend {
     /** A PostgreSQL 15 server (the testkit's {@code PostgresServer}, fsync and synchronous commit on). */
     POSTGRESQL,
     /** A MariaDB server (the testkit's {@code MariaDbServer}). */
-    MARIADB;
+    MARIADB,
+    /** A one-member {@code etcd} (the testkit's {@code EtcdServer}; every write waits for a WAL fsync). */
+    ETCD;
 
     /**
      * The name used on the command line and in the output.

@@ -74,9 +74,8 @@ public final class BenchCommand implements Callable<Integer> {
             names = "--backends",
             split = ",",
             paramLabel = "B",
-            description =
-                    "Servers to run on, of zookeeper, redis, memcached, postgresql, mariadb (default: zookeeper and"
-                            + " redis).")
+            description = "Servers to run on, of zookeeper, redis, memcached, postgresql, mariadb, etcd (default:"
+                    + " zookeeper and redis).")
     private List<String> backends = new ArrayList<>(List.of("zookeeper", "redis"));
 
     @Option(
@@ -86,7 +85,7 @@ public final class BenchCommand implements Callable<Integer> {
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor, dlock-pg, spring-jdbc-pg, shedlock-pg, sql-floor-pg,"
-                    + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb; and the diagnostic"
+                    + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb, dlock-etcd, jetcd-lock, etcd-floor; and the diagnostic"
                     + " zk-floor-async, zk-protocol, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every"
                     + " one on the chosen servers but the"
                     + " diagnostic ones).")
@@ -343,9 +342,11 @@ public final class BenchCommand implements Callable<Integer> {
                         case "memcached" -> Backend.MEMCACHED;
                         case "postgresql", "postgres" -> Backend.POSTGRESQL;
                         case "mariadb", "mysql" -> Backend.MARIADB;
+                        case "etcd" -> Backend.ETCD;
                         default -> throw new CommandLine.ParameterException(
                                 spec.commandLine(),
-                                "unknown backend '" + b + "'; known: zookeeper, redis, memcached, postgresql, mariadb");
+                                "unknown backend '" + b
+                                        + "'; known: zookeeper, redis, memcached, postgresql, mariadb, etcd");
                     };
             if (!out.contains(backend)) {
                 out.add(backend);

@@ -14,6 +14,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
 import org.apache.zookeeper.server.ZooKeeperServerMain;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The servers of one run, each a separate process on a free loopback port so that its CPU is not
@@ -43,14 +44,15 @@ final class BenchServers implements AutoCloseable {
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final List<Path> directories = new ArrayList<>();
-    private ChildJvm zookeeper;
-    private RedisServer redis;
-    private io.dlock.testkit.MemcachedServer memcached;
-    private io.dlock.testkit.PostgresServer postgres;
-    private io.dlock.testkit.MariaDbServer mariadb;
-    private String memcachedAddress;
-    private String zookeeperAddress;
-    private String redisAddress;
+    private @Nullable ChildJvm zookeeper;
+    private @Nullable RedisServer redis;
+    private io.dlock.testkit.@Nullable MemcachedServer memcached;
+    private io.dlock.testkit.@Nullable PostgresServer postgres;
+    private io.dlock.testkit.@Nullable MariaDbServer mariadb;
+    private io.dlock.testkit.@Nullable EtcdServer etcd;
+    private @Nullable String memcachedAddress;
+    private @Nullable String zookeeperAddress;
+    private @Nullable String redisAddress;
 
     /**
      * Starts the servers {@code backends} need; {@code redisServer} (nullable) names the binary.
@@ -59,7 +61,7 @@ final class BenchServers implements AutoCloseable {
      * each. On failure: {@link IllegalStateException} with the server's last output; whatever was
      * started is stopped.
      */
-    static BenchServers start(List<Backend> backends, String redisServer) {
+    static BenchServers start(List<Backend> backends, @Nullable String redisServer) {
         BenchServers s = new BenchServers();
         try {
             if (backends.contains(Backend.ZOOKEEPER)) {
@@ -77,6 +79,9 @@ final class BenchServers implements AutoCloseable {
             }
             if (backends.contains(Backend.MARIADB)) {
                 s.mariadb = io.dlock.testkit.MariaDbServer.start();
+            }
+            if (backends.contains(Backend.ETCD)) {
+                s.etcd = io.dlock.testkit.EtcdServer.start(); // fsyncs its WAL before each write is answered
             }
             return s;
         } catch (RuntimeException e) {
@@ -97,7 +102,8 @@ final class BenchServers implements AutoCloseable {
                 mariadb == null
                         ? null
                         : mariadb.jdbcUrl() + "?user=" + io.dlock.testkit.MariaDbServer.USER + "&password="
-                                + io.dlock.testkit.MariaDbServer.PASSWORD);
+                                + io.dlock.testkit.MariaDbServer.PASSWORD,
+                etcd == null ? null : etcd.connectString());
     }
 
     /** The pid of each running server, for its CPU time. */
@@ -114,6 +120,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (postgres != null) {
             out.put(Backend.POSTGRESQL, postgres.pid());
+        }
+        if (etcd != null) {
+            out.put(Backend.ETCD, etcd.pid());
         }
         return out; // (MariaDbServer does not expose its pid: no server CPU for MariaDB)
     }
@@ -135,6 +144,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (mariadb != null) {
             out.add("mariadb " + mariadb.jdbcUrl() + " (innodb_flush_log_at_trx_commit=2)");
+        }
+        if (etcd != null) {
+            out.add("etcd " + etcd.connectString() + " pid " + etcd.pid() + " (WAL fsync on)");
         }
         return out;
     }
@@ -177,7 +189,7 @@ final class BenchServers implements AutoCloseable {
         }
     }
 
-    private void startRedis(String redisServer) {
+    private void startRedis(@Nullable String redisServer) {
         if (redisServer != null) {
             System.setProperty(RedisServer.BINARY_PROPERTY, redisServer);
         }
@@ -254,6 +266,9 @@ final class BenchServers implements AutoCloseable {
         }
         if (mariadb != null) {
             mariadb.close();
+        }
+        if (etcd != null) {
+            etcd.close();
         }
         for (Path dir : directories) {
             try (Stream<Path> walk = Files.walk(dir)) {

@@ -48,7 +48,8 @@ public final class BenchWorker {
                 args[1].equals("-") ? null : args[1],
                 args.length > 3 && !args[3].equals("-") ? args[3] : null,
                 args.length > 4 && !args[4].equals("-") ? args[4] : null,
-                args.length > 5 && !args[5].equals("-") ? args[5] : null);
+                args.length > 5 && !args[5].equals("-") ? args[5] : null,
+                args.length > 6 && !args[6].equals("-") ? args[6] : null);
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         Map<String, BenchLock> locks = new HashMap<>();
         int status = 0;
@@ -69,7 +70,8 @@ public final class BenchWorker {
                 LockImpl impl = LockImpl.parse(w[1]);
                 try {
                     BenchLock lock = locks.computeIfAbsent(
-                            w[1] + "/" + w[2], k -> clients.get(impl).lock(w[2]));
+                            w[1] + "/" + w[2], k -> java.util.Objects.requireNonNull(clients.get(impl))
+                                    .lock(w[2]));
                     Measurement m = Loops.contended(
                             lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
                     write(m, Path.of(w[6]));

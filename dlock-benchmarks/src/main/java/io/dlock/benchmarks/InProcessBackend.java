@@ -21,6 +21,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A backend with no I/O for the engine's microbenchmarks: a FIFO queue per lock name in this JVM,
@@ -43,7 +44,9 @@ final class InProcessBackend implements LockBackend, LockProtocol {
 
     private static final class Slot {
         final QueueEntry entry;
-        CompletableFuture<Position> turn; // guarded by the queue
+
+        @Nullable
+        CompletableFuture<Position> turn; // guarded by the queue; null while not waiting
 
         Slot(QueueEntry entry) {
             this.entry = entry;
@@ -121,6 +124,9 @@ final class InProcessBackend implements LockBackend, LockProtocol {
     public CompletionStage<Position> awaitTurn(Position waiting) {
         QueueEntry e = waiting.entry();
         Queue q = queues.get(e.lockName());
+        if (q == null) {
+            return CompletableFuture.failedFuture(new EntryLostException(e, "no queue for its lock"));
+        }
         CompletableFuture<Position> turn = new CompletableFuture<>();
         Position now = null;
         synchronized (q) {
@@ -128,7 +134,8 @@ final class InProcessBackend implements LockBackend, LockProtocol {
             if (i < 0) {
                 return CompletableFuture.failedFuture(new EntryLostException(e, "not in the queue"));
             }
-            if (q.indexOf(waiting.predecessor()) < 0) {
+            String predecessor = waiting.predecessor();
+            if (predecessor == null || q.indexOf(predecessor) < 0) {
                 now = q.positionOf(i);
             } else {
                 q.slots.get(i).turn = turn;

@@ -182,7 +182,19 @@ public enum LockImpl {
             Backend.MARIADB,
             Role.FLOOR,
             false,
-            s -> new SqlFloorAdapter(s.address(Backend.MARIADB)));
+            s -> new SqlFloorAdapter(s.address(Backend.MARIADB))),
+    /** dlock's etcd backend, defaults (one lease per client, FIFO by create revision, JVM-local queueing). */
+    DLOCK_ETCD(
+            "dlock-etcd",
+            Backend.ETCD,
+            Role.DLOCK,
+            true,
+            s -> DlockAdapter.connect(
+                    "etcd://" + s.address(Backend.ETCD) + "/" + DlockAdapter.NAMESPACE, LockOptions.defaults())),
+    /** jetcd's {@code Lock} client (etcd's server-side v3lock), one lease per thread. */
+    JETCD_LOCK("jetcd-lock", Backend.ETCD, Role.ANCHOR, true, s -> new JetcdLockAdapter(s.address(Backend.ETCD))),
+    /** The bare protocol: a transaction "absent → put with the lease", then a delete. W1 and cost only. */
+    ETCD_FLOOR("etcd-floor", Backend.ETCD, Role.FLOOR, false, s -> new EtcdFloorAdapter(s.address(Backend.ETCD)));
 
     /** What an implementation is in the comparison. */
     public enum Role {

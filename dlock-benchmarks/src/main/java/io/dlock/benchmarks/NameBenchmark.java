@@ -74,7 +74,7 @@ public class NameBenchmark {
             client.lock(name + "/x");
             throw new AssertionError("accepted an invalid name");
         } catch (IllegalArgumentException e) {
-            return e.getMessage();
+            return java.util.Objects.requireNonNull(e.getMessage(), "a refusal has a message");
         }
     }
 }

@@ -6,6 +6,7 @@ import io.dlock.LockClient;
 import io.dlock.LockOptions;
 import io.dlock.core.LockEngine;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -37,7 +38,8 @@ import org.openjdk.jmh.annotations.Warmup;
 public class ReentrantBenchmark {
     private LockClient client;
     private DistributedLock lock;
-    private Lease outer;
+    /** Taken by the first benchmark call, on the benchmark thread (which then owns it). */
+    private @Nullable Lease outer;
 
     /** Creates a client over a fresh in-process backend. */
     @Setup

@@ -62,6 +62,11 @@ final class ServerStats {
         return out;
     }
 
+    /** ZooKeeper's {@code zk_packets_received}, which {@link #zooKeeperCounters} checks is there. */
+    static long zooKeeperPacketsReceived(String address) {
+        return java.util.Objects.requireNonNull(zooKeeperCounters(address).get("zk_packets_received"));
+    }
+
     /** Redis's calls per command from {@code INFO commandstats}, by command name. */
     static Map<String, Long> redisCommandCalls(RedisCommands<String, String> redis) {
         Map<String, Long> out = new TreeMap<>();

@@ -1,5 +1,7 @@
 package io.dlock.benchmarks;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where the servers of one run listen.
  *
@@ -8,8 +10,33 @@ package io.dlock.benchmarks;
  * @param memcached the memcached address ({@code 127.0.0.1:PORT}), or null if not started
  * @param postgresql the PostgreSQL JDBC URL with credentials, or null if not started
  * @param mariadb the MariaDB JDBC URL with credentials, or null if not started
+ * @param etcd the etcd client address ({@code 127.0.0.1:PORT}), or null if not started
  */
-public record Servers(String zookeeper, String redis, String memcached, String postgresql, String mariadb) {
+public record Servers(
+        @Nullable String zookeeper,
+        @Nullable String redis,
+        @Nullable String memcached,
+        @Nullable String postgresql,
+        @Nullable String mariadb,
+        @Nullable String etcd) {
+
+    /**
+     * Servers without etcd.
+     *
+     * @param zookeeper the ZooKeeper connect string, or null
+     * @param redis the Redis address, or null
+     * @param memcached the memcached address, or null
+     * @param postgresql the PostgreSQL JDBC URL, or null
+     * @param mariadb the MariaDB JDBC URL, or null
+     */
+    public Servers(
+            @Nullable String zookeeper,
+            @Nullable String redis,
+            @Nullable String memcached,
+            @Nullable String postgresql,
+            @Nullable String mariadb) {
+        this(zookeeper, redis, memcached, postgresql, mariadb, null);
+    }
 
     /**
      * Servers without the SQL databases.
@@ -18,7 +45,7 @@ public record Servers(String zookeeper, String redis, String memcached, String p
      * @param redis the Redis address, or null
      * @param memcached the memcached address, or null
      */
-    public Servers(String zookeeper, String redis, String memcached) {
+    public Servers(@Nullable String zookeeper, @Nullable String redis, @Nullable String memcached) {
         this(zookeeper, redis, memcached, null, null);
     }
 
@@ -28,7 +55,7 @@ public record Servers(String zookeeper, String redis, String memcached, String p
      * @param zookeeper the ZooKeeper connect string, or null
      * @param redis the Redis address, or null
      */
-    public Servers(String zookeeper, String redis) {
+    public Servers(@Nullable String zookeeper, @Nullable String redis) {
         this(zookeeper, redis, null, null, null);
     }
 
@@ -49,6 +76,7 @@ public record Servers(String zookeeper, String redis, String memcached, String p
                     case MEMCACHED -> memcached;
                     case POSTGRESQL -> postgresql;
                     case MARIADB -> mariadb;
+                    case ETCD -> etcd;
                 };
         if (a == null) {
             throw new IllegalStateException(backend.label() + " server was not started in this run");

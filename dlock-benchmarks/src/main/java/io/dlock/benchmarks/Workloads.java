@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The workloads of the side-by-side run. Every implementation runs on the same servers in the same
@@ -53,6 +54,10 @@ final class Workloads {
         this.log = log;
     }
 
+    private BenchClient client(LockImpl impl) {
+        return java.util.Objects.requireNonNull(clients.get(impl), () -> "no client open for " + impl.label());
+    }
+
     private interface Period {
         Measurement run(LockImpl impl, Duration length) throws InterruptedException;
     }
@@ -81,7 +86,7 @@ final class Workloads {
         }
         List<Result> out = new ArrayList<>();
         for (LockImpl impl : impls) {
-            out.add(Result.of(workload, impl, Measurement.merge(parts.get(impl))));
+            out.add(Result.of(workload, impl, Measurement.merge(java.util.Objects.requireNonNull(parts.get(impl)))));
         }
         return out;
     }
@@ -95,11 +100,11 @@ final class Workloads {
     List<Result> w1(List<LockImpl> impls) throws InterruptedException {
         Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
         for (LockImpl impl : impls) {
-            locks.put(impl, clients.get(impl).lock("w1"));
+            locks.put(impl, client(impl).lock("w1"));
         }
         return interleaved("W1", impls, (impl, length) -> {
             long[] w = window(length, 0);
-            return Loops.uncontended(locks.get(impl), w[0], w[1]);
+            return Loops.uncontended(java.util.Objects.requireNonNull(locks.get(impl)), w[0], w[1]);
         });
     }
 
@@ -107,11 +112,16 @@ final class Workloads {
     List<Result> w2(List<LockImpl> impls) throws InterruptedException {
         Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
         for (LockImpl impl : impls) {
-            locks.put(impl, clients.get(impl).lock("w2"));
+            locks.put(impl, client(impl).lock("w2"));
         }
         return interleaved("W2", impls, (impl, length) -> {
             long[] w = window(length, 50_000_000L); // let every thread reach the start line
-            return Loops.contended(locks.get(impl), config.w2Threads(), w[0], w[1], "w2-" + impl.label());
+            return Loops.contended(
+                    java.util.Objects.requireNonNull(locks.get(impl)),
+                    config.w2Threads(),
+                    w[0],
+                    w[1],
+                    "w2-" + impl.label());
         });
     }
 
@@ -135,7 +145,8 @@ final class Workloads {
                     labels.toString(),
                     orDash(servers.memcached()),
                     orDash(servers.postgresql()),
-                    orDash(servers.mariadb()));
+                    orDash(servers.mariadb()),
+                    orDash(servers.etcd()));
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
             }
@@ -281,7 +292,7 @@ final class Workloads {
         return squares == 0 ? Double.NaN : sum * sum / (shares.length * squares);
     }
 
-    private static String orDash(String s) {
+    private static String orDash(@Nullable String s) {
         return s == null ? "-" : s;
     }
 
@@ -299,7 +310,7 @@ final class Workloads {
     }
 
     private Result w4(LockImpl impl) throws InterruptedException {
-        BenchClient client = clients.get(impl);
+        BenchClient client = client(impl);
         int n = config.w4Locks();
         int threads = config.w4Threads();
         BenchLock.Held[] held = new BenchLock.Held[n];
@@ -430,15 +441,15 @@ final class Workloads {
      */
     List<Result> cost(List<LockImpl> impls) throws InterruptedException {
         List<Result> out = new ArrayList<>();
-        RedisClient redisClient = null;
-        StatefulRedisConnection<String, String> redis = null;
+        @Nullable RedisClient redisClient = null;
+        @Nullable StatefulRedisConnection<String, String> redis = null;
         try {
             if (servers.redis() != null && impls.stream().anyMatch(i -> i.backend() == Backend.REDIS)) {
-                redisClient = RedisClient.create(RedisURI.create("redis://" + servers.redis()));
+                redisClient = RedisClient.create(RedisURI.create("redis://" + servers.address(Backend.REDIS)));
                 redis = redisClient.connect();
             }
             for (LockImpl impl : impls) {
-                BenchLock lock = clients.get(impl).lock("cost");
+                BenchLock lock = client(impl).lock("cost");
                 // Warm up the client and the server (whose JIT would otherwise count as its CPU).
                 long warmEnd = System.nanoTime() + config.warmup().toNanos();
                 for (int i = 0; i < 100 || System.nanoTime() - warmEnd < 0; i++) {
@@ -451,14 +462,14 @@ final class Workloads {
                 long serverCpu0 = cpuNanos(serverPid);
                 long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
                 if (impl.backend() == Backend.ZOOKEEPER) {
-                    String zk = servers.zookeeper();
-                    long idle0 = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
-                    long idle1 = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
-                    long before = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    String zk = servers.address(Backend.ZOOKEEPER);
+                    long idle0 = ServerStats.zooKeeperPacketsReceived(zk);
+                    long idle1 = ServerStats.zooKeeperPacketsReceived(zk);
+                    long before = ServerStats.zooKeeperPacketsReceived(zk);
                     for (int i = 0; i < n; i++) {
                         lock.acquire().release();
                     }
-                    long after = ServerStats.zooKeeperCounters(zk).get("zk_packets_received");
+                    long after = ServerStats.zooKeeperPacketsReceived(zk);
                     perCycle = (after - before - (idle1 - idle0)) / (double) n;
                     extra.put("counter", "zk_packets_received");
                 } else if (impl.backend() == Backend.MEMCACHED) {
@@ -468,16 +479,20 @@ final class Workloads {
                     }
                     perCycle = Double.NaN;
                     extra.put("counter", "none (memcached)");
+                } else if (impl.backend() == Backend.ETCD) {
+                    perCycle = EtcdMetrics.cost(servers.address(Backend.ETCD), lock, n, extra);
                 } else {
+                    StatefulRedisConnection<String, String> probe =
+                            java.util.Objects.requireNonNull(redis, "opened above for a Redis implementation");
                     String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
-                    Map<String, Long> before = ServerStats.redisCommandCalls(redis.sync());
-                    try (RedisMonitor monitor = new RedisMonitor(servers.redis(), marker)) {
+                    Map<String, Long> before = ServerStats.redisCommandCalls(probe.sync());
+                    try (RedisMonitor monitor = new RedisMonitor(servers.address(Backend.REDIS), marker)) {
                         for (int i = 0; i < n; i++) {
                             lock.acquire().release();
                         }
-                        redis.sync().echo(marker);
+                        probe.sync().echo(marker);
                         monitor.awaitMarker();
-                        Map<String, Long> after = ServerStats.redisCommandCalls(redis.sync());
+                        Map<String, Long> after = ServerStats.redisCommandCalls(probe.sync());
                         Map<String, Long> all = new java.util.TreeMap<>();
                         after.forEach((k, v) -> {
                             long d = v - before.getOrDefault(k, 0L);

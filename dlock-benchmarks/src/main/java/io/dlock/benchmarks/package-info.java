@@ -8,4 +8,7 @@
  * <p>Every competitor is one adapter behind {@link io.dlock.benchmarks.BenchLock}, chosen by the
  * {@link io.dlock.benchmarks.LockImpl} enum (Caffeine's benchmark layout). Nothing here is API.
  */
+@NullMarked
 package io.dlock.benchmarks;
+
+import org.jspecify.annotations.NullMarked;

@@ -53,12 +53,13 @@ class BenchCommandTest {
 
     @Test
     void call_unknownImplementation_exits2ListingKnownOnes() {
-        Run r = run("--impls", "etcd-lock");
+        Run r = run("--impls", "consul-lock");
         assertThat(r.status()).isEqualTo(2);
         assertThat(r.err())
-                .contains("unknown implementation 'etcd-lock'")
+                .contains("unknown implementation 'consul-lock'")
                 .contains("curator")
-                .contains("redisson-fair");
+                .contains("redisson-fair")
+                .contains("jetcd-lock");
     }
 
     @Test
@@ -70,9 +71,16 @@ class BenchCommandTest {
 
     @Test
     void call_unknownBackend_exits2() {
-        Run r = run("--backends", "etcd");
+        Run r = run("--backends", "consul");
         assertThat(r.status()).isEqualTo(2);
-        assertThat(r.err()).contains("unknown backend 'etcd'");
+        assertThat(r.err()).contains("unknown backend 'consul'").contains("etcd");
+    }
+
+    @Test
+    void call_etcdImplementationWithoutEtcd_exits2() {
+        Run r = run("--backends", "redis", "--impls", "jetcd-lock");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("'jetcd-lock' runs on etcd");
     }
 
     @Test

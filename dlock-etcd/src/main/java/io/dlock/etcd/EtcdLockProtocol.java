@@ -34,6 +34,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -121,41 +122,57 @@ final class EtcdLockProtocol implements LockProtocol {
     static final int NO_SLOT = -1;
 
     /**
-     * The exclusive slots this client has in use (put in flight, held, or being deleted), per lock
-     * name: bit {@code i} is slot {@code i}. Only a hint that keeps two acquisitions of this client
-     * off one key: the put's guard ("key absent") is what makes a collision safe, and whoever
-     * deletes a key clears its bit. Empty for a lock this client does not use.
+     * How many stripes of slot masks a client has (32 KB): enough that 100,000 held locks leave
+     * about 25 names per stripe, well under {@link #SLOTS}.
      */
-    private final ConcurrentHashMap<String, Long> slots = new ConcurrentHashMap<>();
+    static final int STRIPES = 4096;
 
-    /** Takes the lowest free slot of {@code lockName}, or {@link #NO_SLOT} if all are in use. */
+    /**
+     * The exclusive slots this client has in use (put in flight, held, or being deleted): bit
+     * {@code i} of stripe {@code stripe(name)} is slot {@code i} of every lock name in that stripe.
+     * Only a hint that keeps two acquisitions of this client off one key: the put's guard ("key
+     * absent") is what makes a collision safe, and whoever deletes a key clears its bit. Names that
+     * share a stripe only use different slot numbers (each name's keys are its own). A fixed array
+     * rather than a map by lock name: a held lock then costs no map entry (about 45 bytes of W4's
+     * heap per held lock); a full stripe makes an entry without a slot, as before.
+     */
+    private final AtomicLongArray slots = new AtomicLongArray(STRIPES);
+
+    static int stripe(String lockName) {
+        int h = lockName.hashCode();
+        return (h ^ (h >>> 16)) & (STRIPES - 1);
+    }
+
+    /** Takes the lowest free slot of {@code lockName}'s stripe, or {@link #NO_SLOT} if all are in use. */
     int takeSlot(String lockName) {
-        int[] taken = {NO_SLOT};
-        slots.compute(lockName, (k, mask) -> {
-            long m = mask == null ? 0 : mask;
+        int s = stripe(lockName);
+        for (int attempt = 0; attempt < SLOTS; attempt++) { // each failed CAS is another slot taken or freed
+            long m = slots.get(s);
             int free = Long.numberOfTrailingZeros(~m);
             if (free >= SLOTS) {
-                return mask;
+                return NO_SLOT;
             }
-            taken[0] = free;
-            return m | (1L << free);
-        });
-        return taken[0];
+            if (slots.compareAndSet(s, m, m | (1L << free))) {
+                return free;
+            }
+        }
+        return NO_SLOT; // a busy stripe: an entry keyed by its acquisition id is as correct
     }
 
     void freeSlot(String lockName, int slot) {
         if (slot == NO_SLOT) {
             return;
         }
-        slots.computeIfPresent(lockName, (k, mask) -> {
-            long m = mask & ~(1L << slot);
-            return m == 0 ? null : m;
-        });
+        slots.getAndAccumulate(stripe(lockName), ~(1L << slot), (m, keep) -> m & keep);
     }
 
     /** Slots in use, for tests: none once every lock is released. */
     int slotsInUse() {
-        return slots.values().stream().mapToInt(Long::bitCount).sum();
+        int n = 0;
+        for (int i = 0; i < STRIPES; i++) {
+            n += Long.bitCount(slots.get(i));
+        }
+        return n;
     }
 
     /**
@@ -243,7 +260,9 @@ final class EtcdLockProtocol implements LockProtocol {
         };
     }
 
-    private static GetOption prefix() {
+    private static final GetOption PREFIX = prefixOption();
+
+    private static GetOption prefixOption() {
         return GetOption.builder()
                 .isPrefix(true)
                 .withSortField(GetOption.SortTarget.CREATE)
@@ -252,7 +271,9 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     /** The two newest keys of a prefix: an entry just put, and the one right before it. */
-    private static GetOption newestTwo() {
+    private static final GetOption NEWEST_TWO = newestTwoOption();
+
+    private static GetOption newestTwoOption() {
         return GetOption.builder()
                 .isPrefix(true)
                 .withSortField(GetOption.SortTarget.CREATE)
@@ -274,7 +295,9 @@ final class EtcdLockProtocol implements LockProtocol {
                 .build();
     }
 
-    private static GetOption anyTwo() {
+    private static final GetOption ANY_TWO = anyTwoOption();
+
+    private static GetOption anyTwoOption() {
         return GetOption.builder()
                 .isPrefix(true)
                 .withLimit(2)
@@ -332,12 +355,12 @@ final class EtcdLockProtocol implements LockProtocol {
                 bytes(value(request, downgrade)),
                 PutOption.builder().withLeaseId(lease.id).build()));
         if (request.mode() == LockMode.EXCLUSIVE) {
-            then.add(Op.get(bytes(family), newestTwo()));
+            then.add(Op.get(bytes(family), NEWEST_TWO));
             if (lockDelay) {
-                then.add(Op.get(bytes(tombstonePrefix(name)), anyTwo()));
+                then.add(Op.get(bytes(tombstonePrefix(name)), ANY_TWO));
             }
         } else {
-            then.add(Op.get(bytes(family), prefix()));
+            then.add(Op.get(bytes(family), PREFIX));
         }
         List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
         if (writeKey != null) {
@@ -684,10 +707,10 @@ final class EtcdLockProtocol implements LockProtocol {
         if (fam == LockMode.EXCLUSIVE) {
             reads.add(Op.get(bytes(family), before(entry.token())));
             if (lockDelay) {
-                reads.add(Op.get(bytes(tombstonePrefix(entry.lockName())), anyTwo()));
+                reads.add(Op.get(bytes(tombstonePrefix(entry.lockName())), ANY_TWO));
             }
         } else {
-            reads.add(Op.get(bytes(family), prefix()));
+            reads.add(Op.get(bytes(family), PREFIX));
         }
         txn(List.of(), reads, List.of()).whenComplete((r, err) -> {
             if (err != null) {

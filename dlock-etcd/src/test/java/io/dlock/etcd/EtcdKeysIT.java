@@ -62,6 +62,80 @@ class EtcdKeysIT extends EtcdTestSupport {
     }
 
     @Test
+    void twoLockNamesInOneSlotStripe_heldAtOnce_takeSlotsZeroAndOne_thenZeroServesEachAgain() throws Exception {
+        String a = "stripe-a";
+        String b = null;
+        for (int i = 0; i < 1_000_000 && b == null; i++) {
+            String candidate = "stripe-b" + i;
+            if (EtcdLockProtocol.stripe(candidate) == EtcdLockProtocol.stripe(a)) {
+                b = candidate;
+            }
+        }
+        assertThat(b).as("a name in the stripe of %s", a).isNotNull();
+        LockClient c = client("");
+        try (Lease la = c.lock(a).acquire();
+                Lease lb = c.lock(b).acquire()) {
+            assertThat(keys(prefix + "/" + a + "/x/"))
+                    .singleElement()
+                    .asString()
+                    .endsWith("-0");
+            assertThat(keys(prefix + "/" + b + "/x/"))
+                    .singleElement()
+                    .asString()
+                    .endsWith("-1");
+            assertThat(lb.fencingToken()).isGreaterThan(la.fencingToken());
+        }
+        assertThat(keys(prefix + "/" + a + "/x/")).isEmpty();
+        assertThat(keys(prefix + "/" + b + "/x/")).isEmpty();
+        try (Lease again = c.lock(b).acquire()) {
+            assertThat(keys(prefix + "/" + b + "/x/"))
+                    .singleElement()
+                    .asString()
+                    .endsWith("-0");
+        }
+    }
+
+    /** etcd's gauge of open watchers ({@code etcd_debugging_mvcc_watcher_total} on /metrics). */
+    static long watchers() throws Exception {
+        java.net.URL url = new java.net.URL("http://" + server.connectString() + "/metrics");
+        try (java.io.InputStream in = url.openStream()) {
+            for (String line : new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n")) {
+                if (line.startsWith("etcd_debugging_mvcc_watcher_total ")) {
+                    return (long) Double.parseDouble(line.substring(line.indexOf(' ') + 1));
+                }
+            }
+        }
+        throw new IllegalStateException("no etcd_debugging_mvcc_watcher_total on /metrics");
+    }
+
+    @Test
+    void contendedHandOffs_everyWaitersWatchIsClosedOnTheServer() throws Exception {
+        long before = watchers();
+        LockClient a = client("localQueueing=false");
+        LockClient b = client("localQueueing=false");
+        java.util.concurrent.atomic.AtomicLong waits = new java.util.concurrent.atomic.AtomicLong();
+        List<Thread> threads = new java.util.ArrayList<>();
+        for (LockClient c : List.of(a, b)) {
+            Thread t = new Thread(() -> {
+                for (int i = 0; i < 100; i++) {
+                    try (Lease l = c.lock("handoff").acquire()) {
+                        waits.incrementAndGet();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join(120_000);
+        }
+        assertThat(waits.get()).isEqualTo(200);
+        await().atMost(scaled(10)).untilAsserted(() -> assertThat(watchers()).isLessThanOrEqualTo(before));
+    }
+
+    @Test
     void slotTakenByAKeyTheClientDoesNotKnow_nextSlotUsed_andTheForeignKeyIsWaitedFor() throws Exception {
         LockClient c = client("");
         String leaseHex;
