@@ -235,8 +235,8 @@ public final class OccupancyStore {
     @Override
     public String toString() {
         synchronized (lock) {
-            return "OccupancyStore[" + kind() + ", " + inside.size() + " inside, " + entries + " entries, "
-                    + violations + " violations]";
+            return "OccupancyStore[" + kind() + ", " + inside.size() + " inside, " + entries + " entries, " + violations
+                    + " violations]";
         }
     }
 }
