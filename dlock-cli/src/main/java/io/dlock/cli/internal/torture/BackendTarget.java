@@ -64,6 +64,18 @@ public interface BackendTarget extends AutoCloseable {
     }
 
     /**
+     * Returns whether a server fault can make the backend grant a lock that is still held (a
+     * failover to a replica the grant had not reached): then the store's refusal of a lease dlock
+     * still calls valid is the figure the run measures, not a failure. Stale writes accepted and
+     * lost updates still fail the run.
+     *
+     * @return false unless the target says otherwise
+     */
+    default boolean failoverMayGrantTwice() {
+        return false;
+    }
+
+    /**
      * Returns whether a worker reaches everything through its proxy, so that it can run in a
      * network namespace of its own (false where the client also talks to servers directly).
      *

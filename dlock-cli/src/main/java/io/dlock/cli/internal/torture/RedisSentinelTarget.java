@@ -109,6 +109,16 @@ final class RedisSentinelTarget implements BackendTarget {
         return false;
     }
 
+    /**
+     * Replication is asynchronous, and a killed master that restarts before the Sentinel has
+     * demoted it serves as a master beside the promoted replica for a moment: two holders, of
+     * which the fence refuses the older token.
+     */
+    @Override
+    public boolean failoverMayGrantTwice() {
+        return true;
+    }
+
     /** Kills the current master, keeps it down, starts it again and waits for a whole pair. */
     @Override
     public void restartServer(Duration downtime) {

@@ -272,7 +272,8 @@ public final class TortureRun {
                     leftovers,
                     problems,
                     Duration.ofNanos(faultPhase),
-                    Duration.ofNanos(System.nanoTime() - started));
+                    Duration.ofNanos(System.nanoTime() - started),
+                    target.failoverMayGrantTwice());
         } finally {
             closeAll();
         }
