@@ -66,4 +66,18 @@ class RedisBackendConnectTest {
                 java.time.Duration.ofMillis(100), java.time.Duration.ofMillis(100), 3));
         assertThat(delay.createDelay(10).toMillis()).isBetween(100L, 101L);
     }
+
+    @Test
+    void reconnectDelay_defaultPolicyUpTo5s_cappedAt250ms() {
+        var delay = RedisConnector.reconnectDelay(io.dlock.RetryPolicy.defaults());
+        assertThat(delay.createDelay(1).toMillis()).isBetween(100L, 250L);
+        assertThat(delay.createDelay(20).toMillis()).isEqualTo(250L);
+    }
+
+    @Test
+    void reconnectDelay_firstSleepLongerThanTheCap_keepsTheFirstSleep() {
+        var delay = RedisConnector.reconnectDelay(io.dlock.RetryPolicy.exponentialBackoff(
+                java.time.Duration.ofMillis(400), java.time.Duration.ofSeconds(5), 3));
+        assertThat(delay.createDelay(20).toMillis()).isBetween(400L, 401L);
+    }
 }
