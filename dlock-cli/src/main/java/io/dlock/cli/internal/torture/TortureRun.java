@@ -66,6 +66,7 @@ public final class TortureRun {
 
     private final TortureConfig config;
     private final PrintWriter out;
+    private final TortureListener listener;
     private final Random random;
     private final String namespace = "torture-" + UUID.randomUUID().toString().substring(0, 8);
     private final List<Worker> live = new ArrayList<>();
@@ -85,12 +86,24 @@ public final class TortureRun {
      * @param config what to run
      * @param out where progress lines go (one per fault)
      */
+    public TortureRun(TortureConfig config, PrintWriter out) {
+        this(config, out, TortureListener.NONE);
+    }
+
+    /**
+     * Prepares a run that reports its phases, faults and recording to {@code listener}.
+     *
+     * @param config what to run
+     * @param out where progress lines go (one per fault)
+     * @param listener told of phases, the store, faults and the end (progress, report)
+     */
     // target, store and storeServer are set at the start of run(), the only entry point, before
     // anything reads them; run() is called once.
     @SuppressWarnings("NullAway.Init")
-    public TortureRun(TortureConfig config, PrintWriter out) {
+    public TortureRun(TortureConfig config, PrintWriter out, TortureListener listener) {
         this.config = Objects.requireNonNull(config, "config");
         this.out = Objects.requireNonNull(out, "out");
+        this.listener = Objects.requireNonNull(listener, "listener");
         this.random = new Random(config.seed());
     }
 
@@ -123,12 +136,14 @@ public final class TortureRun {
     public TortureResult run() {
         long started = System.nanoTime();
         try {
+            listener.phase("starting");
             target = BackendTargets.open(config.uri());
             if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
                 throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
             }
             store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             storeServer = FencedStoreServer.start(store);
+            listener.store(store);
             out.printf(
                     "dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n",
                     target.description(),
@@ -166,12 +181,15 @@ public final class TortureRun {
                 awaitReady(w);
             }
             t0 = System.nanoTime();
+            listener.phase("faults");
             schedule();
             judgeBackToBack();
             long faultPhase = System.nanoTime() - t0;
+            listener.phase("checking");
             List<String> stuck = stopWorkers();
             List<String> leftovers = awaitNoLeftovers();
             FencingChecker.Report check = store.check();
+            listener.finished(new TortureRecording(store, t0, t0 + faultPhase, List.copyOf(faults), everyoneLines()));
             return TortureResult.of(
                     config,
                     target.backend(),
@@ -217,6 +235,7 @@ public final class TortureRun {
 
     private void inject(FaultKind kind) {
         long at = System.nanoTime();
+        listener.faultInjected(kind);
         Injected done;
         try {
             done = switch (kind) {
