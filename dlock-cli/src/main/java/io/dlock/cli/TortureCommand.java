@@ -6,6 +6,7 @@ import io.dlock.cli.internal.Progress;
 import io.dlock.cli.internal.report.Timeline;
 import io.dlock.cli.internal.torture.BackendTargets;
 import io.dlock.cli.internal.torture.FaultKind;
+import io.dlock.cli.internal.torture.Network;
 import io.dlock.cli.internal.torture.TortureConfig;
 import io.dlock.cli.internal.torture.TortureProgress;
 import io.dlock.cli.internal.torture.TortureReport;
@@ -154,6 +155,16 @@ public final class TortureCommand implements Callable<Integer> {
     private boolean backToBack;
 
     @Option(
+            names = "--network",
+            paramLabel = "HOW",
+            defaultValue = "auto",
+            description = "How partition cuts a worker off: iptables (the worker in a network namespace of its own,"
+                    + " iptables dropping its packets: its TCP stack sees a silent peer; needs root, ip and"
+                    + " iptables), proxy (its fault proxy stops forwarding) or auto (iptables where possible, else"
+                    + " the proxy; the run says which) (default: ${DEFAULT-VALUE}).")
+    private String network;
+
+    @Option(
             names = "--seed",
             paramLabel = "N",
             description = "Seed of the fault schedule, to repeat a run (default: random, printed).")
@@ -218,7 +229,7 @@ public final class TortureCommand implements Callable<Integer> {
         TortureResult result;
         try (Progress progress = new Progress(out, Progress.auto(silent), listener::status)) {
             PrintWriter runOut = silent ? new PrintWriter(java.io.Writer.nullWriter()) : progress.writer();
-            result = new TortureRun(config, runOut, listener).run();
+            result = new TortureRun(config, runOut, network(), listener).run();
         } catch (RuntimeException e) {
             out.flush();
             err.println("dlock torture: could not run: " + e.getMessage());
@@ -267,7 +278,17 @@ public final class TortureCommand implements Callable<Integer> {
         where.flush();
     }
 
+    private Network network() {
+        return switch (network.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "auto" -> Network.AUTO;
+            case "iptables" -> Network.IPTABLES;
+            case "proxy" -> Network.PROXY;
+            default -> throw bad("--network", "must be auto, iptables or proxy, was '" + network + "'");
+        };
+    }
+
     private TortureConfig validate() {
+        network();
         try {
             BackendTargets.validate(uri);
         } catch (IllegalArgumentException e) {

@@ -2,6 +2,7 @@ package io.dlock.etcd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.testkit.DlockServer;
 import io.dlock.testkit.EtcdServer;
 import io.dlock.testkit.LockFixtureSupport;
 import io.dlock.testkit.Timing;
@@ -20,10 +21,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 
 /**
- * One etcd per test class; a fresh namespace and fresh clients per test. After each test every
+ * One etcd per test class ({@link DlockServer}); a fresh namespace and fresh clients per test. After each test every
  * client is closed and etcd must hold no key under the test's namespace: whatever dlock creates, it
  * removes.
  */
+@DlockServer(DlockServer.Kind.ETCD)
 abstract class EtcdTestSupport extends LockFixtureSupport {
     static EtcdServer server;
     /** A plain jetcd client for inspecting and tampering with what dlock keeps. */
@@ -32,8 +34,8 @@ abstract class EtcdTestSupport extends LockFixtureSupport {
     String prefix;
 
     @BeforeAll
-    static void startServer() {
-        server = EtcdServer.start();
+    static void startServer(EtcdServer started) {
+        server = started;
         inspector =
                 Client.builder().endpoints("http://" + server.connectString()).build();
     }
@@ -41,7 +43,6 @@ abstract class EtcdTestSupport extends LockFixtureSupport {
     @AfterAll
     static void stopServer() {
         inspector.close();
-        server.close();
     }
 
     @BeforeEach

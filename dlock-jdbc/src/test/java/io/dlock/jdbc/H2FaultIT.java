@@ -8,12 +8,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /** H2's own: the embedded in-memory default with no server at all, and the fenced-write helper. */
-class H2FaultIT extends JdbcTestSupport {
-
-    @Override
-    Db db() {
-        return Db.H2;
-    }
+class H2FaultIT extends H2TestSupport {
 
     @Test
     void embeddedInMemory_noServer_locksWithRisingTokens() throws Exception {

@@ -3,8 +3,6 @@ package io.dlock.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dlock.testkit.LockFixtureSupport;
-import io.dlock.testkit.MariaDbServer;
-import io.dlock.testkit.PostgresServer;
 import io.dlock.testkit.Timing;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -16,29 +14,19 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.h2.tools.Server;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
 /**
- * A database per JVM for each dialect (PostgreSQL from the testkit, H2 as an in-process TCP server so
- * that child JVMs reach it too), a fresh lock table per test (created by the client with {@code
+ * A database per test run for each dialect ({@link PostgresTestSupport}, {@link MariaDbTestSupport},
+ * {@link H2TestSupport}), a fresh lock table per test (created by the client with {@code
  * createTable=true}), fresh clients per test. After each test every client is closed, and the table
  * must hold no owner and no waiter row: whatever dlock takes, it gives back.
  */
 abstract class JdbcTestSupport extends LockFixtureSupport {
     private static final AtomicInteger TABLES = new AtomicInteger();
 
-    /** The database under test. */
-    enum Db {
-        POSTGRESQL,
-        MARIADB,
-        H2
-    }
-
     String table;
-
-    abstract Db db();
 
     @BeforeEach
     void newTable() {
@@ -53,13 +41,8 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
         }
     }
 
-    boolean alive() {
-        return switch (db()) {
-            case POSTGRESQL -> Databases.postgres().isAlive();
-            case MARIADB -> Databases.mariadb().isAlive();
-            case H2 -> true;
-        };
-    }
+    /** Whether the database server runs (a test may have stopped it). */
+    abstract boolean alive();
 
     @Override
     public String backendName() {
@@ -78,15 +61,7 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     }
 
     /** The database's JDBC URL with credentials, without dlock's parameters. */
-    String jdbcUrl() {
-        return switch (db()) {
-            case POSTGRESQL -> Databases.postgres().jdbcUrl() + "?user=" + PostgresServer.USER + "&password="
-                    + PostgresServer.PASSWORD;
-            case MARIADB -> Databases.mariadb().jdbcUrl() + "?user=" + MariaDbServer.USER + "&password="
-                    + MariaDbServer.PASSWORD;
-            case H2 -> Databases.h2Url();
-        };
-    }
+    abstract String jdbcUrl();
 
     @Override
     public String uri(String query) {
@@ -323,45 +298,5 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
 
     static Duration scaled(long seconds) {
         return Timing.scale(Duration.ofSeconds(seconds));
-    }
-
-    /** One server per JVM and dialect, stopped when the JVM exits. */
-    static final class Databases {
-        private static PostgresServer postgres;
-        private static MariaDbServer mariadb;
-        private static Server h2;
-
-        private Databases() {}
-
-        static synchronized PostgresServer postgres() {
-            if (postgres == null) {
-                postgres = PostgresServer.start();
-                PostgresServer s = postgres;
-                Runtime.getRuntime().addShutdownHook(new Thread(s::close, "postgres-stop"));
-            }
-            return postgres;
-        }
-
-        static synchronized MariaDbServer mariadb() {
-            if (mariadb == null) {
-                mariadb = MariaDbServer.start();
-                MariaDbServer s = mariadb;
-                Runtime.getRuntime().addShutdownHook(new Thread(s::close, "mariadb-stop"));
-            }
-            return mariadb;
-        }
-
-        static synchronized String h2Url() {
-            if (h2 == null) {
-                try {
-                    h2 = Server.createTcpServer("-tcpPort", "0", "-ifNotExists").start();
-                } catch (SQLException e) {
-                    throw new IllegalStateException("cannot start H2's TCP server", e);
-                }
-                Server s = h2;
-                Runtime.getRuntime().addShutdownHook(new Thread(s::stop, "h2-stop"));
-            }
-            return "jdbc:h2:tcp://127.0.0.1:" + h2.getPort() + "/mem:dlock;DB_CLOSE_DELAY=-1";
-        }
     }
 }

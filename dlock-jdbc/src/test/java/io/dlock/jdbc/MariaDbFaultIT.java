@@ -13,17 +13,12 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** MariaDB's own: credentials, a missing table, the fenced-write helper, the database clock. */
-class MariaDbFaultIT extends JdbcTestSupport {
-
-    @Override
-    Db db() {
-        return Db.MARIADB;
-    }
+class MariaDbFaultIT extends MariaDbTestSupport {
 
     @Test
     void connect_wrongPassword_clearErrorWithoutThePassword() {
-        String uri = Databases.mariadb().jdbcUrl() + "?user=" + MariaDbServer.USER + "&password=wrong-pw-123"
-                + "&dlockTable=" + table;
+        String uri =
+                mariadb.jdbcUrl() + "?user=" + MariaDbServer.USER + "&password=wrong-pw-123" + "&dlockTable=" + table;
         assertThatThrownBy(() -> LockClient.connect(uri))
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("Access denied")

@@ -3,9 +3,4 @@ package io.dlock.jdbc;
 import io.dlock.testkit.ExclusiveLockContract;
 
 /** The exclusive lock on MariaDB 10.11 through the public API: the testkit's contract. */
-class MariaDbLockIT extends JdbcTestSupport implements ExclusiveLockContract {
-    @Override
-    Db db() {
-        return Db.MARIADB;
-    }
-}
+class MariaDbLockIT extends MariaDbTestSupport implements ExclusiveLockContract {}

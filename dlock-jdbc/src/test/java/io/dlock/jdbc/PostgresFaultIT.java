@@ -32,16 +32,11 @@ import org.junit.jupiter.api.Test;
  * renewal, a restart under a held lock, an exhausted pool, the fenced-write helper against a paused
  * holder, and rows that do not grow.
  */
-class PostgresFaultIT extends JdbcTestSupport {
-
-    @Override
-    Db db() {
-        return Db.POSTGRESQL;
-    }
+class PostgresFaultIT extends PostgresTestSupport {
 
     @Test
     void connect_wrongPassword_clearErrorWithoutThePassword() {
-        String uri = Databases.postgres().jdbcUrl() + "?user=dlock&password=wrong-pw-123&dlockTable=" + table;
+        String uri = postgres.jdbcUrl() + "?user=dlock&password=wrong-pw-123&dlockTable=" + table;
         assertThatThrownBy(() -> LockClient.connect(uri))
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("password authentication failed")
@@ -133,7 +128,7 @@ class PostgresFaultIT extends JdbcTestSupport {
     @Test
     void poolExhaustedByTheApplication_clearTimeoutNotAHang() throws Exception {
         HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(Databases.postgres().jdbcUrl());
+        config.setJdbcUrl(postgres.jdbcUrl());
         config.setUsername(PostgresServer.USER);
         config.setPassword(PostgresServer.PASSWORD);
         config.setMaximumPoolSize(3);

@@ -3,9 +3,4 @@ package io.dlock.jdbc;
 import io.dlock.testkit.ExclusiveLockContract;
 
 /** The exclusive lock on PostgreSQL 15 through the public API: the testkit's contract. */
-class PostgresLockIT extends JdbcTestSupport implements ExclusiveLockContract {
-    @Override
-    Db db() {
-        return Db.POSTGRESQL;
-    }
-}
+class PostgresLockIT extends PostgresTestSupport implements ExclusiveLockContract {}

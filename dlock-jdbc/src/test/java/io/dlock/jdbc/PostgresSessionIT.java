@@ -23,12 +23,7 @@ import org.junit.jupiter.api.Test;
  * PostgreSQL's session mode ({@code mode=session}): the exclusive-lock contract on advisory locks,
  * the server dropping a lock whose session died, and what the mode refuses.
  */
-class PostgresSessionIT extends JdbcTestSupport implements ExclusiveLockContract {
-
-    @Override
-    Db db() {
-        return Db.POSTGRESQL;
-    }
+class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockContract {
 
     @Override
     public String uri(String query) {

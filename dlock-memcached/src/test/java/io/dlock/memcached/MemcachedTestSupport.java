@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.dlock.LockClient;
+import io.dlock.testkit.DlockServer;
 import io.dlock.testkit.LockFixtureSupport;
 import io.dlock.testkit.MemcachedServer;
 import io.dlock.testkit.Timing;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -21,20 +21,16 @@ import org.junit.jupiter.api.TestInfo;
  * every client is closed and the server must hold no lock or waiter key under the test's prefix
  * (fencing counters stay by design, see the README).
  */
+@DlockServer(DlockServer.Kind.MEMCACHED)
 abstract class MemcachedTestSupport extends LockFixtureSupport {
     static MemcachedServer server;
 
     String prefix;
 
     @BeforeAll
-    static void startServer() {
-        server = MemcachedServer.start();
+    static void startServer(MemcachedServer started) {
+        server = started;
         settle(server);
-    }
-
-    @AfterAll
-    static void stopServer() {
-        server.close();
     }
 
     /**

@@ -31,6 +31,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * }
  * }</pre>
  *
+ * <p>{@link Scope#RUN} shares one server of each kind among every class of the test run that asks
+ * for it with that scope, for servers slow to start (PostgreSQL, MariaDB); tests then keep apart by
+ * namespace or table, and the server stops when the run ends.
+ *
  * <p>Tests that need a server configured differently (TLS, a replica, no persistence) start it
  * themselves with the server class's builder.
  */
@@ -47,6 +51,21 @@ public @interface DlockServer {
      * @return one entry per server kind; duplicates start one server
      */
     Kind[] value();
+
+    /**
+     * How long the servers live.
+     *
+     * @return {@link Scope#CLASS} (the default) or {@link Scope#RUN}
+     */
+    Scope scope() default Scope.CLASS;
+
+    /** How long a server lives and who shares it. */
+    enum Scope {
+        /** One server per test class (nested classes share their enclosing class's), stopped after it. */
+        CLASS,
+        /** One server per kind for the whole test run, shared by every class with this scope. */
+        RUN
+    }
 
     /** A server the testkit can start, with the class a test receives. */
     enum Kind {

@@ -81,10 +81,24 @@ public final class DlockServerExtension implements BeforeAllCallback, ParameterR
     }
 
     private static TestServer server(ExtensionContext context, DlockServer.Kind kind) {
-        return classContext(context)
-                .getStore(NAMESPACE)
+        ExtensionContext owner = runScoped(context) ? context.getRoot() : classContext(context);
+        return owner.getStore(NAMESPACE)
                 .getOrComputeIfAbsent(kind, k -> new Running(kind.start()), Running.class)
                 .server;
+    }
+
+    /** Whether the innermost class declaring {@link DlockServer} asks for {@link DlockServer.Scope#RUN}. */
+    private static boolean runScoped(ExtensionContext context) {
+        for (Optional<ExtensionContext> c = Optional.of(context);
+                c.isPresent();
+                c = c.get().getParent()) {
+            Optional<DlockServer> declared =
+                    c.get().getTestClass().flatMap(type -> AnnotationSupport.findAnnotation(type, DlockServer.class));
+            if (declared.isPresent()) {
+                return declared.get().scope() == DlockServer.Scope.RUN;
+            }
+        }
+        return false;
     }
 
     /** The outermost class context, so that nested classes share their enclosing class's servers. */

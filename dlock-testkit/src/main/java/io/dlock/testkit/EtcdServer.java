@@ -1,7 +1,6 @@
 package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -13,8 +12,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -31,15 +28,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
-public final class EtcdServer implements TestServer {
-
-    /*
-     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile so
-     * that read-only calls do not wait behind a restart.
-     * Failure: a process that does not report healthy in time is killed before the exception is
-     * thrown, with the tail of its log in the message.
-     * Invariants: at most one process per instance is alive; ports and directory never change.
-     */
+public final class EtcdServer extends ServerProcess {
 
     /** The system property naming the {@code etcd} binary. */
     public static final String BINARY_PROPERTY = "dlock.test.etcd";
@@ -50,7 +39,6 @@ public final class EtcdServer implements TestServer {
     private final String name;
     private final int clientPort;
     private final int peerPort;
-    private final Path dir;
     /** {@code --initial-cluster}: every member's name and peer URL. */
     private final String initialCluster;
 
@@ -58,15 +46,10 @@ public final class EtcdServer implements TestServer {
     /** Whether a start waits for /health (a lone member of a cluster has no quorum to be healthy). */
     private final boolean waitHealthy;
 
-    private volatile @Nullable Process process;
-
     /** With {@link #startTls()}: the TLS client port and the directory of the certificates; else 0 and null. */
     private volatile int tlsPort;
 
     private volatile @Nullable Path tlsDir;
-
-    @GuardedBy("this")
-    private boolean closed;
 
     EtcdServer(
             String name,
@@ -76,10 +59,10 @@ public final class EtcdServer implements TestServer {
             String initialCluster,
             String clusterToken,
             boolean waitHealthy) {
+        super(dir);
         this.name = name;
         this.clientPort = clientPort;
         this.peerPort = peerPort;
-        this.dir = dir;
         this.initialCluster = initialCluster;
         this.clusterToken = clusterToken;
         this.waitHealthy = waitHealthy;
@@ -190,7 +173,7 @@ public final class EtcdServer implements TestServer {
      * @return the PEM file of the other CA, in {@link #dir()}
      */
     public Path otherCaCertificate() {
-        Path other = dir.resolve("other-ca");
+        Path other = dir().resolve("other-ca");
         try {
             Files.createDirectories(other);
         } catch (IOException e) {
@@ -261,28 +244,6 @@ public final class EtcdServer implements TestServer {
     }
 
     /**
-     * Returns the pid of the current process (a new one after each {@link #restart()}).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return the pid
-     */
-    public long pid() {
-        return running().pid();
-    }
-
-    /**
-     * Returns the member's working directory (data and log).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return the directory
-     */
-    public Path dir() {
-        return dir;
-    }
-
-    /**
      * Returns whether the member answers {@code /health} with {@code "health":"true"} (it is up and
      * its cluster has a leader).
      *
@@ -295,113 +256,20 @@ public final class EtcdServer implements TestServer {
         return health(clientPort, Duration.ofSeconds(1));
     }
 
-    /**
-     * Kills the member with SIGKILL and waits for it to exit.
-     *
-     * <p>Blocking: until the process has exited, at most 30 s. Thread-safety: safe from any thread;
-     * killing a dead member does nothing. On failure: {@link IllegalStateException} if it does not
-     * exit.
-     *
-     * @throws IllegalStateException if the process does not exit
-     */
-    public synchronized void kill() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        p.destroyForcibly();
-        try {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while killing", e);
-        }
-        Reaper.untrack(p);
-    }
-
-    /**
-     * Freezes the member with SIGSTOP: connections stay open but nothing is answered.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void pause() {
-        Reaper.signal(running().pid(), "STOP");
-    }
-
-    /**
-     * Lets a paused member run again with SIGCONT.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void resume() {
-        Reaper.signal(running().pid(), "CONT");
-    }
-
-    /**
-     * Returns whether the process is running (a paused one counts as running).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return true while the process has not exited
-     */
-    public boolean isAlive() {
-        Process p = process;
-        return p != null && p.isAlive();
-    }
-
-    /**
-     * Kills the member with SIGKILL if it is alive and starts a new process on the same ports and
-     * data directory; every acknowledged write survives.
-     *
-     * <p>Blocking: until it reports healthy (a single member) or runs (a cluster member), at most
-     * {@link #START_TIMEOUT} scaled by {@link Timing}. Thread-safety: safe from any thread. On
-     * failure: {@link IllegalStateException} if closed or it does not serve in time; no process is
-     * left running.
-     *
-     * @throws IllegalStateException if closed or the restart fails
-     */
-    @Override
-    public synchronized void restart() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        kill();
-        launch(binary());
-    }
-
-    /**
-     * Kills the process and deletes its directory.
-     *
-     * <p>Blocking: until the process has exited. Thread-safety: safe from any thread; idempotent.
-     * On failure: never throws; problems are logged.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            kill();
-        } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(EtcdServer.class).warn("could not stop {}", this, e);
-        } finally {
-            Reaper.deleteTempDirectory(dir);
-        }
-    }
-
     @Override
     public String toString() {
-        return "EtcdServer[" + name + ", " + connectString() + ", peer " + peerPort + ", " + dir + "]";
+        return "EtcdServer[" + name + ", " + connectString() + ", peer " + peerPort + ", " + dir() + "]";
+    }
+
+    @Override
+    @GuardedBy("this")
+    void launch() {
+        launch(binary());
     }
 
     /** Starts the process; waits for health if {@link #waitHealthy}, else only that it stays up. */
     synchronized void launch(String binary) {
-        Path logFile = dir.resolve("etcd.log");
+        Path logFile = logFile();
         String peerUrl = "http://127.0.0.1:" + peerPort;
         String clientUrl = clientUrls();
         List<String> cmd = new ArrayList<>(List.of(
@@ -409,7 +277,7 @@ public final class EtcdServer implements TestServer {
                 "--name",
                 name,
                 "--data-dir",
-                dir.resolve("data").toString(),
+                dir().resolve("data").toString(),
                 "--listen-client-urls",
                 clientUrl,
                 "--advertise-client-urls",
@@ -434,18 +302,7 @@ public final class EtcdServer implements TestServer {
                 "--log-outputs",
                 "stderr"));
         cmd.addAll(tlsFlags());
-        Process p;
-        try {
-            p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + binary, e);
-        }
-        Reaper.track(p);
-        process = p;
+        Process p = spawn(cmd, logFile);
         if (!waitHealthy) {
             return;
         }
@@ -454,27 +311,18 @@ public final class EtcdServer implements TestServer {
 
     /** Waits until /health says true; kills the process and throws if it does not in time. */
     void awaitHealthy(Process p, Path logFile) {
-        Duration timeout = Timing.scale(START_TIMEOUT);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!health(clientPort, Duration.ofMillis(500))) {
-            if (!p.isAlive() || System.nanoTime() - deadline > 0) {
-                String why = p.isAlive() ? "did not report healthy within " + timeout : "exited with " + p.exitValue();
-                p.destroyForcibly();
-                Reaper.untrack(p);
-                throw new IllegalStateException(this + " " + why + tail(logFile));
-            }
-            try {
-                Thread.sleep(50); // polls readiness; etcd offers no start-up callback
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": interrupted while starting", e);
-            }
-        }
+        awaitReady(
+                p,
+                Timing.scale(START_TIMEOUT),
+                Duration.ofMillis(50),
+                "report healthy",
+                () -> health(clientPort, Duration.ofMillis(500)),
+                logFile,
+                "");
     }
 
     Path logFile() {
-        return dir.resolve("etcd.log");
+        return dir().resolve("etcd.log");
     }
 
     static boolean health(int port, Duration timeout) {
@@ -499,49 +347,8 @@ public final class EtcdServer implements TestServer {
         }
     }
 
-    static String tail(Path logFile) {
-        try {
-            List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
-            return "\n  "
-                    + all.subList(Math.max(0, all.size() - 20), all.size()).stream()
-                            .collect(Collectors.joining("\n  "));
-        } catch (IOException e) {
-            return "";
-        }
-    }
-
     /** The etcd binary, or an exception saying how to get one. */
     static String binary() {
-        String configured = System.getProperty(BINARY_PROPERTY);
-        if (configured == null || configured.isBlank()) {
-            configured = System.getenv("DLOCK_ETCD");
-        }
-        if (configured != null && !configured.isBlank()) {
-            if (!Files.isExecutable(Path.of(configured))) {
-                throw new IllegalStateException("etcd '" + configured + "' (from -D" + BINARY_PROPERTY
-                        + " or DLOCK_ETCD) is not an executable file");
-            }
-            return configured;
-        }
-        String path = System.getenv("PATH");
-        List<String> dirs = new ArrayList<>(path == null ? List.of() : List.of(path.split(File.pathSeparator)));
-        dirs.add("/usr/bin");
-        for (String d : dirs) {
-            Path candidate = Path.of(d, "etcd");
-            if (Files.isExecutable(candidate)) {
-                return candidate.toString();
-            }
-        }
-        throw new IllegalStateException("etcd not found on the PATH: the etcd tests need a real server."
-                + " Install one (Debian/Ubuntu: apt-get install etcd-server) or point -D" + BINARY_PROPERTY
-                + "=/path/to/etcd at it");
-    }
-
-    private Process running() {
-        Process p = process;
-        if (p == null) {
-            throw new IllegalStateException(this + " was never started");
-        }
-        return p;
+        return binary("etcd", BINARY_PROPERTY, "DLOCK_ETCD", "etcd-server", "/usr/bin");
     }
 }

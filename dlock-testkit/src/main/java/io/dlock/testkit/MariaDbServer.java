@@ -1,17 +1,11 @@
 package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.io.File;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import org.jspecify.annotations.Nullable;
+import java.util.Map;
 
 /**
  * A MariaDB server process ({@code mariadbd}) on a free loopback port, from the binaries Debian
@@ -26,14 +20,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
-public final class MariaDbServer implements TestServer {
-
-    /*
-     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile.
-     * Failure: a server that does not become ready is killed before the exception, whose message
-     * holds the tail of its error log.
-     * Invariants: at most one mariadbd per instance; port and directory never change.
-     */
+public final class MariaDbServer extends ServerProcess {
 
     /** The database the tests use. */
     public static final String DATABASE = "dlock";
@@ -48,18 +35,12 @@ public final class MariaDbServer implements TestServer {
     public static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final int port;
-    private final Path dir;
     private final String server;
     private final String client;
 
-    private volatile @Nullable Process process;
-
-    @GuardedBy("this")
-    private boolean closed;
-
     private MariaDbServer(int port, Path dir, String server, String client) {
+        super(dir);
         this.port = port;
-        this.dir = dir;
         this.server = server;
         this.client = client;
     }
@@ -137,18 +118,6 @@ public final class MariaDbServer implements TestServer {
     }
 
     /**
-     * Returns whether the server process is running.
-     *
-     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
-     *
-     * @return true while it has not exited
-     */
-    public boolean isAlive() {
-        Process p = process;
-        return p != null && p.isAlive();
-    }
-
-    /**
      * Runs SQL as root with the {@code mariadb} client and returns its tab-separated output.
      *
      * <p>Blocking: until the client exits, at most 30 s. Thread-safety: safe. On failure: {@link
@@ -164,7 +133,7 @@ public final class MariaDbServer implements TestServer {
                         client,
                         "--no-defaults",
                         "-S",
-                        dir.resolve("sock").toString(),
+                        dir().resolve("sock").toString(),
                         "-u",
                         "root",
                         "-N",
@@ -180,85 +149,42 @@ public final class MariaDbServer implements TestServer {
      * <p>Blocking: until it has exited, at most 60 s, then SIGKILL. Thread-safety: safe; stopping a
      * stopped server does nothing. On failure: {@link IllegalStateException} if interrupted.
      */
-    public synchronized void stop() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        try {
-            p.destroy();
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                p.waitFor(30, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while stopping", e);
-        }
-        Reaper.untrack(p);
-    }
-
-    /**
-     * Stops the server and starts it again on the same port and data.
-     *
-     * <p>Blocking: until it accepts connections again. Thread-safety: safe. On failure: {@link
-     * IllegalStateException} if closed or it does not start again.
-     *
-     * @throws IllegalStateException if closed or the restart fails
-     */
-    @Override
-    public synchronized void restart() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        stop();
-        launch();
-    }
-
-    /**
-     * Stops the server and deletes its directory.
-     *
-     * <p>Blocking: until it has exited. Thread-safety: safe; idempotent. On failure: never throws.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            stop();
-        } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(MariaDbServer.class).warn("could not stop {}", this, e);
-        } finally {
-            Reaper.deleteTempDirectory(dir);
-        }
+    public void stop() {
+        stopWith("TERM", Duration.ofSeconds(60));
     }
 
     @Override
     public String toString() {
-        return "MariaDbServer[" + connectString() + ", " + dir + "]";
+        return "MariaDbServer[" + connectString() + ", " + dir() + "]";
+    }
+
+    /** A restart and a close shut down cleanly (SIGTERM), as an operator's restart does. */
+    @Override
+    @GuardedBy("this")
+    void halt() {
+        stop();
     }
 
     private Path data() {
-        return dir.resolve("data");
+        return dir().resolve("data");
     }
 
     private static boolean root() {
         return "root".equals(System.getProperty("user.name"));
     }
 
+    @Override
     @GuardedBy("this")
-    private void launch() {
+    void launch() {
         List<String> cmd = new ArrayList<>(List.of(
                 server,
                 "--no-defaults",
                 "--datadir=" + data(),
                 "--port=" + port,
                 "--bind-address=127.0.0.1",
-                "--socket=" + dir.resolve("sock"),
-                "--pid-file=" + dir.resolve("mariadbd.pid"),
-                "--log-error=" + dir.resolve("error.log"),
+                "--socket=" + dir().resolve("sock"),
+                "--pid-file=" + dir().resolve("mariadbd.pid"),
+                "--log-error=" + dir().resolve("error.log"),
                 "--skip-name-resolve",
                 "--innodb-flush-log-at-trx-commit=2",
                 "--innodb-buffer-pool-size=64M",
@@ -266,94 +192,32 @@ public final class MariaDbServer implements TestServer {
         if (root()) {
             cmd.add("--user=root");
         }
-        Process p;
+        Process p = spawn(cmd, dir().resolve("stdout.log"));
+        awaitReady(
+                p,
+                Timing.scale(START_TIMEOUT),
+                Duration.ofMillis(100),
+                "accept connections",
+                this::answers,
+                dir().resolve("error.log"),
+                "");
+    }
+
+    private boolean answers() {
         try {
-            p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(
-                            dir.resolve("stdout.log").toFile()))
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + server, e);
-        }
-        Reaper.track(p);
-        process = p;
-        long deadline = System.nanoTime() + Timing.scale(START_TIMEOUT).toNanos();
-        while (true) {
-            if (!p.isAlive()) {
-                Reaper.untrack(p);
-                throw new IllegalStateException(this + " exited with " + p.exitValue() + " while starting:" + tail());
-            }
-            try {
-                sql("SELECT 1");
-                return;
-            } catch (IllegalStateException notYet) {
-                // not accepting connections yet
-            }
-            if (System.nanoTime() - deadline > 0) {
-                p.destroyForcibly();
-                throw new IllegalStateException(
-                        this + " did not accept connections within " + Timing.scale(START_TIMEOUT) + ":" + tail());
-            }
-            try {
-                Thread.sleep(100); // polling a server's readiness, not standing in for a test condition
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": interrupted while starting", e);
-            }
+            sql("SELECT 1");
+            return true;
+        } catch (IllegalStateException notYet) {
+            return false;
         }
     }
 
     private String run(List<String> command, Duration timeout) {
-        try {
-            Process p = new ProcessBuilder(command)
-                    .redirectErrorStream(true)
-                    .directory(dir.toFile())
-                    .start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": " + command.get(0) + " did not finish in " + timeout);
-            }
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(this + ": " + command.get(0) + " exited " + p.exitValue() + ": " + out);
-            }
-            return out;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + command.get(0), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted running " + command.get(0), e);
-        }
-    }
-
-    private String tail() {
-        try {
-            List<String> all = Files.readAllLines(dir.resolve("error.log"), StandardCharsets.UTF_8);
-            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
-        } catch (IOException e) {
-            return "";
-        }
+        return runTool(command, timeout, Map.of());
     }
 
     /** A MariaDB binary from the PATH or its Debian directory, or an exception naming the package. */
     static String find(String name, String debianDir) {
-        List<String> dirs = new ArrayList<>();
-        String path = System.getenv("PATH");
-        if (path != null) {
-            dirs.addAll(List.of(path.split(File.pathSeparator)));
-        }
-        dirs.add(debianDir);
-        for (String d : dirs) {
-            Path candidate = Path.of(d, name);
-            if (Files.isExecutable(candidate)) {
-                return candidate.toString();
-            }
-        }
-        throw new IllegalStateException(
-                name + " not found on the PATH or in " + debianDir + ": the MariaDB tests need a"
-                        + " real server. Install one (Debian/Ubuntu: apt-get install mariadb-server)");
+        return binary(name, null, null, "mariadb-server", debianDir);
     }
 }

@@ -2,7 +2,6 @@ package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.ByteArrayOutputStream;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -17,7 +16,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A {@code memcached} process on a free loopback port, started from the binary installed on the
@@ -32,15 +30,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
-public final class MemcachedServer implements TestServer {
-
-    /*
-     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile so
-     * that read-only calls do not wait behind a restart.
-     * Failure: a process that does not answer `mn` in time is killed before the exception is thrown,
-     * with the tail of its log in the message.
-     * Invariants: at most one process per instance is alive; port and directory never change.
-     */
+public final class MemcachedServer extends ServerProcess {
 
     /** The system property naming the {@code memcached} binary. */
     public static final String BINARY_PROPERTY = "dlock.test.memcached";
@@ -48,21 +38,17 @@ public final class MemcachedServer implements TestServer {
     /** How long a start may take until the server answers, before {@link Timing}. */
     public static final Duration START_TIMEOUT = Duration.ofSeconds(20);
 
+    private final String binary;
     private final int port;
-    private final Path dir;
     private final int memoryMb;
-
-    private volatile @Nullable Process process;
 
     /** More command-line arguments ({@link #startWithAuth}); set before the first launch. */
     private volatile List<String> extraArgs = List.of();
 
-    @GuardedBy("this")
-    private boolean closed;
-
-    private MemcachedServer(int port, Path dir, int memoryMb) {
+    private MemcachedServer(String binary, int port, Path dir, int memoryMb) {
+        super(dir);
+        this.binary = binary;
         this.port = port;
-        this.dir = dir;
         this.memoryMb = memoryMb;
     }
 
@@ -98,10 +84,10 @@ public final class MemcachedServer implements TestServer {
         }
         String binary = binary();
         Path dir = Reaper.createTempDirectory("dlock-memcached-");
-        MemcachedServer server = new MemcachedServer(FreePorts.loopback(), dir, memoryMb);
+        MemcachedServer server = new MemcachedServer(binary, FreePorts.loopback(), dir, memoryMb);
         synchronized (server) {
             try {
-                server.launch(binary);
+                server.launch();
             } catch (RuntimeException e) {
                 server.close();
                 throw e;
@@ -132,13 +118,13 @@ public final class MemcachedServer implements TestServer {
         }
         String binary = binary();
         Path dir = Reaper.createTempDirectory("dlock-memcached-");
-        MemcachedServer server = new MemcachedServer(FreePorts.loopback(), dir, 64);
+        MemcachedServer server = new MemcachedServer(binary, FreePorts.loopback(), dir, 64);
         synchronized (server) {
             try {
                 Path authFile = dir.resolve("auth");
                 Files.writeString(authFile, user + ":" + password + "\n", StandardCharsets.UTF_8);
                 server.extraArgs = List.of("-Y", authFile.toString());
-                server.launch(binary);
+                server.launch();
             } catch (IOException e) {
                 server.close();
                 throw new UncheckedIOException(e);
@@ -168,17 +154,6 @@ public final class MemcachedServer implements TestServer {
     @Override
     public String uri(String namespace) {
         return "memcached://127.0.0.1:" + port + "?keyPrefix=" + TestServer.checkNamespace(namespace);
-    }
-
-    /**
-     * Returns the pid of the current process (a new one after each {@link #restart()}).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return the pid
-     */
-    public long pid() {
-        return running().pid();
     }
 
     /**
@@ -295,112 +270,15 @@ public final class MemcachedServer implements TestServer {
         }
     }
 
-    /**
-     * Kills the server with SIGKILL and waits for it to exit; every item is lost.
-     *
-     * <p>Blocking: until the process has exited, at most 30 s. Thread-safety: safe from any thread;
-     * killing a dead server does nothing. On failure: {@link IllegalStateException} if it does not
-     * exit.
-     *
-     * @throws IllegalStateException if the process does not exit
-     */
-    public synchronized void kill() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        p.destroyForcibly();
-        try {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while killing", e);
-        }
-        Reaper.untrack(p);
-    }
-
-    /**
-     * Freezes the server with SIGSTOP: connections stay open but nothing is answered.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void pause() {
-        Reaper.signal(running().pid(), "STOP");
-    }
-
-    /**
-     * Lets a paused server run again with SIGCONT.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void resume() {
-        Reaper.signal(running().pid(), "CONT");
-    }
-
-    /**
-     * Returns whether the process is running (a paused one counts as running).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return true while the process has not exited
-     */
-    public boolean isAlive() {
-        Process p = process;
-        return p != null && p.isAlive();
-    }
-
-    /**
-     * Kills the server with SIGKILL if it is alive and starts a new process on the same port: an
-     * empty cache, as after a crash or a deploy.
-     *
-     * <p>Blocking: until it answers, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
-     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} if closed or
-     * it does not serve in time; no process is left running.
-     *
-     * @throws IllegalStateException if closed or the restart fails
-     */
-    @Override
-    public synchronized void restart() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        kill();
-        launch(binary());
-    }
-
-    /**
-     * Kills the process and deletes its directory.
-     *
-     * <p>Blocking: until the process has exited. Thread-safety: safe from any thread; idempotent.
-     * On failure: never throws; problems are logged.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            kill();
-        } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(MemcachedServer.class).warn("could not stop {}", this, e);
-        } finally {
-            Reaper.deleteTempDirectory(dir);
-        }
-    }
-
     @Override
     public String toString() {
         return "MemcachedServer[" + connectString() + ", " + memoryMb + " MB]";
     }
 
+    @Override
     @GuardedBy("this")
-    private void launch(String binary) {
-        Path logFile = dir.resolve("memcached.log");
+    void launch() {
+        Path logFile = dir().resolve("memcached.log");
         List<String> cmd = new ArrayList<>(List.of(
                 binary,
                 "-l",
@@ -421,35 +299,8 @@ public final class MemcachedServer implements TestServer {
             // A tiny cache: small slab pages so that several size classes fit in it at all.
             cmd.addAll(List.of("-o", "slab_chunk_max=16384", "-I", "16k"));
         }
-        Process p;
-        try {
-            p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + binary, e);
-        }
-        Reaper.track(p);
-        process = p;
-        Duration timeout = Timing.scale(START_TIMEOUT);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!isUp()) {
-            if (!p.isAlive() || System.nanoTime() - deadline > 0) {
-                String why = p.isAlive() ? "did not answer within " + timeout : "exited with " + p.exitValue();
-                p.destroyForcibly();
-                Reaper.untrack(p);
-                throw new IllegalStateException(this + " " + why + tail(logFile));
-            }
-            try {
-                Thread.sleep(20); // polls readiness; memcached offers no start-up callback
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": interrupted while starting", e);
-            }
-        }
+        Process p = spawn(cmd, logFile);
+        awaitReady(p, Timing.scale(START_TIMEOUT), Duration.ofMillis(20), "answer", this::isUp, logFile, "");
     }
 
     private boolean isUp() {
@@ -464,46 +315,8 @@ public final class MemcachedServer implements TestServer {
         }
     }
 
-    private static String tail(Path logFile) {
-        try {
-            List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
-            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
-        } catch (IOException e) {
-            return "";
-        }
-    }
-
     /** The memcached binary, or an exception saying how to get one. */
     static String binary() {
-        String configured = System.getProperty(BINARY_PROPERTY);
-        if (configured == null || configured.isBlank()) {
-            configured = System.getenv("DLOCK_MEMCACHED");
-        }
-        if (configured != null && !configured.isBlank()) {
-            if (!Files.isExecutable(Path.of(configured))) {
-                throw new IllegalStateException("memcached '" + configured + "' (from -D" + BINARY_PROPERTY
-                        + " or DLOCK_MEMCACHED) is not an executable file");
-            }
-            return configured;
-        }
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String d : path.split(File.pathSeparator)) {
-                Path candidate = Path.of(d, "memcached");
-                if (Files.isExecutable(candidate)) {
-                    return candidate.toString();
-                }
-            }
-        }
-        throw new IllegalStateException("memcached not found: set -D" + BINARY_PROPERTY + " or DLOCK_MEMCACHED, or"
-                + " put memcached on the PATH (Debian/Ubuntu: apt-get install memcached)");
-    }
-
-    private Process running() {
-        Process p = process;
-        if (p == null) {
-            throw new IllegalStateException(this + " was never started");
-        }
-        return p;
+        return binary("memcached", BINARY_PROPERTY, "DLOCK_MEMCACHED", "memcached");
     }
 }

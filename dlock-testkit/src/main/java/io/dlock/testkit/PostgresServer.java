@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A PostgreSQL server process on a free loopback port, from the binaries Debian installs under
@@ -32,14 +31,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
-public final class PostgresServer implements TestServer {
-
-    /*
-     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile.
-     * Failure: a server that does not become ready is killed before the exception, whose message
-     * holds the tail of its log.
-     * Invariants: at most one postgres process per instance; port and directory never change.
-     */
+public final class PostgresServer extends ServerProcess {
 
     /** The system property naming the directory of {@code postgres}, {@code initdb} and {@code psql}. */
     public static final String BIN_PROPERTY = "dlock.test.postgresBin";
@@ -60,18 +52,12 @@ public final class PostgresServer implements TestServer {
     public static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 
     private final int port;
-    private final Path dir;
     private final Path bin;
     private final boolean durable;
 
-    private volatile @Nullable Process process;
-
-    @GuardedBy("this")
-    private boolean closed;
-
     private PostgresServer(int port, Path dir, Path bin, boolean durable) {
+        super(dir);
         this.port = port;
-        this.dir = dir;
         this.bin = bin;
         this.durable = durable;
     }
@@ -151,29 +137,6 @@ public final class PostgresServer implements TestServer {
     }
 
     /**
-     * Returns the pid of the postmaster (a new one after each {@link #restart()}).
-     *
-     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
-     *
-     * @return the pid
-     */
-    public long pid() {
-        return running().pid();
-    }
-
-    /**
-     * Returns whether the postmaster is running.
-     *
-     * <p>Blocking: never. Thread-safety: safe. On failure: never fails.
-     *
-     * @return true while it has not exited
-     */
-    public boolean isAlive() {
-        Process p = process;
-        return p != null && p.isAlive();
-    }
-
-    /**
      * Runs SQL with {@code psql} as the superuser on {@link #DATABASE} and returns its unaligned,
      * tuples-only output (fields separated by {@code |}), for inspection and fault injection.
      *
@@ -214,46 +177,8 @@ public final class PostgresServer implements TestServer {
      * <p>Blocking: until it has exited, at most 30 s, then SIGKILL. Thread-safety: safe; stopping a
      * stopped server does nothing. On failure: {@link IllegalStateException} if it will not exit.
      */
-    public synchronized void stop() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        try {
-            Reaper.signal(p.pid(), "INT");
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                p.waitFor(30, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while stopping", e);
-        }
-        Reaper.untrack(p);
-    }
-
-    /**
-     * Kills the postmaster with SIGKILL and waits for it to exit. Its backends notice and exit by
-     * themselves; {@link #start()} after a kill recovers from the WAL.
-     *
-     * <p>Blocking: until exited, at most 30 s. Thread-safety: safe. On failure: {@link
-     * IllegalStateException} if it does not exit.
-     */
-    public synchronized void kill() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        p.destroyForcibly();
-        try {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while killing", e);
-        }
-        Reaper.untrack(p);
+    public void stop() {
+        stopWith("INT", Duration.ofSeconds(30));
     }
 
     /**
@@ -265,69 +190,37 @@ public final class PostgresServer implements TestServer {
      * @throws IllegalStateException if closed, still running, or the start fails
      */
     public synchronized void startAgain() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        requireOpen();
         if (isAlive()) {
             throw new IllegalStateException(this + " is still running");
         }
         launch();
     }
 
-    /**
-     * Stops the server (fast shutdown) and starts it again on the same port and data.
-     *
-     * <p>Blocking: until it accepts connections again. Thread-safety: safe. On failure: {@link
-     * IllegalStateException} if closed or it does not start again.
-     *
-     * @throws IllegalStateException if closed or the restart fails
-     */
-    @Override
-    public synchronized void restart() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        stop();
-        launch();
-    }
-
-    /**
-     * Stops the server and deletes its directory.
-     *
-     * <p>Blocking: until it has exited. Thread-safety: safe; idempotent. On failure: never throws.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            stop();
-        } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(PostgresServer.class).warn("could not stop {}", this, e);
-        } finally {
-            Reaper.deleteTempDirectory(dir);
-        }
-    }
-
     @Override
     public String toString() {
-        return "PostgresServer[" + connectString() + ", " + dir + "]";
+        return "PostgresServer[" + connectString() + ", " + dir() + "]";
+    }
+
+    /** A restart and a close shut down cleanly (fast shutdown), as an operator's restart does. */
+    @Override
+    @GuardedBy("this")
+    void halt() {
+        stop();
     }
 
     // ---- internals
 
     private Path data() {
-        return dir.resolve("data");
+        return dir().resolve("data");
     }
 
     private Path sockets() {
-        return dir.resolve("sock");
+        return dir().resolve("sock");
     }
 
     private Path logFile() {
-        return dir.resolve("postgres.log");
+        return dir().resolve("postgres.log");
     }
 
     private static boolean root() {
@@ -349,11 +242,11 @@ public final class PostgresServer implements TestServer {
     private void init() {
         try {
             Files.createDirectories(sockets());
-            Path pw = dir.resolve("pwfile");
+            Path pw = dir().resolve("pwfile");
             Files.writeString(pw, PASSWORD + "\n", StandardCharsets.UTF_8);
             if (root()) {
                 // The temp directory is root's and 0700: hand the whole tree to the server's user.
-                run(List.of("chown", "-R", "nobody:nogroup", dir.toString()), Duration.ofSeconds(30));
+                run(List.of("chown", "-R", "nobody:nogroup", dir().toString()), Duration.ofSeconds(30));
             }
             run(
                     asServerUser(List.of(
@@ -371,12 +264,13 @@ public final class PostgresServer implements TestServer {
                             "--no-sync")),
                     Duration.ofSeconds(120));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot prepare " + dir, e);
+            throw new UncheckedIOException("cannot prepare " + dir(), e);
         }
     }
 
+    @Override
     @GuardedBy("this")
-    private void launch() {
+    void launch() {
         List<String> cmd = new ArrayList<>(List.of(
                 bin.resolve("postgres").toString(),
                 "-D",
@@ -396,40 +290,15 @@ public final class PostgresServer implements TestServer {
         if (!durable) {
             cmd.addAll(List.of("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"));
         }
-        Process p;
-        try {
-            p = new ProcessBuilder(asServerUser(cmd))
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile().toFile()))
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + cmd.get(0), e);
-        }
-        Reaper.track(p);
-        process = p;
-        long deadline = System.nanoTime() + Timing.scale(START_TIMEOUT).toNanos();
-        while (true) {
-            if (!p.isAlive()) {
-                Reaper.untrack(p);
-                throw new IllegalStateException(this + " exited with " + p.exitValue() + " while starting:" + tail());
-            }
-            if (ready()) {
-                return;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                kill();
-                throw new IllegalStateException(
-                        this + " did not accept connections within " + Timing.scale(START_TIMEOUT) + ":" + tail());
-            }
-            try {
-                Thread.sleep(50); // polling a server's readiness, not standing in for a test condition
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                kill();
-                throw new IllegalStateException(this + ": interrupted while starting", e);
-            }
-        }
+        Process p = spawn(asServerUser(cmd), logFile());
+        awaitReady(
+                p,
+                Timing.scale(START_TIMEOUT),
+                Duration.ofMillis(50),
+                "accept connections",
+                this::ready,
+                logFile(),
+                "");
     }
 
     private boolean ready() {
@@ -473,39 +342,7 @@ public final class PostgresServer implements TestServer {
     }
 
     private String run(List<String> command, Duration timeout) {
-        try {
-            ProcessBuilder pb =
-                    new ProcessBuilder(command).redirectErrorStream(true).directory(dir.toFile());
-            Map<String, String> env = pb.environment();
-            env.put("PGPASSWORD", PASSWORD);
-            env.put("LC_ALL", "C");
-            Process p = pb.start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": " + command.get(0) + " did not finish in " + timeout);
-            }
-            if (p.exitValue() != 0) {
-                throw new IllegalStateException(
-                        this + ": " + String.join(" ", command.subList(0, Math.min(command.size(), 6))) + "… exited "
-                                + p.exitValue() + ": " + out);
-            }
-            return out;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + command.get(0), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted running " + command.get(0), e);
-        }
-    }
-
-    private String tail() {
-        try {
-            List<String> all = Files.readAllLines(logFile(), StandardCharsets.UTF_8);
-            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
-        } catch (IOException e) {
-            return "";
-        }
+        return runTool(command, timeout, Map.of("PGPASSWORD", PASSWORD, "LC_ALL", "C"));
     }
 
     /** The directory of the PostgreSQL binaries, or an exception naming the Debian package. */
@@ -549,13 +386,5 @@ public final class PostgresServer implements TestServer {
         } catch (NumberFormatException e) {
             return 0;
         }
-    }
-
-    private Process running() {
-        Process p = process;
-        if (p == null) {
-            throw new IllegalStateException(this + " was never started");
-        }
-        return p;
     }
 }

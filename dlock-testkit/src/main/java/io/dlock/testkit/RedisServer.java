@@ -1,7 +1,6 @@
 package io.dlock.testkit;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -11,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLSocketFactory;
 import org.jspecify.annotations.Nullable;
 
@@ -34,15 +32,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Thread-safety: safe from any thread; lifecycle calls are serialized on this object.
  */
-public final class RedisServer implements TestServer {
-
-    /*
-     * Concurrency: lifecycle calls and `closed` are guarded by `this`; `process` is volatile so
-     * that read-only calls do not wait behind a restart.
-     * Failure: a process that does not answer PING in time is killed before the exception is
-     * thrown, with the tail of its log in the message.
-     * Invariants: at most one process per instance is alive; port and directory never change.
-     */
+public final class RedisServer extends ServerProcess {
 
     /** The system property naming the {@code redis-server} binary. */
     public static final String BINARY_PROPERTY = "dlock.test.redisServer";
@@ -56,7 +46,7 @@ public final class RedisServer implements TestServer {
     private static final Duration PROBE_TIMEOUT = Duration.ofMillis(500);
 
     private final int port;
-    private final Path dir;
+    private final String binary;
     private final List<String> config;
     private final boolean sentinel;
     private final @Nullable String password;
@@ -66,14 +56,10 @@ public final class RedisServer implements TestServer {
     /** Trusts this server's CA; set once before the first launch, null without TLS. */
     private volatile @Nullable SSLSocketFactory tlsSockets;
 
-    private volatile @Nullable Process process;
-
-    @GuardedBy("this")
-    private boolean closed;
-
-    private RedisServer(Builder b, int port, Path dir) {
+    private RedisServer(Builder b, String binary, int port, Path dir) {
+        super(dir);
+        this.binary = binary;
         this.port = port;
-        this.dir = dir;
         this.config = List.copyOf(b.config);
         this.sentinel = b.sentinel;
         this.password = b.probePassword;
@@ -266,13 +252,13 @@ public final class RedisServer implements TestServer {
                 TlsMaterial.openssl(); // fail before creating anything
             }
             Path dir = Reaper.createTempDirectory("dlock-redis-");
-            RedisServer server = new RedisServer(this, port != 0 ? port : FreePorts.loopback(), dir);
+            RedisServer server = new RedisServer(this, binary, port != 0 ? port : FreePorts.loopback(), dir);
             synchronized (server) {
                 try {
                     if (tls) {
                         server.tlsSockets = TlsMaterial.create(dir).socketFactory();
                     }
-                    server.launch(binary);
+                    server.launch();
                     if (replica) {
                         server.awaitReplicaLink();
                     }
@@ -310,28 +296,6 @@ public final class RedisServer implements TestServer {
     }
 
     /**
-     * Returns the pid of the current process (a new one after each {@link #restart()}).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return the pid
-     */
-    public long pid() {
-        return running().pid();
-    }
-
-    /**
-     * Returns the server's working directory (config, log, append-only file).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return the directory
-     */
-    public Path dir() {
-        return dir;
-    }
-
-    /**
      * Returns whether this server speaks TLS only ({@link Builder#tls()}).
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
@@ -355,7 +319,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caCertificate() {
         requireTls("caCertificate");
-        return dir.resolve(TlsMaterial.CA_CERTIFICATE);
+        return dir().resolve(TlsMaterial.CA_CERTIFICATE);
     }
 
     /**
@@ -372,7 +336,7 @@ public final class RedisServer implements TestServer {
      */
     public Path caTrustStore() {
         requireTls("caTrustStore");
-        return dir.resolve(TlsMaterial.TRUST_STORE);
+        return dir().resolve(TlsMaterial.TRUST_STORE);
     }
 
     private void requireTls(String what) {
@@ -411,112 +375,16 @@ public final class RedisServer implements TestServer {
         return Resp.command(port, tlsSockets, password, Duration.ofSeconds(5), args);
     }
 
-    /**
-     * Kills the server with SIGKILL and waits for it to exit.
-     *
-     * <p>Blocking: until the process has exited, at most 30 s. Thread-safety: safe from any thread;
-     * killing a dead server does nothing. On failure: {@link IllegalStateException} if it does not
-     * exit.
-     *
-     * @throws IllegalStateException if the process does not exit
-     */
-    public synchronized void kill() {
-        Process p = process;
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        p.destroyForcibly();
-        try {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException(this + " did not exit within 30 s of SIGKILL");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(this + ": interrupted while killing", e);
-        }
-        Reaper.untrack(p);
-    }
-
-    /**
-     * Freezes the server with SIGSTOP: connections stay open but nothing is answered.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void pause() {
-        Reaper.signal(running().pid(), "STOP");
-    }
-
-    /**
-     * Lets a paused server run again with SIGCONT.
-     *
-     * <p>Blocking: until the signal is sent. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} if the signal fails.
-     */
-    public synchronized void resume() {
-        Reaper.signal(running().pid(), "CONT");
-    }
-
-    /**
-     * Returns whether the process is running (a paused one counts as running).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
-     *
-     * @return true while the process has not exited
-     */
-    public boolean isAlive() {
-        Process p = process;
-        return p != null && p.isAlive();
-    }
-
-    /**
-     * Kills the server with SIGKILL if it is alive and starts a new process on the same port and
-     * directory; with persistence on, every acknowledged write survives.
-     *
-     * <p>Blocking: until it answers PING, at most {@link #START_TIMEOUT} scaled by {@link Timing}.
-     * Thread-safety: safe from any thread. On failure: {@link IllegalStateException} if closed or
-     * it does not serve in time; no process is left running.
-     *
-     * @throws IllegalStateException if closed or the restart fails
-     */
-    @Override
-    public synchronized void restart() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        kill();
-        launch(binary());
-    }
-
-    /**
-     * Kills the process and deletes its directory.
-     *
-     * <p>Blocking: until the process has exited. Thread-safety: safe from any thread; idempotent.
-     * On failure: never throws; problems are logged.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            kill();
-        } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(RedisServer.class).warn("could not stop {}", this, e);
-        } finally {
-            Reaper.deleteTempDirectory(dir);
-        }
-    }
-
     @Override
     public String toString() {
-        return "RedisServer[" + connectString() + (sentinel ? ", sentinel" : "") + (tls ? ", tls" : "") + ", " + dir
+        return "RedisServer[" + connectString() + (sentinel ? ", sentinel" : "") + (tls ? ", tls" : "") + ", " + dir()
                 + "]";
     }
 
+    @Override
     @GuardedBy("this")
-    private void launch(String binary) {
+    void launch() {
+        Path dir = dir();
         Path conf = dir.resolve(sentinel ? "sentinel.conf" : "redis.conf");
         Path logFile = dir.resolve("redis.log");
         List<String> lines = new ArrayList<>();
@@ -553,79 +421,20 @@ public final class RedisServer implements TestServer {
         if (sentinel) {
             cmd.add("--sentinel");
         }
-        Process p;
-        try {
-            p = new ProcessBuilder(cmd)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot run " + binary, e);
-        }
-        Reaper.track(p);
-        process = p;
-        Duration timeout = Timing.scale(START_TIMEOUT);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!Resp.isUp(port, tlsSockets, password, PROBE_TIMEOUT)) {
-            if (!p.isAlive() || System.nanoTime() - deadline > 0) {
-                String why = p.isAlive() ? "did not answer PING within " + timeout : "exited with " + p.exitValue();
-                p.destroyForcibly();
-                Reaper.untrack(p);
-                String hint = tls ? "\n  (a TLS server: was redis-server built with TLS, BUILD_TLS=yes?)" : "";
-                throw new IllegalStateException(this + " " + why + tail(logFile) + hint);
-            }
-            try {
-                Thread.sleep(20); // polls readiness; redis-server offers no start-up callback
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                p.destroyForcibly();
-                throw new IllegalStateException(this + ": interrupted while starting", e);
-            }
-        }
-    }
-
-    private static String tail(Path logFile) {
-        try {
-            List<String> all = Files.readAllLines(logFile, StandardCharsets.UTF_8);
-            return "\n  " + String.join("\n  ", all.subList(Math.max(0, all.size() - 20), all.size()));
-        } catch (IOException e) {
-            return "";
-        }
+        Process p = spawn(cmd, logFile);
+        String hint = tls ? "\n  (a TLS server: was redis-server built with TLS, BUILD_TLS=yes?)" : "";
+        awaitReady(
+                p,
+                Timing.scale(START_TIMEOUT),
+                Duration.ofMillis(20),
+                "answer PING",
+                () -> Resp.isUp(port, tlsSockets, password, PROBE_TIMEOUT),
+                logFile,
+                hint);
     }
 
     /** The redis-server binary, or an exception saying how to get one. */
     static String binary() {
-        String configured = System.getProperty(BINARY_PROPERTY);
-        if (configured == null || configured.isBlank()) {
-            configured = System.getenv("DLOCK_REDIS_SERVER");
-        }
-        if (configured != null && !configured.isBlank()) {
-            if (!Files.isExecutable(Path.of(configured))) {
-                throw new IllegalStateException("redis-server '" + configured + "' (from -D" + BINARY_PROPERTY
-                        + " or DLOCK_REDIS_SERVER) is not an executable file");
-            }
-            return configured;
-        }
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String d : path.split(File.pathSeparator)) {
-                Path candidate = Path.of(d, "redis-server");
-                if (Files.isExecutable(candidate)) {
-                    return candidate.toString();
-                }
-            }
-        }
-        throw new IllegalStateException("redis-server not found on the PATH: the Redis tests need a real server."
-                + " Install one (Debian/Ubuntu: apt-get install redis-server) or point -D" + BINARY_PROPERTY
-                + "=/path/to/redis-server at it");
-    }
-
-    private Process running() {
-        Process p = process;
-        if (p == null) {
-            throw new IllegalStateException(this + " was never started");
-        }
-        return p;
+        return binary("redis-server", BINARY_PROPERTY, "DLOCK_REDIS_SERVER", "redis-server");
     }
 }

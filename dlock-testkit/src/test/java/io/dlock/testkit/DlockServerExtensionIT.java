@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.BeforeAll;
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.platform.engine.DiscoverySelector;
 import org.junit.platform.testkit.engine.EngineExecutionResults;
 import org.junit.platform.testkit.engine.EngineTestKit;
 
@@ -68,9 +70,23 @@ class DlockServerExtensionIT {
         assertThat(injected).isEmpty();
     }
 
-    private static EngineExecutionResults run(Class<?> testClass) {
+    @Test
+    void runScope_sharesOneServerAmongClasses_andStopsItWhenTheRunEnds() {
+        injected.clear();
+
+        EngineExecutionResults results = run(RunScopedA.class, RunScopedB.class);
+
+        results.testEvents().assertStatistics(s -> s.started(2).succeeded(2).failed(0));
+        assertThat(injected).hasSize(2);
+        assertThat(injected.get(1)).isSameAs(injected.get(0));
+        assertThat(((MemcachedServer) injected.get(0)).isAlive())
+                .as("memcached stopped when the run ended")
+                .isFalse();
+    }
+
+    private static EngineExecutionResults run(Class<?>... testClasses) {
         return EngineTestKit.engine("junit-jupiter")
-                .selectors(selectClass(testClass))
+                .selectors(Arrays.stream(testClasses).map(c -> selectClass(c)).toArray(DiscoverySelector[]::new))
                 .configurationParameter(SampleOnly.PARAMETER, "true")
                 .execute();
     }
@@ -150,6 +166,28 @@ class DlockServerExtensionIT {
         @Test
         void wantsRedis(RedisServer redis) {
             injected.add(redis);
+        }
+    }
+
+    @ExtendWith(SampleOnly.class)
+    @DlockServer(value = DlockServer.Kind.MEMCACHED, scope = DlockServer.Scope.RUN)
+    static class RunScopedA {
+        @Test
+        void first(MemcachedServer server) {
+            injected.add(server);
+            assertThat(server.isAlive()).isTrue();
+        }
+    }
+
+    @ExtendWith(SampleOnly.class)
+    @DlockServer(value = DlockServer.Kind.MEMCACHED, scope = DlockServer.Scope.RUN)
+    static class RunScopedB {
+        @Test
+        void second(MemcachedServer server) {
+            injected.add(server);
+            assertThat(server.isAlive())
+                    .as("the server of RunScopedA, still running")
+                    .isTrue();
         }
     }
 }
