@@ -167,6 +167,19 @@ public final class BenchCommand implements Callable<Integer> {
     private Path jsonFile;
 
     @Option(
+            names = "--report",
+            paramLabel = "FILE",
+            defaultValue = "dlock-bench.html",
+            description = "Where to write the HTML report (bar charts of each workload and its latency"
+                    + " percentiles), or none (default: ${DEFAULT-VALUE}).")
+    private String report;
+
+    @Option(
+            names = {"-q", "--quiet"},
+            description = "No progress and no start-up lines; the table, the JSON lines and errors still print.")
+    private boolean quiet;
+
+    @Option(
             names = "--redis-server",
             paramLabel = "PATH",
             description =
@@ -216,7 +229,10 @@ public final class BenchCommand implements Callable<Integer> {
         List<Backend> chosenBackends = parseBackends();
         List<LockImpl> chosen = chooseImpls(chosenBackends);
         PrintWriter out = spec.commandLine().getOut();
-        PrintWriter log = spec.commandLine().getErr();
+        PrintWriter err = spec.commandLine().getErr();
+        BenchProgress progress = new BenchProgress(err, BenchProgress.auto(quiet));
+        PrintWriter log = quiet ? new PrintWriter(java.io.Writer.nullWriter()) : progress.writer();
+        String failure = "";
         List<Result> results = new ArrayList<>();
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         int status = 0;
@@ -225,29 +241,41 @@ public final class BenchCommand implements Callable<Integer> {
         out.flush();
         try (BenchServers servers = BenchServers.start(chosenBackends, redisServer)) {
             servers.describe().forEach(s -> log.println("started " + s));
+            progress.phase("opening clients");
             try {
                 for (LockImpl impl : chosen) {
                     clients.put(impl, impl.open(servers.servers()));
                 }
-                runWorkloads(new Workloads(config, servers.servers(), servers.pids(), clients, log), chosen, results);
+                runWorkloads(
+                        new Workloads(config, servers.servers(), servers.pids(), clients, log),
+                        chosen,
+                        results,
+                        progress);
             } finally {
                 // Before the servers stop, so that no client spends its close reconnecting.
                 for (BenchClient c : clients.values()) {
                     try {
                         c.close();
                     } catch (RuntimeException e) {
-                        log.println("closing a client failed: " + e);
+                        err.println("closing a client failed: " + e);
                     }
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            log.println("interrupted");
+            progress.close();
+            err.println("interrupted");
+            failure = "interrupted";
             status = 1;
         } catch (RuntimeException e) {
-            e.printStackTrace(log);
-            log.println("bench failed: " + e);
+            progress.close();
+            e.printStackTrace(err);
+            err.println("bench failed: " + e);
+            BenchErrors.advice(e).ifPresent(a -> err.println("what to do: " + a));
+            failure = e.toString();
             status = 1;
+        } finally {
+            progress.close();
         }
         Report.table(out, results);
         out.println();
@@ -267,22 +295,39 @@ public final class BenchCommand implements Callable<Integer> {
                 throw new UncheckedIOException("cannot write " + jsonFile, e);
             }
         }
+        writeReport(header, results, failure, out);
         long overlaps = results.stream().mapToLong(Result::overlaps).sum();
         if (overlaps > 0) {
-            log.println("MUTUAL EXCLUSION VIOLATED: " + overlaps + " overlapping critical sections");
+            err.println("MUTUAL EXCLUSION VIOLATED: " + overlaps + " overlapping critical sections");
             status = 1;
         }
-        log.flush();
+        err.flush();
         return status;
     }
 
-    private void runWorkloads(Workloads w, List<LockImpl> chosen, List<Result> results) throws InterruptedException {
+    private void writeReport(Map<String, Object> header, List<Result> results, String failure, PrintWriter out) {
+        if (report.equalsIgnoreCase("none")) {
+            return;
+        }
+        try {
+            Path written = HtmlReport.write(Path.of(report), header, results, failure);
+            out.println("report: " + written + " (" + results.size() + " results)");
+        } catch (UncheckedIOException | java.nio.file.InvalidPathException e) {
+            out.println("dlock bench: no report: " + e.getMessage());
+        }
+        out.flush();
+    }
+
+    private void runWorkloads(Workloads w, List<LockImpl> chosen, List<Result> results, BenchProgress progress)
+            throws InterruptedException {
         List<LockImpl> contendable =
                 chosen.stream().filter(LockImpl::contendable).toList();
         for (String workload : WORKLOADS) {
             if (!workloads.contains(workload)) {
                 continue;
             }
+            progress.phase(workload);
+            int before = results.size();
             switch (workload) {
                 case "W1" -> results.addAll(w.w1(chosen));
                 case "W2" -> results.addAll(w.w2(contendable));
@@ -290,6 +335,7 @@ public final class BenchCommand implements Callable<Integer> {
                 case "W4" -> results.addAll(w.w4(contendable));
                 default -> results.addAll(w.cost(chosen));
             }
+            results.subList(before, results.size()).forEach(progress::measured);
         }
     }
 

@@ -158,7 +158,7 @@ final class Report {
         return sb.append('"').toString();
     }
 
-    private static String format(Object v) {
+    static String format(Object v) {
         if (v instanceof Double d) {
             if (d.isNaN()) {
                 return "-";

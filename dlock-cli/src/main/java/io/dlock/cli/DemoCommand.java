@@ -1,10 +1,16 @@
 package io.dlock.cli;
 
+import io.dlock.cli.internal.DemoReport;
 import io.dlock.cli.internal.DurationConverter;
+import io.dlock.cli.internal.ErrorAdvice;
 import io.dlock.cli.internal.OversellDemo;
 import io.dlock.cli.internal.RoundResult;
 import io.dlock.cli.internal.SummaryTable;
+import io.dlock.cli.internal.report.Timeline;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -100,6 +106,14 @@ public final class DemoCommand implements Callable<Integer> {
                     + " --session-timeout then sets its lease time (unless the URI sets leaseTime or sessionTimeout).")
     private String uri;
 
+    @Option(
+            names = "--report",
+            paramLabel = "FILE",
+            defaultValue = "dlock-demo.html",
+            description = "Where to write the HTML report (a timeline of each round and the summary), or none"
+                    + " (default: ${DEFAULT-VALUE}).")
+    private String report;
+
     /**
      * Creates the command; picocli fills in its options.
      */
@@ -123,12 +137,14 @@ public final class DemoCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         long started = System.nanoTime();
         List<RoundResult> results;
+        OversellDemo demo = new OversellDemo(stock, workers, sessionTimeout, out, uri);
         try {
-            results = new OversellDemo(stock, workers, sessionTimeout, out, uri).run();
+            results = demo.run();
         } catch (RuntimeException e) {
             out.flush();
             PrintWriter err = spec.commandLine().getErr();
             err.println("dlock demo: could not run: " + e.getMessage());
+            ErrorAdvice.advice(e).ifPresent(a -> err.println("what to do: " + a));
             err.flush();
             return 1;
         }
@@ -137,6 +153,7 @@ public final class DemoCommand implements Callable<Integer> {
         out.println("Summary");
         out.print(SummaryTable.render(results));
         out.println();
+        writeReport(out, results, demo.timelines());
         List<String> problems =
                 results.stream().flatMap(r -> r.problems().stream()).toList();
         if (problems.isEmpty()) {
@@ -155,6 +172,25 @@ public final class DemoCommand implements Callable<Integer> {
         }
         out.flush();
         return 1;
+    }
+
+    private void writeReport(PrintWriter out, List<RoundResult> results, List<Timeline> timelines) {
+        if (report.equalsIgnoreCase("none")) {
+            return;
+        }
+        String server = uri == null ? "the embedded ZooKeeper" : OversellDemo.redact(uri);
+        try {
+            Path written = DemoReport.write(Path.of(report), server, results, timelines);
+            out.printf(
+                    "report: %s (%d rounds, %d sales drawn as %d bars)%n",
+                    written,
+                    timelines.size(),
+                    timelines.stream().mapToInt(Timeline::sections).sum(),
+                    timelines.stream().mapToInt(Timeline::bars).sum());
+        } catch (UncheckedIOException | InvalidPathException e) {
+            out.println("dlock demo: no report: " + e.getMessage());
+        }
+        out.println();
     }
 
     private void validate() {

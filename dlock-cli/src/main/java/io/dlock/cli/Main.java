@@ -82,7 +82,9 @@ public final class Main implements Runnable {
     }
 
     /**
-     * Reports the version from the jar's manifest.
+     * Reports the version from the jar's manifest and the backends found on the class path: every
+     * {@code io.dlock.LockClientProvider} the {@link java.util.ServiceLoader} finds, with the URI
+     * schemes of those that are {@code LockBackendProvider}s.
      *
      * <p>Thread-safety: stateless.
      */
@@ -90,7 +92,32 @@ public final class Main implements Runnable {
         @Override
         public String[] getVersion() {
             String version = Main.class.getPackage().getImplementationVersion();
-            return new String[] {"dlock " + (version == null ? "(development build)" : version)};
+            java.util.List<String> lines = new java.util.ArrayList<>();
+            lines.add("dlock " + (version == null ? "(development build)" : version));
+            lines.add("Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name") + ")");
+            java.util.List<String> backends = backends();
+            lines.add(backends.isEmpty() ? "backends: none on the class path" : "backends:");
+            backends.forEach(b -> lines.add("  " + b));
+            return lines.toArray(new String[0]);
+        }
+
+        /** One line per provider: its module's name and its URI schemes, sorted. */
+        static java.util.List<String> backends() {
+            java.util.List<String> out = new java.util.ArrayList<>();
+            for (io.dlock.LockClientProvider provider :
+                    java.util.ServiceLoader.load(io.dlock.LockClientProvider.class)) {
+                String name = provider.getClass()
+                        .getSimpleName()
+                        .replace("BackendProvider", "")
+                        .toLowerCase(java.util.Locale.ROOT);
+                String schemes = provider instanceof io.dlock.spi.LockBackendProvider b
+                        ? String.join(", ", new java.util.TreeSet<>(b.schemes()))
+                        : "";
+                out.add(String.format(java.util.Locale.ROOT, "%-10s %s", name, schemes)
+                        .strip());
+            }
+            java.util.Collections.sort(out);
+            return out;
         }
     }
 }

@@ -1,13 +1,20 @@
 package io.dlock.cli;
 
 import io.dlock.cli.internal.DurationConverter;
+import io.dlock.cli.internal.ErrorAdvice;
+import io.dlock.cli.internal.Progress;
+import io.dlock.cli.internal.report.Timeline;
 import io.dlock.cli.internal.torture.BackendTargets;
 import io.dlock.cli.internal.torture.FaultKind;
 import io.dlock.cli.internal.torture.Network;
 import io.dlock.cli.internal.torture.TortureConfig;
+import io.dlock.cli.internal.torture.TortureProgress;
+import io.dlock.cli.internal.torture.TortureReport;
 import io.dlock.cli.internal.torture.TortureResult;
 import io.dlock.cli.internal.torture.TortureRun;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -177,6 +184,25 @@ public final class TortureCommand implements Callable<Integer> {
             description = "The most faults injected (default: ${DEFAULT-VALUE}).")
     private int maxFaults;
 
+    @Option(
+            names = "--report",
+            paramLabel = "FILE",
+            defaultValue = "dlock-torture.html",
+            description = "Where to write the HTML report (a timeline of every critical section, fault and lock"
+                    + " loss, and the summary), or none (default: ${DEFAULT-VALUE}).")
+    private String report;
+
+    @Option(
+            names = {"-q", "--quiet"},
+            description = "No progress and no per-fault lines: only the verdict and the report's path.")
+    private boolean quiet;
+
+    @Option(
+            names = "--json",
+            description = "Only the JSON summary line on standard output (for scripts and CI); the exit status"
+                    + " gives the verdict.")
+    private boolean json;
+
     /**
      * Creates the command; picocli fills in its options.
      */
@@ -197,28 +223,59 @@ public final class TortureCommand implements Callable<Integer> {
     public Integer call() {
         TortureConfig config = validate();
         PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        boolean silent = quiet || json;
+        TortureProgress listener = new TortureProgress();
         TortureResult result;
-        try {
-            result = new TortureRun(config, out, network()).run();
+        try (Progress progress = new Progress(out, Progress.auto(silent), listener::status)) {
+            PrintWriter runOut = silent ? new PrintWriter(java.io.Writer.nullWriter()) : progress.writer();
+            result = new TortureRun(config, runOut, network(), listener).run();
         } catch (RuntimeException e) {
             out.flush();
-            PrintWriter err = spec.commandLine().getErr();
             err.println("dlock torture: could not run: " + e.getMessage());
+            ErrorAdvice.advice(e).ifPresent(a -> err.println("what to do: " + a));
             err.flush();
             return 1;
         }
-        out.println();
-        out.print(result.table());
-        out.println();
-        if (result.passed()) {
-            out.println("PASS");
+        if (json) {
+            out.println(result.json());
         } else {
-            out.println("FAIL:");
-            result.problems().forEach(p -> out.println("  - " + p));
+            if (!quiet) {
+                out.println();
+                out.print(result.table());
+                out.println();
+            }
+            if (result.passed()) {
+                out.println("PASS");
+            } else {
+                out.println("FAIL:");
+                result.problems().forEach(p -> out.println("  - " + p));
+            }
+            if (!quiet) {
+                out.println(result.json());
+            }
         }
-        out.println(result.json());
         out.flush();
+        writeReport(result, listener, json ? err : out);
         return result.passed() ? 0 : 1;
+    }
+
+    private void writeReport(TortureResult result, TortureProgress listener, PrintWriter where) {
+        if (report.equalsIgnoreCase("none") || listener.recording().isEmpty()) {
+            return;
+        }
+        try {
+            Timeline timeline = TortureReport.timeline(
+                    listener.recording().get(),
+                    "Timeline: " + result.config().workers() + " workers on " + result.description());
+            Path written = TortureReport.write(Path.of(report), result, timeline);
+            where.println("report: " + written + " (" + timeline.lanes() + " lanes, " + timeline.sections()
+                    + " critical sections in " + timeline.bars() + " bars, " + timeline.faults() + " faults, "
+                    + timeline.losses() + " lock losses)");
+        } catch (UncheckedIOException | java.nio.file.InvalidPathException e) {
+            where.println("dlock torture: no report: " + e.getMessage());
+        }
+        where.flush();
     }
 
     private Network network() {

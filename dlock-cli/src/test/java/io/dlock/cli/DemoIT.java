@@ -3,8 +3,10 @@ package io.dlock.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dlock.testkit.PostgresServer;
+import io.dlock.testkit.RedisServer;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -12,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -52,6 +55,40 @@ class DemoIT {
         assertThat(rows.get(3).stale()).as(output).isEqualTo(1);
         assertThat(rows.get(3).notes()).as(output).startsWith("paused holder's write rejected: token");
         assertThat(out.toString()).as(output).contains("PASS:");
+    }
+
+    @Test
+    @Timeout(value = 4, unit = TimeUnit.MINUTES)
+    void demo_onRedisByUri_passesTheFourRoundsAndWritesItsReport(@TempDir Path dir) {
+        try (RedisServer redis = RedisServer.start()) {
+            String uri = redis.uri("demo");
+            Path report = dir.resolve("demo-redis.html");
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            CommandLine commandLine = Main.commandLine();
+            commandLine.setOut(new PrintWriter(out, true));
+            commandLine.setErr(new PrintWriter(err, true));
+
+            int status = commandLine.execute("demo", "--uri", uri, "--report", report.toString());
+
+            String output = out + "\n--- stderr ---\n" + err;
+            assertThat(status).as(output).isZero();
+            assertThat(out.toString())
+                    .as(output)
+                    .contains("Lock server redis://")
+                    .contains("lease time 3s")
+                    .contains("PASS:")
+                    .contains("report: " + report.toAbsolutePath());
+            List<Row> rows = rows(out.toString());
+            assertThat(rows).as(output).extracting(Row::round).containsExactly(1, 2, 3, 4);
+            assertThat(rows.get(0).oversold()).as(output).isPositive();
+            for (Row row : rows.subList(1, 4)) {
+                assertThat(row.oversold()).as(output).isZero();
+                assertThat(row.sold()).as(output).isEqualTo(20);
+            }
+            assertThat(rows.get(3).stale()).as(output).isEqualTo(1);
+            assertThat(report).content().contains("Lock server: redis://").contains("<svg class=\"timeline\"");
+        }
     }
 
     @Test

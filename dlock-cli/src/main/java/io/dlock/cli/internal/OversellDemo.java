@@ -1,6 +1,7 @@
 package io.dlock.cli.internal;
 
 import io.dlock.LockClient;
+import io.dlock.cli.internal.report.Timeline;
 import io.dlock.testkit.ChildJvm;
 import io.dlock.testkit.EmbeddedZooKeeper;
 import io.dlock.testkit.Timing;
@@ -69,6 +70,8 @@ public final class OversellDemo {
     private final @Nullable String serverUri;
     /** What the narration calls the holder's liveness: a ZooKeeper session or a lease. */
     private final String liveness;
+
+    private final List<Timeline> timelines = new ArrayList<>();
 
     /**
      * Prepares a demo; nothing starts until {@link #run()}.
@@ -176,8 +179,13 @@ public final class OversellDemo {
         return uri + (uri.contains("?") ? "&" : "?") + parameter + "=" + DurationConverter.toParameter(sessionTimeout);
     }
 
-    /** The URI as the narration shows it: no user info, no password parameter. */
-    static String redact(String uri) {
+    /**
+     * The URI as the narration shows it: no user info, no password parameter.
+     *
+     * @param uri a lock server URI
+     * @return the URI without secrets
+     */
+    public static String redact(String uri) {
         return uri.replaceAll("//[^/@?]*@", "//***@").replaceAll("(?i)(password=)[^&;]*", "$1***");
     }
 
@@ -200,6 +208,46 @@ public final class OversellDemo {
         String play(Round round);
     }
 
+    /**
+     * The timeline of each round played so far, for the report: one lane per worker, each sale a bar
+     * (from its {@code GET} to its {@code PUT}), the kill and the pause as faults.
+     *
+     * <p>Blocking: never. Thread-safety: read after {@link #run()} returned, from its thread.
+     *
+     * @return the timelines, in round order
+     */
+    public List<Timeline> timelines() {
+        return List.copyOf(timelines);
+    }
+
+    private void recordTimeline(int number, String mode, Round round) {
+        long end = System.nanoTime();
+        Timeline timeline = new Timeline("Round " + number + ": " + mode, round.startedAt, end);
+        for (int i = 1; i <= workers; i++) {
+            timeline.lane(workerName(i));
+        }
+        for (StockServer.Sale sale : round.stock.sales()) {
+            Timeline.Outcome outcome =
+                    switch (sale.outcome()) {
+                        case ACCEPTED -> Timeline.Outcome.ACCEPTED;
+                        case OVERWROTE -> Timeline.Outcome.OVERLAP;
+                        case REJECTED -> Timeline.Outcome.REFUSED_STALE;
+                    };
+            timeline.section(sale.client(), sale.fromNanos(), sale.toNanos(), outcome);
+        }
+        for (FaultMark f : round.faults) {
+            timeline.fault(f.lane(), f.fromNanos(), f.toNanos(), f.label(), f.recoveryFromNanos(), f.recoveryMillis());
+        }
+        for (FaultMark loss : round.losses) {
+            timeline.loss(loss.lane(), loss.fromNanos(), loss.label());
+        }
+        timelines.add(timeline);
+    }
+
+    /** A fault (or, with no recovery, a lock loss) seen in a round, for its timeline. */
+    private record FaultMark(
+            String lane, long fromNanos, long toNanos, String label, long recoveryFromNanos, long recoveryMillis) {}
+
     private RoundResult play(int number, String mode, @Nullable String lockUri, Script script) {
         out.printf("%nRound %d of 4: %s%n", number, mode);
         out.flush();
@@ -217,6 +265,7 @@ public final class OversellDemo {
             }
             StockServer.Snapshot snapshot = round.stock.snapshot();
             check(number, mode, round, snapshot, completed);
+            recordTimeline(number, mode, round);
             out.flush();
             return new RoundResult(
                     number,
@@ -316,6 +365,8 @@ public final class OversellDemo {
         out.flush();
         Found next = round.awaitAny(others, DemoWorker.ACQUIRED, passOnTimeout());
         Duration passOn = Duration.ofNanos(next.seenAt - killedAt);
+        round.faults.add(
+                new FaultMark(holder.name, killedAt, killedAt, "kill -9 " + holder.name, killedAt, passOn.toMillis()));
         long nextToken = Long.parseLong(field(next.line, 1));
         out.printf(
                 "  %s acquired the lock (token %d) %s after the kill: %s%n  (%s %s, counted from its last" + " %s).%n",
@@ -380,7 +431,15 @@ public final class OversellDemo {
         sleep(Duration.ofNanos(Math.max(0, resumeAt - System.nanoTime())));
         StockServer.Snapshot duringPause = round.stock.snapshot();
         holder.jvm.resume();
-        Duration paused = Duration.ofNanos(System.nanoTime() - pausedAt);
+        long resumedAt = System.nanoTime();
+        Duration paused = Duration.ofNanos(resumedAt - pausedAt);
+        round.faults.add(new FaultMark(
+                holder.name,
+                pausedAt,
+                resumedAt,
+                "SIGSTOP " + holder.name + " " + DurationConverter.toSeconds(paused),
+                pausedAt,
+                (next.seenAt - pausedAt) / 1_000_000));
         out.printf(
                 "  While %s was frozen the others sold %d (stock now %d).%n",
                 holder.name, duringPause.sold() - (holdAt - 1), duringPause.stock());
@@ -412,6 +471,10 @@ public final class OversellDemo {
             notes = "paused holder's write ACCEPTED with token " + hold.token;
         }
         out.printf("  %s's lease at that moment: isValid() = %s.%n", holder.name, valid);
+        if (valid.equals("false")) {
+            round.losses.add(new FaultMark(
+                    holder.name, resumedAt, resumedAt, "lease invalid after the pause (isValid() = false)", 0, -1));
+        }
         notes += "; its isValid() = " + valid;
         round.awaitFinished();
         StockServer.Snapshot s = round.stock.snapshot();
@@ -534,6 +597,9 @@ public final class OversellDemo {
         final StockServer stock;
         final List<Worker> workers = new ArrayList<>();
         final List<String> problems = new ArrayList<>();
+        final List<FaultMark> faults = new ArrayList<>();
+        final List<FaultMark> losses = new ArrayList<>();
+        final long startedAt = System.nanoTime();
         private @Nullable Worker victim;
 
         Round(int number, @Nullable String lockUri) {

@@ -88,6 +88,10 @@ public final class StockServer implements AutoCloseable {
     @GuardedBy("this")
     private final List<Rejection> rejections = new ArrayList<>();
 
+    // One per PUT: at most a few per item in stock (MAX_STOCK bounds it), for the report's timeline.
+    @GuardedBy("this")
+    private final List<Sale> sales = new ArrayList<>();
+
     private volatile boolean closed;
 
     private StockServer(int initialStock, boolean fenced, ServerSocket serverSocket) {
@@ -204,6 +208,7 @@ public final class StockServer implements AutoCloseable {
                 return "ERROR usage: GET";
             }
             session.lastRead = stock;
+            session.lastReadAt = System.nanoTime();
             return "STOCK " + stock;
         }
         if (command.equals("PUT")) {
@@ -243,12 +248,17 @@ public final class StockServer implements AutoCloseable {
         if (token < 0) {
             return "ERROR fencingToken must be >= 0, got " + token;
         }
+        long now = System.nanoTime();
+        long from = session.lastRead >= 0 ? session.lastReadAt : now;
         if (fenced && token < highestToken) {
+            sales.add(new Sale(client, token, from, now, Sale.Outcome.REJECTED));
             rejections.add(new Rejection(client, token, highestToken, newValue, stock));
             LOG.debug("rejected PUT {} from {}: token {} < {}", newValue, client, token, highestToken);
             return "REJECTED " + highestToken;
         }
         int reference = session.lastRead >= 0 ? session.lastRead : stock;
+        sales.add(new Sale(
+                client, token, from, now, reference == stock ? Sale.Outcome.ACCEPTED : Sale.Outcome.OVERWROTE));
         if (newValue < reference) {
             sold++;
             soldByClient.merge(client, 1, Integer::sum);
@@ -345,6 +355,42 @@ public final class StockServer implements AutoCloseable {
     static final class Session {
         /** The stock returned by this connection's last {@code GET} since its last {@code PUT}, or -1. */
         int lastRead = -1;
+
+        /** When {@link #lastRead} was read ({@link System#nanoTime()}). */
+        long lastReadAt;
+    }
+
+    /**
+     * One read-modify-write: from the connection's {@code GET} to its {@code PUT}.
+     *
+     * @param client who wrote
+     * @param token the fencing token it carried (0 without a lock)
+     * @param fromNanos when its {@code GET} was answered ({@link System#nanoTime()})
+     * @param toNanos when its {@code PUT} was decided
+     * @param outcome what the server did with the {@code PUT}
+     */
+    public record Sale(String client, long token, long fromNanos, long toNanos, Outcome outcome) {
+
+        /** What the server did with a {@code PUT}. */
+        public enum Outcome {
+            /** Written, over the stock this connection had read. */
+            ACCEPTED,
+            /** Written over a stock another client had changed since this one read it: a lost update. */
+            OVERWROTE,
+            /** Refused for a stale fencing token. */
+            REJECTED
+        }
+    }
+
+    /**
+     * Every {@code PUT} so far with the {@code GET} before it, in the order they were decided.
+     *
+     * <p>Blocking: while a request is being handled. Thread-safety: safe from any thread.
+     *
+     * @return an immutable copy
+     */
+    public synchronized List<Sale> sales() {
+        return List.copyOf(sales);
     }
 
     /**

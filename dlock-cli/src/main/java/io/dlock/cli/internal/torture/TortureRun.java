@@ -71,6 +71,7 @@ public final class TortureRun {
     private final TortureConfig config;
     private final PrintWriter out;
     private final Network network;
+    private final TortureListener listener;
     /** What {@link #network} came to for this run: never AUTO once {@link #run()} has started. */
     private Network partitionBy = Network.PROXY;
 
@@ -109,9 +110,23 @@ public final class TortureRun {
      */
     @SuppressWarnings("NullAway.Init") // as above
     public TortureRun(TortureConfig config, PrintWriter out, Network network) {
+        this(config, out, network, TortureListener.NONE);
+    }
+
+    /**
+     * Prepares a run that also reports its phases, faults and recording to {@code listener}.
+     *
+     * @param config what to run
+     * @param out where progress lines go (one per fault)
+     * @param network how {@code partition} cuts a worker off
+     * @param listener told of phases, the store, faults and the end (progress, report)
+     */
+    @SuppressWarnings("NullAway.Init") // as above
+    public TortureRun(TortureConfig config, PrintWriter out, Network network, TortureListener listener) {
         this.config = Objects.requireNonNull(config, "config");
         this.out = Objects.requireNonNull(out, "out");
         this.network = Objects.requireNonNull(network, "network");
+        this.listener = Objects.requireNonNull(listener, "listener");
         this.random = new Random(config.seed());
     }
 
@@ -204,6 +219,7 @@ public final class TortureRun {
     public TortureResult run() {
         long started = System.nanoTime();
         try {
+            listener.phase("starting");
             target = BackendTargets.open(config.uri());
             if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
                 throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
@@ -215,6 +231,7 @@ public final class TortureRun {
             String partitions = choosePartitions();
             store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             storeServer = FencedStoreServer.start(store);
+            listener.store(store);
             out.printf(
                     "dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n",
                     target.description(),
@@ -255,12 +272,15 @@ public final class TortureRun {
                 awaitReady(w);
             }
             t0 = System.nanoTime();
+            listener.phase("faults");
             schedule();
             judgeBackToBack();
             long faultPhase = System.nanoTime() - t0;
+            listener.phase("checking");
             List<String> stuck = stopWorkers();
             List<String> leftovers = awaitNoLeftovers();
             FencingChecker.Report check = store.check();
+            listener.finished(new TortureRecording(store, t0, t0 + faultPhase, List.copyOf(faults), everyoneLines()));
             return TortureResult.of(
                     config,
                     target.backend(),
@@ -307,6 +327,7 @@ public final class TortureRun {
 
     private void inject(FaultKind kind) {
         long at = System.nanoTime();
+        listener.faultInjected(kind);
         Injected done;
         try {
             done = switch (kind) {
