@@ -112,7 +112,9 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                 }
             }
             try (PreparedStatement ps =
-                    c.prepareStatement("SELECT acquisition FROM " + table + "_waiters WHERE name = ? ORDER BY seq")) {
+                    // token > 0: the row of a waiter a release handed the lock to, now its owner
+                    c.prepareStatement("SELECT acquisition FROM " + table
+                            + "_waiters WHERE name = ? AND token = 0 ORDER BY seq")) {
                 ps.setString(1, lock);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
