@@ -3,6 +3,7 @@ package io.dlock.cli;
 import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.torture.BackendTargets;
 import io.dlock.cli.internal.torture.FaultKind;
+import io.dlock.cli.internal.torture.Network;
 import io.dlock.cli.internal.torture.TortureConfig;
 import io.dlock.cli.internal.torture.TortureResult;
 import io.dlock.cli.internal.torture.TortureRun;
@@ -147,6 +148,16 @@ public final class TortureCommand implements Callable<Integer> {
     private boolean backToBack;
 
     @Option(
+            names = "--network",
+            paramLabel = "HOW",
+            defaultValue = "auto",
+            description = "How partition cuts a worker off: iptables (the worker in a network namespace of its own,"
+                    + " iptables dropping its packets: its TCP stack sees a silent peer; needs root, ip and"
+                    + " iptables), proxy (its fault proxy stops forwarding) or auto (iptables where possible, else"
+                    + " the proxy; the run says which) (default: ${DEFAULT-VALUE}).")
+    private String network;
+
+    @Option(
             names = "--seed",
             paramLabel = "N",
             description = "Seed of the fault schedule, to repeat a run (default: random, printed).")
@@ -188,7 +199,7 @@ public final class TortureCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         TortureResult result;
         try {
-            result = new TortureRun(config, out).run();
+            result = new TortureRun(config, out, network()).run();
         } catch (RuntimeException e) {
             out.flush();
             PrintWriter err = spec.commandLine().getErr();
@@ -210,7 +221,17 @@ public final class TortureCommand implements Callable<Integer> {
         return result.passed() ? 0 : 1;
     }
 
+    private Network network() {
+        return switch (network.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "auto" -> Network.AUTO;
+            case "iptables" -> Network.IPTABLES;
+            case "proxy" -> Network.PROXY;
+            default -> throw bad("--network", "must be auto, iptables or proxy, was '" + network + "'");
+        };
+    }
+
     private TortureConfig validate() {
+        network();
         try {
             BackendTargets.validate(uri);
         } catch (IllegalArgumentException e) {

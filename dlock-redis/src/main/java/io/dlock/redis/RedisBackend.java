@@ -281,14 +281,25 @@ final class RedisBackend implements LockBackend {
     /**
      * Called with every command failure: after a timeout the connection may be dead without Lettuce
      * knowing (no FIN, no RST), and every later command would time out too; closing the channels
-     * makes Lettuce reconnect. Returns {@code error}.
+     * makes Lettuce reconnect. The same for a {@code READONLY} reply through Sentinel: the node this
+     * connection reached was demoted to a replica after a failover (a master that came back while
+     * the Sentinel promoted another) and keeps the connection open, so every write would fail there
+     * for good; a reconnect asks the Sentinel for the master again. Returns {@code error}.
      */
     private Throwable timedOut(Throwable error) {
         Throwable cause = RedisLockProtocol.unwrap(error);
-        if (cause instanceof RedisCommandTimeoutException && channels != null && !closed.get()) {
+        boolean timeout = cause instanceof RedisCommandTimeoutException;
+        boolean demoted = !timeout
+                && uri.mode() == RedisUri.Mode.SENTINEL
+                && String.valueOf(cause.getMessage()).startsWith("READONLY");
+        if ((timeout || demoted) && channels != null && !closed.get()) {
             int n = channels.closeAll();
             if (n > 0) {
-                log.warn("[client={}] a command timed out; closed {} connection(s) to make them reconnect", NAME, n);
+                log.warn(
+                        "[client={}] {}; closed {} connection(s) to make them reconnect",
+                        NAME,
+                        timeout ? "a command timed out" : "the server is a replica now (READONLY)",
+                        n);
             }
         }
         return error;

@@ -142,6 +142,36 @@ class RedisSentinelFailoverIT {
         assertThat(RedisTestSupport.lockKeys(replica, PREFIX + ":*")).isEmpty();
     }
 
+    /**
+     * A failover without a crash ({@code SENTINEL FAILOVER}, as after a master that came back while
+     * the Sentinel promoted another): the old master is made a replica with this client's
+     * connections to it still open, so its writes there answer {@code READONLY}. The client must
+     * reconnect through the Sentinel and take locks on the new master, with higher tokens; before,
+     * it retried on the demoted node until it gave up (found by {@code dlock torture --uri
+     * embedded:redis-sentinel}).
+     */
+    @Test
+    void failoverWithoutCrash_readonlyOnTheDemotedMaster_clientMovesToTheNewMaster() throws Exception {
+        String uri = uri("leaseTime=5s&retryMaxSleep=200ms");
+        try (LockClient a = LockClient.connect(uri)) {
+            long before;
+            try (Lease first = a.lock("x").acquire()) {
+                before = first.fencingToken();
+            }
+            assertThat(master.command("WAIT", "1", "2000")).isEqualTo(1L);
+
+            assertThat(sentinel.command("SENTINEL", "FAILOVER", MASTER)).isEqualTo("OK");
+            awaitPromotion();
+            await().atMost(scaled(20)).until(() -> info(master).contains("role:slave"));
+
+            try (Lease next = a.lock("x").tryAcquire(scaled(20)).orElseThrow()) {
+                assertThat(next.fencingToken()).isGreaterThan(before);
+                assertThat(RedisTestSupport.queue(replica, PREFIX + ":{x}:x")).hasSize(1);
+            }
+        }
+        assertThat(RedisTestSupport.lockKeys(replica, PREFIX + ":*")).isEmpty();
+    }
+
     /** Two clients × four threads increment a racy counter under the lock; the count must be exact. */
     private static void countUnderLock(LockClient[] clients, long previousToken) throws Exception {
         FencedStore store = new FencedStore();

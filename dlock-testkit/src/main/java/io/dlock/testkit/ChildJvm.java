@@ -106,8 +106,26 @@ public final class ChildJvm implements AutoCloseable {
      * @throws UncheckedIOException if the JVM cannot be launched
      */
     public static ChildJvm start(Class<?> mainClass, List<String> args, List<String> jvmOptions) {
+        return start(mainClass, args, jvmOptions, List.of());
+    }
+
+    /**
+     * Starts a child JVM behind a command prefix that execs it, such as {@link
+     * NetworkNamespace#commandPrefix()} (the pid stays the JVM's).
+     *
+     * <p>Blocking: until the process is launched. Thread-safety: safe from any thread. On failure:
+     * {@link UncheckedIOException} if the process cannot be launched; nothing is left running.
+     *
+     * @param mainClass a class with a {@code public static void main(String[])}
+     * @param args the program arguments
+     * @param jvmOptions options placed before {@code -cp}
+     * @param prefix words placed before the {@code java} command
+     * @return the running child
+     * @throws UncheckedIOException if the JVM cannot be launched
+     */
+    public static ChildJvm start(Class<?> mainClass, List<String> args, List<String> jvmOptions, List<String> prefix) {
         Objects.requireNonNull(mainClass, "mainClass");
-        List<String> command = new ArrayList<>();
+        List<String> command = new ArrayList<>(prefix);
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(List.copyOf(jvmOptions));
         command.add("-cp");

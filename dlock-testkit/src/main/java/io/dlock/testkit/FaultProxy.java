@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -167,6 +168,23 @@ public final class FaultProxy implements AutoCloseable {
      * @throws UncheckedIOException if the proxy cannot listen
      */
     public static FaultProxy start(InetSocketAddress target) {
+        return start(target, FreePorts.loopbackAddress());
+    }
+
+    /**
+     * Starts a proxy on a free port of {@code bindAddress} (for example a {@link NetworkNamespace}'s
+     * {@link NetworkNamespace#hostAddress() host side}) in front of {@code target}.
+     *
+     * <p>Blocking: until the port is bound. Thread-safety: safe from any thread. On failure: {@link
+     * UncheckedIOException} if no port can be bound; nothing is left open.
+     *
+     * @param target the server's address; resolved now
+     * @param bindAddress a local address to listen on
+     * @return the running proxy
+     * @throws IllegalArgumentException if {@code target} cannot be resolved
+     * @throws UncheckedIOException if the proxy cannot listen
+     */
+    public static FaultProxy start(InetSocketAddress target, InetAddress bindAddress) {
         Objects.requireNonNull(target, "target");
         if (target.isUnresolved()) {
             throw new IllegalArgumentException("cannot resolve the proxy target " + target);
@@ -174,10 +192,10 @@ public final class FaultProxy implements AutoCloseable {
         @Nullable ServerSocket socket = null;
         try {
             socket = new ServerSocket();
-            socket.bind(new InetSocketAddress(FreePorts.loopbackAddress(), 0), 64);
+            socket.bind(new InetSocketAddress(bindAddress, 0), 64);
         } catch (IOException e) {
             closeQuietly(socket);
-            throw new UncheckedIOException("fault proxy: cannot listen on 127.0.0.1", e);
+            throw new UncheckedIOException("fault proxy: cannot listen on " + bindAddress.getHostAddress(), e);
         }
         FaultProxy proxy = new FaultProxy(target, socket);
         proxy.acceptor.start();
@@ -188,19 +206,20 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns the port clients connect to.
      *
-     * @return the proxy's port on 127.0.0.1
+     * @return the proxy's port on its address (127.0.0.1 unless started with another)
      */
     public int port() {
         return listener.getLocalPort();
     }
 
     /**
-     * Returns {@code "127.0.0.1:PORT"}, the address clients connect to instead of the server's.
+     * Returns {@code "127.0.0.1:PORT"} (or the address it was started on), the address clients
+     * connect to instead of the server's.
      *
      * @return host and port separated by a colon
      */
     public String connectString() {
-        return "127.0.0.1:" + port();
+        return listener.getInetAddress().getHostAddress() + ":" + port();
     }
 
     /**

@@ -6,6 +6,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.UncheckedIOException;
 import java.io.Writer;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -303,6 +304,24 @@ public final class FencedStoreServer implements AutoCloseable {
          * @throws UncheckedIOException if the server cannot be reached
          */
         public static Client connect(int port, String name) {
+            return connect(FreePorts.loopbackAddress(), port, name);
+        }
+
+        /**
+         * Connects to a store server at {@code host} (for a client in a {@link NetworkNamespace},
+         * through a proxy on its host side).
+         *
+         * <p>Blocking: until connected, at most 5 s. Thread-safety: safe from any thread. On
+         * failure: {@link UncheckedIOException}; nothing stays open.
+         *
+         * @param host the address to connect to
+         * @param port the port there
+         * @param name this client's name, as for {@link #connect(int, String)}
+         * @return the connected client
+         * @throws IllegalArgumentException if {@code name} is not allowed
+         * @throws UncheckedIOException if the server cannot be reached
+         */
+        public static Client connect(InetAddress host, int port, String name) {
             if (name == null || !CLIENT.matcher(name).matches()) {
                 throw new IllegalArgumentException(
                         "name must be 1 to 64 characters from A-Z a-z 0-9 _ . : # -, got '" + name + "'");
@@ -311,11 +330,12 @@ public final class FencedStoreServer implements AutoCloseable {
             try {
                 socket.setTcpNoDelay(true);
                 socket.setSoTimeout(30_000);
-                socket.connect(new InetSocketAddress(FreePorts.loopbackAddress(), port), 5_000);
+                socket.connect(new InetSocketAddress(host, port), 5_000);
                 return new Client(socket, name);
             } catch (IOException e) {
                 closeQuietly(socket);
-                throw new UncheckedIOException("fenced store 127.0.0.1:" + port + " unreachable", e);
+                throw new UncheckedIOException(
+                        "fenced store " + host.getHostAddress() + ":" + port + " unreachable", e);
             }
         }
 

@@ -54,6 +54,26 @@ public interface BackendTarget extends AutoCloseable {
     boolean canRestartServer();
 
     /**
+     * Returns whether a worker's fault proxy carries its lock traffic, so that {@code partition}
+     * cuts the worker off (false where the proxy fronts only a discovery service).
+     *
+     * @return true unless the target says otherwise
+     */
+    default boolean canPartition() {
+        return true;
+    }
+
+    /**
+     * Returns whether a worker reaches everything through its proxy, so that it can run in a
+     * network namespace of its own (false where the client also talks to servers directly).
+     *
+     * @return true unless the target says otherwise
+     */
+    default boolean canUseNetworkNamespaces() {
+        return true;
+    }
+
+    /**
      * Kills the server with SIGKILL, leaves it down for {@code downtime}, and starts it again on
      * the same port and data.
      *

@@ -65,6 +65,8 @@ public final class BackendTargets {
             case "zookeeper-ensemble" -> ZooKeeperEnsembleTarget.embedded();
             case "redis" -> RedisTarget.embedded();
             case "redis-volatile" -> RedisTarget.volatileServer();
+            case "redis-sentinel" -> RedisSentinelTarget.embedded(0);
+            case "redis-sentinel-wait" -> RedisSentinelTarget.embedded(1);
             case "etcd" -> EtcdTarget.embedded();
             case "postgres" -> PostgresTarget.embedded();
             case "memcached" -> MemcachedTarget.embedded();
@@ -89,6 +91,12 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":redis-volatile")) {
             return "redis-volatile";
         }
+        if (u.equals(EMBEDDED + ":redis-sentinel")) {
+            return "redis-sentinel";
+        }
+        if (u.equals(EMBEDDED + ":redis-sentinel-wait")) {
+            return "redis-sentinel-wait";
+        }
         if (u.equals(EMBEDDED + ":etcd")) {
             return "etcd";
         }
@@ -101,7 +109,9 @@ public final class BackendTargets {
         throw new IllegalArgumentException("unsupported --uri '" + uri + "': use 'embedded' (a ZooKeeper the"
                 + " torture starts), 'embedded:zookeeper', 'embedded:zookeeper-ensemble' (3 ZooKeeper servers the"
                 + " torture starts), 'embedded:redis' (a redis-server the torture starts), 'embedded:redis-volatile'"
-                + " (the same without persistence: a restart loses every key),"
+                + " (the same without persistence: a restart loses every key), 'embedded:redis-sentinel' (a"
+                + " master, a replica and a Sentinel; server-restart is a failover; no partition),"
+                + " 'embedded:redis-sentinel-wait' (the same, clients with waitReplicas=1),"
                 + " 'embedded:etcd' (an etcd the torture starts), 'embedded:postgres' (a PostgreSQL the torture"
                 + " starts), 'embedded:memcached' (a memcached the torture starts)"
                 + " or 'zookeeper://host:port[/path]'");

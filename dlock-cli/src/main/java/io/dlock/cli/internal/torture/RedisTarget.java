@@ -76,6 +76,11 @@ final class RedisTarget implements BackendTarget {
      */
     @Override
     public List<String> leftovers(String namespace) {
+        return leftovers(server, namespace);
+    }
+
+    /** Every key under {@code namespace} on {@code server} but the epoch marker. */
+    static List<String> leftovers(RedisServer server, String namespace) {
         List<String> found = new ArrayList<>();
         if (server.command("KEYS", namespace + ":*") instanceof List<?> keys) {
             for (Object k : keys) {
@@ -90,9 +95,14 @@ final class RedisTarget implements BackendTarget {
 
     @Override
     public List<String> describeQueue(String namespace) {
+        return describeQueue(server, namespace);
+    }
+
+    /** One line per leftover key on {@code server}, with the entries of the queue's hash. */
+    static List<String> describeQueue(RedisServer server, String namespace) {
         List<String> lines = new ArrayList<>();
         try {
-            for (String key : leftovers(namespace)) {
+            for (String key : leftovers(server, namespace)) {
                 // The ':h' hash holds each entry's mode, permits, owner client and token.
                 lines.add(key + (key.endsWith(":h") ? " " + server.command("HGETALL", key) : ""));
             }

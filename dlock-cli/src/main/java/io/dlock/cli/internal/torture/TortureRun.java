@@ -5,7 +5,10 @@ import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.FencedStore;
 import io.dlock.testkit.FencedStoreServer;
 import io.dlock.testkit.FencingChecker;
+import io.dlock.testkit.NetworkNamespace;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -15,6 +18,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
 import java.util.UUID;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,6 +70,10 @@ public final class TortureRun {
 
     private final TortureConfig config;
     private final PrintWriter out;
+    private final Network network;
+    /** What {@link #network} came to for this run: never AUTO once {@link #run()} has started. */
+    private Network partitionBy = Network.PROXY;
+
     private final Random random;
     private final String namespace = "torture-" + UUID.randomUUID().toString().substring(0, 8);
     private final List<Worker> live = new ArrayList<>();
@@ -89,23 +97,96 @@ public final class TortureRun {
     // anything reads them; run() is called once.
     @SuppressWarnings("NullAway.Init")
     public TortureRun(TortureConfig config, PrintWriter out) {
+        this(config, out, Network.PROXY);
+    }
+
+    /**
+     * Prepares a run whose partitions are made the way {@code network} says.
+     *
+     * @param config what to run
+     * @param out where progress lines go (one per fault)
+     * @param network how {@code partition} cuts a worker off
+     */
+    @SuppressWarnings("NullAway.Init") // as above
+    public TortureRun(TortureConfig config, PrintWriter out, Network network) {
         this.config = Objects.requireNonNull(config, "config");
         this.out = Objects.requireNonNull(out, "out");
+        this.network = Objects.requireNonNull(network, "network");
         this.random = new Random(config.seed());
     }
 
-    /** A worker JVM and the proxy in front of its server connection. */
+    /**
+     * A worker JVM and the proxy in front of its server connection; with {@link Network#IPTABLES}
+     * also its namespace and the proxy through which it reaches the store.
+     */
     private static final class Worker {
         final String name;
         final FaultProxy proxy;
         final ChildJvm jvm;
+        final @Nullable NetworkNamespace netns;
+        final @Nullable FaultProxy storeProxy;
         boolean killed;
 
-        Worker(String name, FaultProxy proxy, ChildJvm jvm) {
+        Worker(
+                String name,
+                FaultProxy proxy,
+                ChildJvm jvm,
+                @Nullable NetworkNamespace netns,
+                @Nullable FaultProxy storeProxy) {
             this.name = name;
             this.proxy = proxy;
             this.jvm = jvm;
+            this.netns = netns;
+            this.storeProxy = storeProxy;
         }
+
+        /** Lets every packet pass again. */
+        void heal() {
+            proxy.pass();
+            if (netns != null) {
+                netns.pass();
+            }
+        }
+
+        /** Closes the proxies and the namespace (the JVM is closed separately). */
+        void closeNetwork() {
+            TortureRun.closeNetwork(proxy, storeProxy, netns);
+        }
+    }
+
+    private static void closeNetwork(
+            FaultProxy proxy, @Nullable FaultProxy storeProxy, @Nullable NetworkNamespace netns) {
+        proxy.close();
+        if (storeProxy != null) {
+            storeProxy.close();
+        }
+        if (netns != null) {
+            netns.close();
+        }
+    }
+
+    /**
+     * Settles {@link #partitionBy} from the requested {@link Network} and says how partitions are
+     * made: iptables where asked for (or, with AUTO, where possible), else the proxy, with the
+     * reason.
+     */
+    private String choosePartitions() {
+        if (!config.faults().contains(FaultKind.PARTITION) || network == Network.PROXY) {
+            partitionBy = Network.PROXY;
+            return "the worker's fault proxy stops forwarding (--network proxy)";
+        }
+        String why = !target.canUseNetworkNamespaces()
+                ? "its workers reach servers the proxy does not front"
+                : NetworkNamespace.unavailable().orElse("");
+        if (why.isEmpty()) {
+            partitionBy = Network.IPTABLES;
+            return "iptables DROP inside a network namespace per worker (the worker's TCP stack sees a silent peer)";
+        }
+        if (network == Network.IPTABLES) {
+            throw new IllegalArgumentException("--network iptables is not available: " + why);
+        }
+        partitionBy = Network.PROXY;
+        return "the worker's fault proxy stops forwarding (iptables not used: " + why + ")";
     }
 
     /**
@@ -127,6 +208,11 @@ public final class TortureRun {
             if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
                 throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
             }
+            if (config.faults().contains(FaultKind.PARTITION) && !target.canPartition()) {
+                throw new IllegalArgumentException(
+                        "partition is not available on " + target.description() + ": leave it out of --faults");
+            }
+            String partitions = choosePartitions();
             store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             storeServer = FencedStoreServer.start(store);
             out.printf(
@@ -145,6 +231,9 @@ public final class TortureRun {
                     seconds(config.recoveryBound()),
                     expiry,
                     seconds(config.recoveryMargin()));
+            if (config.faults().contains(FaultKind.PARTITION)) {
+                out.printf("partitions: %s%n", partitions);
+            }
             if (config.faults().contains(FaultKind.SERVER_RESTART)) {
                 out.printf(
                         "server restarts: down %s to %s, then the lock must be granted again within %s of the"
@@ -410,7 +499,7 @@ public final class TortureRun {
         w.killed = true;
         live.remove(w);
         Injected done = cleared(w.name, "SIGKILL" + (holding ? " while holding" : "") + ", replaced", start);
-        w.proxy.close();
+        w.closeNetwork();
         Worker replacement = startWorker();
         awaitReady(replacement);
         return done;
@@ -437,11 +526,22 @@ public final class TortureRun {
                 };
         long lengthMs = faultLength();
         Mark start = mark();
-        w.proxy.blackhole(direction);
+        NetworkNamespace netns = w.netns;
+        if (netns != null) {
+            netns.drop(
+                    w.proxy.port(),
+                    switch (direction) {
+                        case UPSTREAM -> NetworkNamespace.Direction.OUTGOING;
+                        case DOWNSTREAM -> NetworkNamespace.Direction.INCOMING;
+                        case BOTH -> NetworkNamespace.Direction.BOTH;
+                    });
+        } else {
+            w.proxy.blackhole(direction);
+        }
         try {
             sleepMillis(lengthMs);
         } finally {
-            w.proxy.pass();
+            w.heal();
         }
         String way =
                 switch (direction) {
@@ -575,24 +675,44 @@ public final class TortureRun {
 
     private Worker startWorker() {
         String name = "w" + nextWorker++;
-        FaultProxy proxy = FaultProxy.start(target.serverAddress());
+        NetworkNamespace netns = partitionBy == Network.IPTABLES ? NetworkNamespace.create() : null;
+        FaultProxy proxy;
+        FaultProxy storeProxy = null;
+        try {
+            proxy = netns == null
+                    ? FaultProxy.start(target.serverAddress())
+                    : FaultProxy.start(target.serverAddress(), netns.hostAddress());
+            if (netns != null) {
+                storeProxy = FaultProxy.start(
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), storeServer.port()),
+                        netns.hostAddress());
+            }
+        } catch (RuntimeException e) {
+            if (netns != null) {
+                netns.close();
+            }
+            throw e;
+        }
         long maxRuntime = config.duration().toMillis() + 10 * 60_000L; // a backstop far beyond the run
         List<String> args = List.of(
                 "--uri", target.clientUri(proxy.connectString(), namespace, config.sessionTimeout()),
                 "--client", name,
-                "--store-port", Integer.toString(storeServer.port()),
+                "--store-host",
+                        netns == null ? "127.0.0.1" : netns.hostAddress().getHostAddress(),
+                "--store-port", Integer.toString(storeProxy == null ? storeServer.port() : storeProxy.port()),
                 "--lock", LOCK_NAME,
                 "--wait-ms", Long.toString(waitMs()),
                 "--work-ms", Long.toString(config.workMs()),
                 "--max-runtime-ms", Long.toString(maxRuntime));
         ChildJvm jvm;
         try {
-            jvm = ChildJvm.start(TortureWorker.class, args, WORKER_JVM_OPTIONS);
+            jvm = ChildJvm.start(
+                    TortureWorker.class, args, WORKER_JVM_OPTIONS, netns == null ? List.of() : netns.commandPrefix());
         } catch (RuntimeException e) {
-            proxy.close();
+            closeNetwork(proxy, storeProxy, netns);
             throw e;
         }
-        Worker w = new Worker(name, proxy, jvm);
+        Worker w = new Worker(name, proxy, jvm, netns, storeProxy);
         live.add(w);
         everyone.add(w);
         return w;
@@ -614,7 +734,7 @@ public final class TortureRun {
     /** Sends STOP to every live worker and waits for DONE; returns the names of those that hung. */
     private List<String> stopWorkers() {
         for (Worker w : live) {
-            w.proxy.pass();
+            w.heal();
             w.jvm.send(TortureWorker.STOP);
         }
         // A worker may be waiting for the lock (wait-ms) and then releasing (connect timeout, 10 s).
@@ -659,7 +779,7 @@ public final class TortureRun {
             } catch (RuntimeException e) {
                 LOG.warn("closing worker {} failed: {}", w.name, e.toString());
             }
-            w.proxy.close();
+            w.closeNetwork();
         }
         if (storeServer != null) {
             storeServer.close();

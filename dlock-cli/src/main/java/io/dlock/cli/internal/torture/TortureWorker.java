@@ -8,6 +8,8 @@ import io.dlock.testkit.FencedStoreServer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
@@ -28,7 +30,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * write out, which is what the torture measures.
  *
  * <p>Arguments ({@code --name value} pairs, all required): {@code --uri} the lock backend URI,
- * {@code --client} this worker's name, {@code --store-port} the store's port on 127.0.0.1, {@code
+ * {@code --client} this worker's name, {@code --store-port} the store's port (on 127.0.0.1, or on {@code --store-host}, optional), {@code
  * --lock} the lock name, {@code --wait-ms} the longest wait for one acquisition, {@code --work-ms}
  * the time spent inside each critical section, {@code --max-runtime-ms} when to halt whatever
  * happens.
@@ -105,8 +107,8 @@ public final class TortureWorker {
         long writes = 0;
         long refused = 0;
         long errors = 0;
-        try (FencedStoreServer.Client store =
-                        FencedStoreServer.Client.connect(Integer.parseInt(required(o, "store-port")), name);
+        try (FencedStoreServer.Client store = FencedStoreServer.Client.connect(
+                        storeHost(o), Integer.parseInt(required(o, "store-port")), name);
                 LockClient client = LockClient.connect(required(o, "uri"))) {
             DistributedLock lock = client.lock(required(o, "lock"));
             startStdinReader();
@@ -200,6 +202,15 @@ public final class TortureWorker {
                 "torture-worker-watchdog");
         watchdog.setDaemon(true);
         watchdog.start();
+    }
+
+    /** {@code --store-host}, 127.0.0.1 when absent (a worker in a network namespace needs another). */
+    private static InetAddress storeHost(Map<String, String> options) {
+        try {
+            return InetAddress.getByName(options.getOrDefault("store-host", "127.0.0.1"));
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("--store-host: " + e.getMessage(), e);
+        }
     }
 
     /** An option {@link #parse} has checked is present. */

@@ -67,6 +67,12 @@ final class ZooKeeperEnsembleTarget implements BackendTarget {
         return true;
     }
 
+    /** The client also connects to servers the proxy does not front. */
+    @Override
+    public boolean canUseNetworkNamespaces() {
+        return false;
+    }
+
     /** Kills the current leader (the ensemble elects another), keeps it down, starts it again. */
     @Override
     public void restartServer(Duration downtime) {
