@@ -13,11 +13,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -46,36 +42,7 @@ class PostgresHandOverIT extends PostgresTestSupport {
 
     @Test
     void waiterTimingOutWhileTheRowIsHandedOver_neverLeftOwningIt() throws Exception {
-        LockClient a = client();
-        LockClient b = client();
-        long last = 0;
-        for (int i = 0; i < 40; i++) {
-            Lease held = a.lock("race").acquire();
-            assertThat(held.fencingToken()).isGreaterThan(last);
-            last = held.fencingToken();
-            long waitMs = 150;
-            CompletableFuture<Optional<Lease>> attempt = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return b.lock("race").tryAcquire(Duration.ofMillis(waitMs));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException(e);
-                }
-            });
-            await().atMost(scaled(10)).until(() -> entries("race").size() == 2 || attempt.isDone());
-            // Release around the waiter's deadline, so that its withdrawal races the hand-over.
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(
-                    waitMs - 40 + ThreadLocalRandom.current().nextLong(60)));
-            held.close();
-            Optional<Lease> got = attempt.get(10, TimeUnit.SECONDS);
-            if (got.isPresent()) {
-                assertThat(got.get().fencingToken()).isGreaterThan(last);
-                last = got.get().fencingToken();
-                got.get().close();
-            }
-            // Well before the 30 s lease could free it: nothing owned, nothing waiting.
-            await().atMost(scaled(3)).untilAsserted(() -> assertThat(liveRows()).isEmpty());
-        }
+        checkWithdrawalRacingHandOver();
     }
 
     @Test
