@@ -36,18 +36,11 @@ class TortureIT {
             })
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_allFaultsFenced_passes(String uri) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine commandLine = Main.commandLine();
-        commandLine.setOut(new PrintWriter(out, true));
-        commandLine.setErr(new PrintWriter(err, true));
-
         // Memcached: after a restart lost every key, nothing is granted for the lease time plus one
         // clock second (the boot marker's quarantine), so recovery may take that much longer; it
         // misses issue 17's restart bound (lease + 1 s), which every other backend here keeps.
         String margin = uri.endsWith(":memcached") ? "4s" : "2s";
-        int status = commandLine.execute(
-                "torture",
+        Run run = torture(
                 "--uri",
                 uri,
                 "--workers",
@@ -68,13 +61,9 @@ class TortureIT {
                 "--seed",
                 "5");
 
-        String output = out + "\n--- stderr ---\n" + err;
-        assertThat(status).as(output).isZero();
-        String json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"backend\":"))
-                .findFirst()
-                .orElseThrow();
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        String json = run.json();
         assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
         assertThat(number(json, "lostUpdates")).as(output).isZero();
         assertThat(number(json, "shortfall")).as(output).isZero();
@@ -102,14 +91,7 @@ class TortureIT {
     @Test
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_zooKeeperRestartsBackToBack_grantedAgainWithinBoundAfterEach() {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine commandLine = Main.commandLine();
-        commandLine.setOut(new PrintWriter(out, true));
-        commandLine.setErr(new PrintWriter(err, true));
-
-        int status = commandLine.execute(
-                "torture",
+        Run run = torture(
                 "--uri",
                 "embedded",
                 "--workers",
@@ -130,13 +112,9 @@ class TortureIT {
                 "--seed",
                 "17");
 
-        String output = out + "\n--- stderr ---\n" + err;
-        assertThat(status).as(output).isZero();
-        String json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"backend\":"))
-                .findFirst()
-                .orElseThrow();
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        String json = run.json();
         assertThat(number(json, "server-restart")).as(output).isEqualTo(3);
         assertThat(number(json, "inBound")).as(output).isEqualTo(3);
         assertThat(number(json, "restartBoundMs")).as(output).isEqualTo(3_000);
@@ -156,14 +134,7 @@ class TortureIT {
     @ValueSource(strings = {"embedded:redis-sentinel", "embedded:redis-sentinel-wait"})
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void torture_redisSentinelFailovers_noStaleWriteAccepted(String uri) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine commandLine = Main.commandLine();
-        commandLine.setOut(new PrintWriter(out, true));
-        commandLine.setErr(new PrintWriter(err, true));
-
-        int status = commandLine.execute(
-                "torture",
+        Run run = torture(
                 "--uri",
                 uri,
                 "--workers",
@@ -177,18 +148,16 @@ class TortureIT {
                 "2s",
                 "--recovery-margin",
                 "2s",
+                // A failover whose old master returns before the promotion has taken the clients 7 to
+                // 12 s past the lease to recover (docs/safety.md): this run holds them to 20 s.
                 "--restart-margin",
-                "1s",
+                "20s",
                 "--seed",
                 "23");
 
-        String output = out + "\n--- stderr ---\n" + err;
-        assertThat(status).as(output).isZero();
-        String json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"backend\":"))
-                .findFirst()
-                .orElseThrow();
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        String json = run.json();
         assertThat(number(json, "server-restart")).as(output).isPositive();
         assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
         assertThat(number(json, "lostUpdates")).as(output).isZero();
@@ -207,14 +176,7 @@ class TortureIT {
     @ValueSource(strings = {"embedded:redis", "embedded"})
     @Timeout(value = 110, unit = TimeUnit.SECONDS)
     void torture_partitionsByIptables_pass(String uri) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine commandLine = Main.commandLine();
-        commandLine.setOut(new PrintWriter(out, true));
-        commandLine.setErr(new PrintWriter(err, true));
-
-        int status = commandLine.execute(
-                "torture",
+        Run run = torture(
                 "--uri",
                 uri,
                 "--workers",
@@ -231,14 +193,10 @@ class TortureIT {
                 "--seed",
                 "29");
 
-        String output = out + "\n--- stderr ---\n" + err;
-        assertThat(status).as(output).isZero();
-        assertThat(out.toString()).contains("partitions: iptables DROP inside a network namespace per worker");
-        String json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"backend\":"))
-                .findFirst()
-                .orElseThrow();
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        assertThat(run.out()).contains("partitions: iptables DROP inside a network namespace per worker");
+        String json = run.json();
         assertThat(number(json, "partition")).as(output).isPositive();
         assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
         assertThat(number(json, "lostUpdates")).as(output).isZero();
@@ -249,17 +207,38 @@ class TortureIT {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void torture_partitionOnSentinel_isRefusedWithTheReason() {
+        Run run = torture("--uri", "embedded:redis-sentinel", "--duration", "10s", "--faults", "partition");
+
+        assertThat(run.status()).isNotZero();
+        assertThat(run.err()).contains("partition is not available on Redis with Sentinel");
+    }
+
+    /** What one {@code dlock torture} printed, and its exit status. */
+    private record Run(int status, String out, String err) {
+        String output() {
+            return out + "\n--- stderr ---\n" + err;
+        }
+
+        /** The summary's JSON line. */
+        String json() {
+            return out.lines()
+                    .filter(l -> l.startsWith("{\"backend\":"))
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError("no JSON line in\n" + output()));
+        }
+    }
+
+    private static Run torture(String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         CommandLine commandLine = Main.commandLine();
         commandLine.setOut(new PrintWriter(out, true));
         commandLine.setErr(new PrintWriter(err, true));
-
-        int status = commandLine.execute(
-                "torture", "--uri", "embedded:redis-sentinel", "--duration", "10s", "--faults", "partition");
-
-        assertThat(status).isNotZero();
-        assertThat(err.toString()).contains("partition is not available on Redis with Sentinel");
+        String[] all = new String[args.length + 1];
+        all[0] = "torture";
+        System.arraycopy(args, 0, all, 1, args.length);
+        int status = commandLine.execute(all);
+        return new Run(status, out.toString(), err.toString());
     }
 
     private static long number(String json, String field) {

@@ -75,6 +75,8 @@ final class RedisBackend implements LockBackend {
     static final Script RENEW = Script.of(RedisScripts.RENEW);
     static final Script HOLDS = Script.of(RedisScripts.HOLDS);
 
+    private static final long READONLY_RECONNECT_GAP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+
     final RedisUri uri;
     final LockOptions options;
     /** This client's id: the owner of its entries and the name of its wake-up channel. */
@@ -293,7 +295,9 @@ final class RedisBackend implements LockBackend {
                 && uri.mode() == RedisUri.Mode.SENTINEL
                 && String.valueOf(cause.getMessage()).startsWith("READONLY");
         if ((timeout || demoted) && channels != null && !closed.get()) {
-            int n = channels.closeAll();
+            // After a demotion the Sentinel may still name the demoted node for a moment (its
+            // failover under way): try again soon, not only after a connect timeout.
+            int n = timeout ? channels.closeAll() : channels.closeAll(READONLY_RECONNECT_GAP_NANOS);
             if (n > 0) {
                 log.warn(
                         "[client={}] {}; closed {} connection(s) to make them reconnect",

@@ -227,9 +227,14 @@ final class RedisConnector {
 
         /** Closes every open channel; Lettuce then reconnects them. Returns how many it closed. */
         int closeAll() {
+            return closeAll(minGapNanos);
+        }
+
+        /** As {@link #closeAll()}, at most once per {@code gapNanos}. */
+        int closeAll(long gapNanos) {
             long now = System.nanoTime();
             long last = lastClose.get();
-            if (now - last < minGapNanos || !lastClose.compareAndSet(last, now)) {
+            if (now - last < gapNanos || !lastClose.compareAndSet(last, now)) {
                 return 0;
             }
             int n = 0;
