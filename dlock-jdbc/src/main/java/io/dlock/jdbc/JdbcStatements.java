@@ -59,19 +59,6 @@ final class JdbcStatements {
     final String deleteClientWaiters;
     /** Params: name, owner. Rows: token. */
     final String findHeld;
-    /**
-     * MariaDB's hand-over, one transaction (see {@link JdbcLockProtocol}): {@link #ownRow} (params
-     * name, owner; row-locks the lock row, rows: token), {@link #pickWaiter} (params name, owner;
-     * row-locks the first live waiter, rows: acquisition, client), {@link #handTo} (params
-     * acquisition, client, token, leaseMs, name) and {@link #markHanded} (params token,
-     * acquisition). The lock row is locked before the waiter row, as the grant's order is.
-     */
-    final @Nullable String ownRow;
-
-    final @Nullable String pickWaiter;
-    final @Nullable String handTo;
-    final @Nullable String markHanded;
-
     /** Params: name, owner. Rows: token, remaining ms of the lease. */
     final String findHanded;
     /** Params: acquisition. Rows: seq. */
@@ -173,17 +160,6 @@ final class JdbcStatements {
                 + table + " l ON l.name = w.name WHERE w.client = ? AND w.kind = 'X'";
         deleteClientWaiters = "DELETE FROM " + waiters + " WHERE client = ?";
         findHeld = "SELECT token FROM " + table + " WHERE name = ? AND owner = ?";
-        boolean maria = dialect == JdbcDialect.MARIADB;
-        ownRow = maria ? findHeld + " FOR UPDATE" : null;
-        pickWaiter = maria
-                ? "SELECT acquisition, client FROM " + waiters + " WHERE name = ? AND kind = 'X' AND token = 0"
-                        + " AND expires_ms >= " + now + " AND acquisition <> ? ORDER BY seq LIMIT 1 FOR UPDATE"
-                : null;
-        handTo = maria
-                ? "UPDATE " + table + " SET owner = ?, client = ?, token = ?, expires_ms = " + now
-                        + " + ?, holder = NULL WHERE name = ?"
-                : null;
-        markHanded = maria ? "UPDATE " + waiters + " SET token = ? WHERE acquisition = ?" : null;
         findHanded = "SELECT token, expires_ms - " + now + " FROM " + table + " WHERE name = ? AND owner = ?";
         findWaiter = "SELECT seq FROM " + waiters + " WHERE acquisition = ?";
         rewait = "UPDATE " + waiters + " SET token = 0 WHERE acquisition = ? AND kind = 'X'";

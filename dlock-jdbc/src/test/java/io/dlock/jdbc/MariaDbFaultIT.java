@@ -74,27 +74,4 @@ class MariaDbFaultIT extends MariaDbTestSupport {
     void waiterTimingOutWhileTheRowIsHandedOver_neverLeftOwningIt() throws Exception {
         checkWithdrawalRacingHandOver();
     }
-
-    @Test
-    void release_handsTheRowToTheFirstWaiterInOneTransaction() throws Exception {
-        io.dlock.LockClient a = client();
-        io.dlock.LockClient b = client();
-        io.dlock.Lease held = a.lock("h").acquire();
-        var pending = b.lock("h").acquireAsync(Duration.ofMinutes(1));
-        org.awaitility.Awaitility.await()
-                .atMost(scaled(10))
-                .until(() -> entries("h").size() == 2);
-        String waiter = entries("h").get(1);
-        long before = queryLong("SELECT token FROM " + table + " WHERE name = 'h'");
-        held.close();
-        // Owner at once, before its poll learns of it; its own grant statement never runs.
-        assertThat(entries("h")).containsExactly(waiter);
-        assertThat(queryLong("SELECT token FROM " + table + " WHERE name = 'h'"))
-                .isEqualTo(before + 1);
-        io.dlock.Lease next = pending.get(10, java.util.concurrent.TimeUnit.SECONDS);
-        assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
-        assertThat(queryLong("SELECT token FROM " + table + " WHERE name = 'h'"))
-                .isEqualTo(before + 1);
-        next.close();
-    }
 }
