@@ -34,8 +34,14 @@ final class JdbcStatements {
     final @Nullable String ensureRow;
     /** Params: leaseMs, name, owner, token. Update count 1 = renewed. */
     final String renew;
-    /** Params: name, owner. PostgreSQL: a query (the NOTIFY); elsewhere an update. */
+    /** Params: name, owner (PostgreSQL: and owner again). PostgreSQL: a query (the NOTIFY); elsewhere an update. */
     final String release;
+    /**
+     * PostgreSQL only. Params: name, owner, leaseMs, name, owner, owner. Releases and, in the same
+     * statement, makes the first live waiter the owner with the next token; the NOTIFY payload
+     * {@code H<token> <acquisition>} tells its client so. No rows: released without a hand-over.
+     */
+    final @Nullable String handOver;
     /** Params: name, acquisition, client, waiterMs. Generated key: seq. */
     final String insertWaiter;
     /** Params: name. Removes expired waiters of one lock. */
@@ -44,14 +50,21 @@ final class JdbcStatements {
     final String deleteWaiter;
     /** Params: waiterMs, client. */
     final String heartbeat;
-    /** Params: client. Rows: acquisition, seq, owner, remaining ms of the holder's lease. */
+    /**
+     * Params: client. Rows: acquisition, seq, owner, remaining ms of the holder's lease, the waiter
+     * row's token (above 0: handed over), the lock's token.
+     */
     final String status;
     /** Params: client. */
     final String deleteClientWaiters;
     /** Params: name, owner. Rows: token. */
     final String findHeld;
+    /** Params: name, owner. Rows: token, remaining ms of the lease. */
+    final String findHanded;
     /** Params: acquisition. Rows: seq. */
     final String findWaiter;
+    /** Params: acquisition. Turns a handed-over exclusive waiter row back into a waiting one. */
+    final String rewait;
     /** Params: acquisition. Rows: name, kind, token. */
     final String findEntry;
     /** Checks that both tables exist, with every column (no rows). */
@@ -83,8 +96,9 @@ final class JdbcStatements {
         this.table = table;
         this.waiters = table + "_waiters";
         String now = dialect.now;
-        String ahead = "NOT EXISTS (SELECT 1 FROM " + waiters + " w WHERE w.name = ? AND w.seq < ? AND w.expires_ms >= "
-                + now + ")";
+        // token = 0: a waiter row the release marked as handed over (token > 0) belongs to the owner now.
+        String ahead = "NOT EXISTS (SELECT 1 FROM " + waiters
+                + " w WHERE w.name = ? AND w.seq < ? AND w.token = 0 AND w.expires_ms >= " + now + ")";
         String free = "(l.owner IS NULL OR l.expires_ms < " + now + ")";
         switch (dialect) {
             case POSTGRESQL -> {
@@ -96,10 +110,25 @@ final class JdbcStatements {
                         + " RETURNING l.token";
                 ensureRow = null;
                 release = "WITH r AS (UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL,"
-                        + " holder = NULL WHERE name = ? AND owner = ? RETURNING name)"
+                        + " holder = NULL WHERE name = ? AND owner = ? RETURNING name),"
+                        + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
                         + " SELECT pg_notify('dlock_' || w.client, w.acquisition) FROM " + waiters + " w"
-                        + " WHERE w.name = (SELECT name FROM r) AND w.expires_ms >= " + now
+                        + " WHERE w.name = (SELECT name FROM r) AND w.token = 0 AND w.expires_ms >= " + now
                         + " ORDER BY w.seq LIMIT 1";
+                // See JdbcLockProtocol's "Hand-over" for why this is safe. nx locks the first live
+                // waiter's row (FOR UPDATE: a withdrawal that deleted it first makes it skip to the
+                // next; one that deletes it later waits for this commit and then finds itself owner).
+                handOver = "WITH nx AS (SELECT w.acquisition, w.client FROM " + waiters + " w WHERE w.name = ?"
+                        + " AND w.kind = 'X' AND w.token = 0 AND w.expires_ms >= " + now + " AND w.acquisition <> ?"
+                        + " ORDER BY w.seq LIMIT 1 FOR UPDATE),"
+                        + " u AS (UPDATE " + table + " l SET owner = (SELECT acquisition FROM nx),"
+                        + " client = (SELECT client FROM nx), token = l.token + (SELECT count(*) FROM nx),"
+                        + " expires_ms = (SELECT " + now + " + ? FROM nx), holder = NULL"
+                        + " WHERE l.name = ? AND l.owner = ? RETURNING l.token, l.owner, l.client),"
+                        + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"
+                        + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
+                        + " SELECT pg_notify('dlock_' || u.client, 'H' || u.token || ' ' || u.owner) FROM u"
+                        + " WHERE u.owner IS NOT NULL";
             }
             case MARIADB -> {
                 grant = "UPDATE " + table + " l SET l.owner = ?, l.client = ?, l.token = LAST_INSERT_ID(l.token + 1),"
@@ -107,6 +136,7 @@ final class JdbcStatements {
                         + ahead;
                 ensureRow = "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
                 release = plainRelease(table);
+                handOver = null;
             }
             case H2 -> {
                 grant = "SELECT token FROM FINAL TABLE (UPDATE " + table + " l SET owner = ?, client = ?,"
@@ -114,6 +144,7 @@ final class JdbcStatements {
                         + free + " AND " + ahead + ")";
                 ensureRow = h2EnsureRow(table);
                 release = plainRelease(table);
+                handOver = null;
             }
             default -> throw new AssertionError(dialect);
         }
@@ -124,11 +155,14 @@ final class JdbcStatements {
         deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
         // Only waiting entries: a held read-write or semaphore entry is renewed by its own grant's renewal.
         heartbeat = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE client = ? AND token = 0";
-        status = "SELECT w.acquisition, w.seq, l.owner, l.expires_ms - " + now + " FROM " + waiters + " w LEFT JOIN "
+        status = "SELECT w.acquisition, w.seq, l.owner, l.expires_ms - " + now + ", w.token, l.token FROM " + waiters
+                + " w LEFT JOIN "
                 + table + " l ON l.name = w.name WHERE w.client = ? AND w.kind = 'X'";
         deleteClientWaiters = "DELETE FROM " + waiters + " WHERE client = ?";
         findHeld = "SELECT token FROM " + table + " WHERE name = ? AND owner = ?";
+        findHanded = "SELECT token, expires_ms - " + now + " FROM " + table + " WHERE name = ? AND owner = ?";
         findWaiter = "SELECT seq FROM " + waiters + " WHERE acquisition = ?";
+        rewait = "UPDATE " + waiters + " SET token = 0 WHERE acquisition = ? AND kind = 'X'";
         findEntry = "SELECT name, kind, token FROM " + waiters + " WHERE acquisition = ?";
         probe = "SELECT l.name, l.owner, l.client, l.token, l.expires_ms, l.holder, w.seq, w.name, w.acquisition,"
                 + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token FROM " + table + " l, " + waiters

@@ -112,7 +112,9 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                 }
             }
             try (PreparedStatement ps =
-                    c.prepareStatement("SELECT acquisition FROM " + table + "_waiters WHERE name = ? ORDER BY seq")) {
+                    // token > 0: the row of a waiter a release handed the lock to, now its owner
+                    c.prepareStatement("SELECT acquisition FROM " + table
+                            + "_waiters WHERE name = ? AND token = 0 ORDER BY seq")) {
                 ps.setString(1, lock);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -293,6 +295,49 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                 assertThat(e.resource()).isEqualTo("stock-42");
                 return false;
             }
+        }
+    }
+
+    /**
+     * A waiter whose wait ends (timed out) around the release that hands it the row: 40 such races,
+     * after each nothing owned and nothing waiting well before the 30 s lease could free it, tokens
+     * rising.
+     */
+    void checkWithdrawalRacingHandOver() throws Exception {
+        io.dlock.LockClient a = client();
+        io.dlock.LockClient b = client();
+        long last = 0;
+        for (int i = 0; i < 40; i++) {
+            io.dlock.Lease held = a.lock("race").acquire();
+            assertThat(held.fencingToken()).isGreaterThan(last);
+            last = held.fencingToken();
+            long waitMs = 150;
+            java.util.concurrent.CompletableFuture<java.util.Optional<io.dlock.Lease>> attempt =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return b.lock("race").tryAcquire(Duration.ofMillis(waitMs));
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new IllegalStateException(e);
+                        }
+                    });
+            org.awaitility.Awaitility.await()
+                    .atMost(scaled(10))
+                    .until(() -> entries("race").size() == 2 || attempt.isDone());
+            // Release around the waiter's deadline, so that its withdrawal races the hand-over.
+            java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(waitMs
+                    - 40
+                    + java.util.concurrent.ThreadLocalRandom.current().nextLong(60)));
+            held.close();
+            java.util.Optional<io.dlock.Lease> got = attempt.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            if (got.isPresent()) {
+                assertThat(got.get().fencingToken()).isGreaterThan(last);
+                last = got.get().fencingToken();
+                got.get().close();
+            }
+            // Well before the 30 s lease could free it: nothing owned, nothing waiting.
+            org.awaitility.Awaitility.await().atMost(scaled(3)).untilAsserted(() -> assertThat(liveRows())
+                    .isEmpty());
         }
     }
 

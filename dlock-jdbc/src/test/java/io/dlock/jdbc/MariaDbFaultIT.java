@@ -69,4 +69,9 @@ class MariaDbFaultIT extends MariaDbTestSupport {
     void tryAcquire_zeroWaitWhileHeld_writesNoWaiterRow() throws Exception {
         checkZeroWaitWritesNothing();
     }
+
+    @Test
+    void waiterTimingOutWhileTheRowIsHandedOver_neverLeftOwningIt() throws Exception {
+        checkWithdrawalRacingHandOver();
+    }
 }

@@ -1,0 +1,125 @@
+package io.dlock.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.Lease;
+import io.dlock.LockClient;
+import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.LockWorker;
+import io.dlock.testkit.Timing;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The hand-over on PostgreSQL (see {@link JdbcLockProtocol}): a release makes the first live waiter
+ * the owner in the same statement. Each race the argument there names, against the real database.
+ */
+class PostgresHandOverIT extends PostgresTestSupport {
+
+    @Test
+    void release_handsTheRowToTheFirstWaiter_nextTokenAndNoGrantOfItsOwn() throws Exception {
+        LockClient a = client();
+        LockClient b = client();
+        Lease held = a.lock("h").acquire();
+        var pending = b.lock("h").acquireAsync(Duration.ofMinutes(1));
+        await().atMost(scaled(10)).until(() -> entries("h").size() == 2);
+        String waiter = entries("h").get(1);
+        long before = rowToken("h");
+        held.close();
+        Lease next = pending.get(10, TimeUnit.SECONDS);
+        assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+        assertThat(entries("h")).containsExactly(waiter); // the owner is the waiter's acquisition
+        assertThat(rowToken("h")).isEqualTo(before + 1); // one grant: the hand-over's
+        next.close();
+        assertThat(rowToken("h")).isEqualTo(before + 1);
+    }
+
+    @Test
+    void waiterTimingOutWhileTheRowIsHandedOver_neverLeftOwningIt() throws Exception {
+        checkWithdrawalRacingHandOver();
+    }
+
+    @Test
+    void handOverWhoseNotifyIsLost_waiterLearnsItFromItsPoll() throws Exception {
+        LockClient a = client("leaseTime=3s");
+        LockClient b = client("leaseTime=3s");
+        Lease held = a.lock("lost").acquire();
+        var pending = b.lock("lost").acquireAsync(Duration.ofMinutes(1));
+        await().atMost(scaled(10)).until(() -> entries("lost").size() == 2);
+        String owner = entries("lost").get(0);
+        String waiter = entries("lost").get(1);
+        long before = rowToken("lost");
+        // The release statement itself, with its NOTIFY sent to a channel nobody listens on.
+        String lostNotify = new JdbcStatements(JdbcDialect.POSTGRESQL, table)
+                .handOver.replace("'dlock_' || u.client", "'nobody_' || u.client");
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement(lostNotify)) {
+            ps.setString(1, "lost");
+            ps.setString(2, owner);
+            ps.setLong(3, 3_000);
+            ps.setString(4, "lost");
+            ps.setString(5, owner);
+            ps.setString(6, owner);
+            ps.executeQuery().close();
+        }
+        assertThat(entries("lost")).containsExactly(waiter);
+        // The waiter's poll runs at least every third of its 3 s waiter lease.
+        Lease next = pending.get(Timing.scale(Duration.ofSeconds(5)).toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+        assertThat(next.isValid()).isTrue();
+        assertThat(rowToken("lost")).isEqualTo(before + 1);
+        next.close();
+        held.close(); // its row was taken behind its back: the release changes nothing
+        assertThat(rowToken("lost")).isEqualTo(before + 1);
+    }
+
+    @Test
+    void handOverToAWaiterWhoseClientDied_nextWaiterGetsItAfterThatLease() throws Exception {
+        LockClient a = client("leaseTime=2s");
+        LockClient c = client("leaseTime=2s");
+        Lease held = a.lock("dead").acquire();
+        long handedToken;
+        String dead;
+        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=10s"), "dead"))) {
+            child.awaitLine("READY", Timing.scale(Duration.ofSeconds(30)));
+            await().atMost(scaled(20)).until(() -> entries("dead").size() == 2);
+            dead = entries("dead").get(1);
+            var pending = c.lock("dead").acquireAsync(Duration.ofMinutes(1));
+            await().atMost(scaled(10)).until(() -> entries("dead").size() == 3);
+            child.kill();
+            // Its waiter row lives on for up to its 10 s waiter lease: the release hands the row to it.
+            long before = rowToken("dead");
+            held.close();
+            assertThat(entries("dead").get(0)).isEqualTo(dead);
+            handedToken = rowToken("dead");
+            assertThat(handedToken).isEqualTo(before + 1);
+            // Nobody learns of that grant; it ends with the releaser's 2 s lease, and the next waiter takes it.
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
+            assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+            assertThat(rowToken("dead")).isEqualTo(handedToken + 1);
+            next.close();
+        }
+        // The dead client's handed-over row is no waiter (token > 0); it is purged once expired.
+        assertThat(entries("dead")).isEmpty();
+        deleteRowOf(dead);
+    }
+
+    private long rowToken(String lock) throws SQLException {
+        return queryLong("SELECT token FROM " + table + " WHERE name = '" + lock + "'");
+    }
+
+    private void deleteRowOf(String acquisition) throws SQLException {
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement(
+                        "DELETE FROM " + table + "_waiters WHERE acquisition = ?" + " AND token > 0")) {
+            ps.setString(1, acquisition);
+            assertThat(ps.executeUpdate()).isEqualTo(1);
+        }
+    }
+}
