@@ -43,6 +43,7 @@ class TortureCommandTest {
                 "--server-downtime|1s..2m|must be a range within 0s..60s",
                 "--server-downtime|soon|Invalid value for option '--server-downtime': 'soon' is not a duration or MIN..MAX",
                 "--server-downtime|1s..2s..3s|'1s..2s..3s' is not a duration or MIN..MAX",
+                "--network|wifi|Invalid value for option '--network': must be auto, iptables or proxy, was 'wifi'",
             })
     void torture_invalidOption_usageErrorNamingIt(String option, String value, String message) {
         String[] args = option.equals("--uri") && value.startsWith("zookeeper://")

@@ -52,6 +52,7 @@ public final class NetworkNamespace implements AutoCloseable {
     private final String name;
     private final String hostLink;
     private final InetAddress hostAddress;
+    private boolean guarded;
     private boolean closed;
 
     private NetworkNamespace(String name, String hostLink, InetAddress hostAddress) {
@@ -89,7 +90,8 @@ public final class NetworkNamespace implements AutoCloseable {
     }
 
     /**
-     * Makes a namespace with a veth pair to this one, its loopback up, and no rules.
+     * Makes a namespace with a veth pair to this one, its loopback up, and no rules inside; in this
+     * namespace one rule drops packets to the host side's address that do not come through the pair.
      *
      * <p>Blocking: runs about ten short commands. Thread-safety: safe from any thread. On failure:
      * {@link IllegalStateException} with the failing command's output; nothing is left behind.
@@ -122,6 +124,8 @@ public final class NetworkNamespace implements AutoCloseable {
                 ns.inside("ip", "addr", "add", inner + "/30", "dev", base + "c");
                 ns.inside("ip", "link", "set", base + "c", "up");
                 ns.inside("ip", "link", "set", "lo", "up");
+                run(ns.guard("-I"));
+                ns.guarded = true;
                 return ns;
             } catch (RuntimeException e) {
                 ns.close();
@@ -159,13 +163,18 @@ public final class NetworkNamespace implements AutoCloseable {
      * at {@link #hostAddress()}; other traffic passes. Replaces the rules of an earlier drop.
      *
      * <p>Blocking: runs up to four short commands. Thread-safety: safe from any thread. On failure:
-     * {@link IllegalStateException} with iptables' output.
+     * {@link IllegalArgumentException} for a port outside 1..65535 (no rule changed); {@link
+     * IllegalStateException} with iptables' output.
      *
      * @param port the port on this side whose traffic to drop
      * @param direction which packets
+     * @throws IllegalArgumentException if {@code port} is not a port
      * @throws IllegalStateException if iptables fails
      */
     public synchronized void drop(int port, Direction direction) {
+        if (port < 1 || port > 65_535) {
+            throw new IllegalArgumentException("port must be 1 to 65535, was " + port);
+        }
         pass();
         String host = hostAddress.getHostAddress();
         String p = Integer.toString(port);
@@ -201,6 +210,13 @@ public final class NetworkNamespace implements AutoCloseable {
         }
         closed = true;
         OPEN.remove(this);
+        if (guarded) {
+            try {
+                run(guard("-D"));
+            } catch (RuntimeException e) {
+                LOG.warn("{}: could not remove its INPUT rule: {}", this, e.getMessage());
+            }
+        }
         for (String[] command : new String[][] {{"ip", "link", "del", hostLink}, {"ip", "netns", "del", name}}) {
             try {
                 run(command);
@@ -208,6 +224,17 @@ public final class NetworkNamespace implements AutoCloseable {
                 LOG.debug("{}: {}", this, e.getMessage()); // already gone, or never made
             }
         }
+    }
+
+    /**
+     * The rule that keeps {@link #hostAddress()} for the namespace alone: in this namespace's INPUT
+     * chain, packets to it that did not come through the veth pair are dropped, so what listens
+     * there (a proxy) is no more reachable than a 127.0.0.1 port, whatever routes the machine has.
+     */
+    private String[] guard(String action) {
+        return new String[] {
+            "iptables", action, "INPUT", "-d", hostAddress.getHostAddress(), "!", "-i", hostLink, "-j", "DROP"
+        };
     }
 
     String name() {

@@ -1,6 +1,7 @@
 package io.dlock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -35,6 +36,15 @@ class NetworkNamespaceIT {
             assertThat(connectFromInside(ns, server.getLocalPort()))
                     .as("before any drop")
                     .isZero();
+            assertThat(connectFromHere(ns, server.getLocalPort()))
+                    .as("the host side's address is for the namespace only, like a loopback port")
+                    .isEqualTo(124);
+            assertThatThrownBy(() -> ns.drop(0, NetworkNamespace.Direction.BOTH))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("port");
+            assertThat(connectFromInside(ns, server.getLocalPort()))
+                    .as("a refused drop changed nothing")
+                    .isZero();
 
             ns.drop(server.getLocalPort(), NetworkNamespace.Direction.OUTGOING);
             assertThat(connectFromInside(ns, server.getLocalPort()))
@@ -52,6 +62,31 @@ class NetworkNamespaceIT {
                     .isZero();
         }
         assertThat(ip("netns", "list")).doesNotContain(name);
+        assertThat(iptables("-S", "INPUT")).as("the guard rule removed").doesNotContain(name + "h");
+    }
+
+    /** Connects from this namespace, not through the pair, giving up after 2 s. */
+    private static int connectFromHere(NetworkNamespace ns, int port) throws Exception {
+        Process p = new ProcessBuilder(
+                        "timeout",
+                        "2",
+                        "bash",
+                        "-c",
+                        "exec 3<>/dev/tcp/" + ns.hostAddress().getHostAddress() + "/" + port)
+                .redirectErrorStream(true)
+                .start();
+        p.getInputStream().readAllBytes();
+        assertThat(p.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        return p.exitValue();
+    }
+
+    private static String iptables(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("/usr/sbin/iptables"));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        return out;
     }
 
     /** Connects with bash's /dev/tcp from inside, giving up after 2 s; returns the exit status. */
