@@ -249,11 +249,11 @@ final class RedisBackend implements LockBackend {
                         if (e2 == null) {
                             result.complete(v2);
                         } else {
-                            result.completeExceptionally(timedOut(e2));
+                            result.completeExceptionally(onCommandFailure(e2));
                         }
                     });
                 } else {
-                    result.completeExceptionally(timedOut(error));
+                    result.completeExceptionally(onCommandFailure(error));
                 }
             });
         } catch (RuntimeException e) {
@@ -274,7 +274,7 @@ final class RedisBackend implements LockBackend {
         try {
             return command.get().toCompletableFuture().whenComplete((v, e) -> {
                 if (e != null) {
-                    timedOut(e);
+                    onCommandFailure(e);
                 }
             });
         } catch (RuntimeException e) {
@@ -290,7 +290,7 @@ final class RedisBackend implements LockBackend {
      * the Sentinel promoted another) and keeps the connection open, so every write would fail there
      * for good; a reconnect asks the Sentinel for the master again. Returns {@code error}.
      */
-    private Throwable timedOut(Throwable error) {
+    private Throwable onCommandFailure(Throwable error) {
         Throwable cause = RedisLockProtocol.unwrap(error);
         boolean timeout = cause instanceof RedisCommandTimeoutException;
         boolean demoted = !timeout
@@ -322,7 +322,7 @@ final class RedisBackend implements LockBackend {
                     .toCompletableFuture()
                     .whenComplete((v, e) -> {
                         if (e != null) {
-                            timedOut(e);
+                            onCommandFailure(e);
                         }
                     });
         } catch (RuntimeException e) {
