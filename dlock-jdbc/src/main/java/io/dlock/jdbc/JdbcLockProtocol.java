@@ -469,6 +469,11 @@ final class JdbcLockProtocol implements LockProtocol {
         @GuardedBy("this")
         boolean gone;
 
+        /** Completes once the attempt in flight has been answered; null while none ever was. */
+        @GuardedBy("this")
+        @Nullable
+        CompletableFuture<Void> inflight;
+
         Waiter(QueueEntry entry, SharedQueue.@Nullable Request shared) {
             this.entry = entry;
             this.shared = shared;
@@ -499,6 +504,7 @@ final class JdbcLockProtocol implements LockProtocol {
         void check() {
             long bound;
             boolean insert;
+            CompletableFuture<Void> answered;
             synchronized (this) {
                 if (gone || pending == null || pending.isDone()) {
                     kicked = true;
@@ -512,6 +518,8 @@ final class JdbcLockProtocol implements LockProtocol {
                 bound = seq;
                 insert = seq < 0;
                 mayHaveRow |= insert;
+                answered = new CompletableFuture<>();
+                inflight = answered;
             }
             long t0 = ticker.read();
             String name = entry.lockName();
@@ -528,7 +536,13 @@ final class JdbcLockProtocol implements LockProtocol {
                         }
                         return new Outcome(token, s);
                     })
-                    .whenComplete((outcome, error) -> onReply(outcome, error, t0));
+                    .whenComplete((outcome, error) -> {
+                        try {
+                            onReply(outcome, error, t0);
+                        } finally {
+                            answered.complete(null);
+                        }
+                    });
         }
 
         private void onReply(@Nullable Outcome outcome, @Nullable Throwable error, long t0) {
@@ -673,10 +687,16 @@ final class JdbcLockProtocol implements LockProtocol {
             gone = true;
         }
 
-        /** Stops it; whether a row may exist for it (else its withdrawal needs no statement). */
-        synchronized boolean cancelAndMayHaveRow() {
+        /**
+         * Stops it; completes, once no attempt of it is in flight, with whether a row may exist for
+         * it (else its withdrawal needs no statement). An attempt in flight may still insert its row
+         * or take the grant: a withdrawal that ran before it would leave them behind.
+         */
+        synchronized CompletableFuture<Boolean> withdraw() {
             gone = true;
-            return mayHaveRow;
+            boolean mayHave = mayHaveRow;
+            CompletableFuture<Void> last = inflight;
+            return last == null ? CompletableFuture.completedFuture(mayHave) : last.thenApply(x -> mayHave);
         }
 
         synchronized boolean isCancelled() {
@@ -1141,13 +1161,20 @@ final class JdbcLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         Waiter w = waiters.remove(entry.acquisitionId());
-        if (w != null && !w.cancelAndMayHaveRow()) {
-            // A waiter that never wrote its row (its caller gave up after the first attempt) and was
-            // never granted: there is nothing to remove.
-            return CompletableFuture.completedFuture(null);
-        }
         CompletableFuture<Void> done = new CompletableFuture<>();
-        release(entry, w != null, done, 0, ticker.read());
+        if (w == null) {
+            release(entry, false, done, 0, ticker.read());
+            return done;
+        }
+        w.withdraw().thenAccept(mayHaveRow -> {
+            if (mayHaveRow) {
+                release(entry, true, done, 0, ticker.read());
+            } else {
+                // Never wrote its row (its caller gave up after the first attempt) and was never
+                // granted: there is nothing to remove.
+                done.complete(null);
+            }
+        });
         return done;
     }
 

@@ -217,6 +217,30 @@ public interface ExclusiveLockContract extends LockFixture {
     }
 
     @Test
+    default void acquireAsync_cancelledRightAway_whileTheHolderReleases_leavesNothingBehind() throws Exception {
+        LockClient holder = newClient();
+        LockClient waiter = newClient();
+        LockClient probe = newClient();
+        for (int i = 0; i < 10; i++) {
+            Lease held = holder.lock("cancel-race").acquire();
+            // Cancelled while its first attempt may still be in flight: the withdrawal must wait for
+            // it, or the row or grant that attempt makes stays until its lease runs out.
+            CompletableFuture<Lease> async = waiter.lock("cancel-race").acquireAsync(Duration.ofMinutes(1));
+            async.cancel(true);
+            held.close();
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> probe.lock("cancel-race")
+                    .tryAcquire(Duration.ZERO)
+                    .map(lease -> {
+                        lease.close();
+                        return lease;
+                    })
+                    .isPresent());
+        }
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> entries("cancel-race").isEmpty());
+    }
+
+    @Test
     default void acquire_interrupted_throwsAndLeavesNoEntry() throws Exception {
         LockClient holder = newClient();
         LockClient other = newClient();
