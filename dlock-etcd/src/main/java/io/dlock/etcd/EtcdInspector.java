@@ -70,6 +70,9 @@ final class EtcdInspector implements LockInspector {
     /** A lease whose TTL left is more than this below its granted TTL has not been kept alive. */
     static final long KEEP_ALIVE_SLACK_S = 3;
 
+    /** The shortest period of a watch's safety-net read. */
+    static final long SAFETY_READ_MS = 10_000;
+
     private static final GetOption BY_CREATE = GetOption.builder()
             .isPrefix(true)
             .withSortField(GetOption.SortTarget.CREATE)
@@ -345,8 +348,8 @@ final class EtcdInspector implements LockInspector {
 
     /**
      * Re-reads the lock after each change under its prefix (one etcd watch, which jetcd resumes
-     * after a reconnect), and every poll interval as a safety net for a watch that ended (a
-     * compaction past its revision).
+     * after a reconnect), and every poll interval but at least {@link #SAFETY_READ_MS} as a safety
+     * net for a watch that ended (a compaction past its revision).
      */
     private final class PrefixWatch implements LockInspector.Watch {
         private final String name;
@@ -388,7 +391,9 @@ final class EtcdInspector implements LockInspector {
                                     refresh();
                                 }
                             }));
-            long ms = Math.max(1, pollInterval.toMillis());
+            // etcd notifies: the poll interval is for servers that cannot, so it only bounds how
+            // long a watch that ended unseen goes without a read.
+            long ms = Math.max(SAFETY_READ_MS, pollInterval.toMillis());
             thread.scheduleWithFixedDelay(this::read, 0, ms, TimeUnit.MILLISECONDS);
         }
 
