@@ -25,8 +25,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code dlock watch <uri> <name>}: prints grants, releases, expiries and the queue of one lock as
  * they happen, until Ctrl-C (or {@code --duration}, or {@code --events}). ZooKeeper notifies through
- * child watches; the other backends are read every {@code --poll}, so a change that comes and goes
- * between two reads is not seen.
+ * child watches, etcd through a watch on the lock's prefix; the other backends are read every {@code
+ * --poll}, so a change that comes and goes between two reads is not seen.
  *
  * <p>Exit status: 0 when stopped; 1 if the server could not be reached; 2 for bad options or URI.
  *

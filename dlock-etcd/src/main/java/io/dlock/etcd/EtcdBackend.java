@@ -70,6 +70,7 @@ final class EtcdBackend implements LockBackend {
     final ScheduledThreadPoolExecutor timer;
     final Duration requestTimeout;
     private final EtcdLockProtocol protocol;
+    private final EtcdInspector inspector;
     private final Set<Capability> capabilities;
     private final Duration maxSuspension;
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
@@ -172,6 +173,7 @@ final class EtcdBackend implements LockBackend {
         }
         this.capabilities = Set.copyOf(caps);
         this.protocol = new EtcdLockProtocol(this);
+        this.inspector = new EtcdInspector(this);
     }
 
     /**
@@ -610,6 +612,11 @@ final class EtcdBackend implements LockBackend {
     @Override
     public LockProtocol protocol() {
         return protocol;
+    }
+
+    @Override
+    public java.util.Optional<io.dlock.spi.LockInspector> inspector() {
+        return java.util.Optional.of(inspector);
     }
 
     @Override

@@ -45,17 +45,19 @@ import org.slf4j.LoggerFactory;
  * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>/n/<family>/<acquisition id>}, attached
  * to the client's lease, where the family is {@code x} (exclusive lock), {@code rw} (read-write
  * lock) or {@code s} (semaphore); the value names the mode ({@code x}, {@code r}, {@code rd} for a
- * downgrade's read, {@code w}, {@code s <permits> <total>}). Entries are ordered by create revision,
+ * downgrade's read, {@code w}, {@code s <permits> <total>}), then who put it and when ({@link
+ * #origin}). Entries are ordered by create revision,
  * which etcd assigns cluster-wide and in commit order: FIFO, and the fencing token. With lock-delay,
  * a holder also puts {@code <ns>/n/d/<acquisition id>} on the lock-delay lease.
  *
  * <p>The put and the read of the queue are one transaction guarded by "the key does not exist yet",
  * so an enqueue retried after a lost reply never creates a second entry, and the exclusive lock
  * learns its predecessor in the same round trip (the two newest keys of the family: itself, and the
- * one before it). A waiter watches only that predecessor's key, for deletes, and reads its position
- * again once the watch exists, so a delete between the first read and the watch is still seen;
- * after a delete it reads again (a middle waiter may have left). Semaphore waiters watch the family's prefix (any holder leaving may
- * make room), as on ZooKeeper.
+ * one before it). A waiter waits only for that predecessor's key to be deleted (through the client's
+ * one shared watch, see {@link SharedWatch}), and reads its position again once the watch exists,
+ * so a delete between the first read and the watch is still seen; after a delete it reads again (a
+ * middle waiter may have left). Semaphore waiters wait for any delete in the family's prefix (any
+ * holder leaving may make room), as on ZooKeeper.
  *
  * <p>Lock-delay (exclusive lock): a grant is reported only after the holder's tombstone key exists
  * (put in a transaction that checks the holder's key still exists); a clean release deletes the
@@ -249,6 +251,38 @@ final class EtcdLockProtocol implements LockProtocol {
         };
     }
 
+    /**
+     * What every entry's value carries after its mode, for {@code dlock inspect}: {@code
+     * |<pid>@<host>|<put time in epoch ms, base 36>}. Written with the entry, so it costs no request;
+     * about 30 bytes per key on the server and nothing in the client's heap.
+     */
+    static String origin() {
+        return Origin.PREFIX + Long.toString(System.currentTimeMillis(), Character.MAX_RADIX);
+    }
+
+    /** Resolved once, on the first put: a host name lookup may take a while. */
+    private static final class Origin {
+        static final String PREFIX = "|" + ProcessHandle.current().pid() + "@" + hostName() + "|";
+
+        private static String hostName() {
+            try {
+                return java.net.InetAddress.getLocalHost().getHostName().replace('|', '_');
+            } catch (java.io.IOException | SecurityException e) {
+                return "?";
+            }
+        }
+    }
+
+    /** An entry value's mode part ({@code x <id>}, {@code r}, {@code rd}, {@code w}, {@code s <n> <max>}). */
+    static String mode(String value) {
+        int bar = value.indexOf('|');
+        return bar < 0 ? value : value.substring(0, bar);
+    }
+
+    static String mode(KeyValue kv) {
+        return mode(string(kv.getValue()));
+    }
+
     static @Nullable LockMode familyMode(String key) {
         String withoutId = key.substring(0, key.lastIndexOf('/'));
         String fam = withoutId.substring(withoutId.lastIndexOf('/') + 1);
@@ -352,7 +386,7 @@ final class EtcdLockProtocol implements LockProtocol {
         List<Op> then = new ArrayList<>();
         then.add(Op.put(
                 k,
-                bytes(value(request, downgrade)),
+                bytes(value(request, downgrade) + origin()),
                 PutOption.builder().withLeaseId(lease.id).build()));
         if (request.mode() == LockMode.EXCLUSIVE) {
             then.add(Op.get(bytes(family), NEWEST_TWO));
@@ -405,7 +439,7 @@ final class EtcdLockProtocol implements LockProtocol {
                 KeyValue kv = own.get(0);
                 if (request.mode() == LockMode.EXCLUSIVE
                         && slot[0] != NO_SLOT
-                        && !string(kv.getValue()).equals(value(request, false))) {
+                        && !mode(kv).equals(value(request, false))) {
                     // Another acquisition of this client has the slot (the hint was stale): its bit
                     // stays set until that key is deleted; take another slot.
                     slot[0] = takeSlot(name);
@@ -539,14 +573,14 @@ final class EtcdLockProtocol implements LockProtocol {
         if (at < 0) {
             throw entryLost(entry, "its key is no longer in etcd");
         }
-        String own = string(family.get(at).getValue());
+        String own = mode(family.get(at));
         String waitFor = null;
         if (own.equals("w")) {
             waitFor = at > 0 ? string(family.get(at - 1).getKey()) : null;
             if (waitFor == null) {
                 // A writer also waits for a downgrade's read behind it: that reader is inside.
                 for (KeyValue kv : family) {
-                    if (string(kv.getValue()).equals("rd")) {
+                    if (mode(kv).equals("rd")) {
                         waitFor = string(kv.getKey());
                         break;
                     }
@@ -554,7 +588,7 @@ final class EtcdLockProtocol implements LockProtocol {
             }
         } else if (own.equals("r")) {
             for (int i = at - 1; i >= 0; i--) {
-                if (string(family.get(i).getValue()).equals("w")) {
+                if (mode(family.get(i)).equals("w")) {
                     waitFor = string(family.get(i).getKey());
                     break;
                 }
@@ -564,7 +598,7 @@ final class EtcdLockProtocol implements LockProtocol {
             int max = Integer.parseInt(mine[2]);
             int taken = 0;
             for (int i = 0; i < family.size(); i++) {
-                String[] v = string(family.get(i).getValue()).split(" ");
+                String[] v = mode(family.get(i)).split(" ");
                 if (v.length == 3 && Integer.parseInt(v[2]) != max) {
                     throw new IllegalArgumentException("semaphore '" + entry.lockName() + "' on etcd is in use with "
                             + v[2] + " permits; this client opened it with " + max);
@@ -582,11 +616,12 @@ final class EtcdLockProtocol implements LockProtocol {
 
     // ---- waiting
 
-    /** One pending wait: its future and the watch to close when it completes. */
+    /** One pending wait: its future, and what it waits to see deleted. */
     private final class Wait {
         final QueueEntry entry;
         final CompletableFuture<Position> result;
-        volatile Watch.@Nullable Watcher watcher;
+        /** The key (or, for a semaphore, the family prefix) whose delete this wait reads again on. */
+        volatile @Nullable String watched;
 
         Wait(QueueEntry entry, CompletableFuture<Position> result) {
             this.entry = entry;
@@ -595,10 +630,172 @@ final class EtcdLockProtocol implements LockProtocol {
 
         void finish() {
             waits.remove(this);
-            Watch.Watcher w = watcher;
+            String k = watched;
+            if (k != null) {
+                shared.unregister(k, this);
+            }
+        }
+    }
+
+    /**
+     * The client's one etcd watch, on the deletes under its namespace, shared by every wait: a wait
+     * registers the key it waits for and is told when that key is deleted. Not a watch per wait:
+     * jetcd 0.8 gives each watch its own gRPC stream and, on {@code close()}, sends a cancel and
+     * only half-closes that stream, which etcd 3.4 keeps open until the call is cancelled, so every
+     * closed watch stayed open on both ends with ~1.5 KB of client heap until the connection
+     * closed. Created on the first wait and kept until the client closes. The price: each client
+     * that has waited is sent every delete under the namespace (a few dozen bytes each), not only
+     * its predecessors'; only the waits on the deleted key read again, so there is still no herd
+     * of requests.
+     *
+     * <p>A wait registers before it reads its position, and reads only once the watch exists, so a
+     * delete is either in that read or delivered to the wait. jetcd resumes the watch after a
+     * transient error from its last revision; if it ends instead (compaction past that revision,
+     * or an end we did not ask for), a new one is made and every wait reads its position again.
+     */
+    private final class SharedWatch {
+        private final ConcurrentHashMap<String, Set<Wait>> byKey = new ConcurrentHashMap<>();
+        /** Guarded by this. */
+        private Watch.@Nullable Watcher watcher;
+        /** Completes once etcd created {@link #watcher}; null before the first wait. Guarded by this. */
+        private @Nullable CompletableFuture<Void> created;
+
+        void register(String key, Wait w) {
+            byKey.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(w);
+        }
+
+        void unregister(String key, Wait w) {
+            byKey.computeIfPresent(key, (k, set) -> {
+                set.remove(w);
+                return set.isEmpty() ? null : set;
+            });
+        }
+
+        /** Completes once the watch exists; makes it on the first call. Never blocks. */
+        synchronized CompletableFuture<Void> ready() {
+            CompletableFuture<Void> c = created;
+            if (c == null || c.isCompletedExceptionally()) {
+                c = start();
+            }
+            return c;
+        }
+
+        /** Makes a new watch, replacing the current one. Guarded by this. */
+        private CompletableFuture<Void> start() {
+            CompletableFuture<Void> c = new CompletableFuture<>();
+            created = c;
+            if (backend.isClosed()) {
+                c.completeExceptionally(new LockBackendException(null, EtcdBackend.NAME, "client closed", null));
+                return c;
+            }
+            Watch.Watcher[] self = new Watch.Watcher[1];
+            try {
+                self[0] = backend.client
+                        .getWatchClient()
+                        .watch(
+                                bytes(ns + "/"),
+                                WatchOption.builder()
+                                        .isPrefix(true)
+                                        .withNoPut(true)
+                                        .withCreateNotify(true)
+                                        .build(),
+                                Watch.listener(
+                                        response -> {
+                                            if (response.isCreatedNotify()) {
+                                                c.complete(null);
+                                                return;
+                                            }
+                                            for (WatchEvent event : response.getEvents()) {
+                                                if (event.getEventType() == WatchEvent.EventType.DELETE) {
+                                                    deleted(string(
+                                                            event.getKeyValue().getKey()));
+                                                }
+                                            }
+                                        },
+                                        error -> {
+                                            // jetcd resumes after transient errors without a gap; a
+                                            // compaction past its revision is a gap.
+                                            if (String.valueOf(error.getMessage())
+                                                    .contains("compact")) {
+                                                restart(self[0], error);
+                                            }
+                                        },
+                                        () -> restart(self[0], null)));
+            } catch (RuntimeException e) {
+                c.completeExceptionally(failure(null, "watching " + ns + "/", e));
+                return c;
+            }
+            watcher = self[0];
+            return c;
+        }
+
+        private void deleted(String key) {
+            dispatch(key);
+            int slash = key.lastIndexOf('/');
+            if (slash > 0) {
+                dispatch(key.substring(0, slash + 1)); // semaphore waits watch their family
+            }
+        }
+
+        private void dispatch(String key) {
+            Set<Wait> set = byKey.get(key);
+            if (set != null) {
+                for (Wait w : set) {
+                    if (!w.result.isDone()) {
+                        readPosition(w.entry, w.result);
+                    }
+                }
+            }
+        }
+
+        /** The watch {@code ended} ended or missed events: a new one, and every wait reads again. */
+        private void restart(Watch.@Nullable Watcher ended, @Nullable Throwable why) {
+            CompletableFuture<Void> next;
+            synchronized (this) {
+                if (ended == null || watcher != ended || backend.isClosed()) {
+                    return; // ours closed it, or it was replaced already
+                }
+                log.debug("[client={}] the shared watch ended ({}); watching again", EtcdBackend.NAME, why);
+                watcher = null;
+                ended.close();
+                next = start();
+            }
+            next.whenComplete((x, err) -> {
+                for (Wait w : waits) {
+                    if (err != null) {
+                        w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + ns + "/", err));
+                    } else {
+                        readPosition(w.entry, w.result);
+                    }
+                }
+            });
+        }
+
+        void close() {
+            Watch.Watcher w;
+            synchronized (this) {
+                w = watcher;
+                watcher = null;
+            }
             if (w != null) {
                 w.close();
             }
+        }
+    }
+
+    private final SharedWatch shared = new SharedWatch();
+
+    /** How many waits have waited through {@link #shared}, for tests. */
+    private final java.util.concurrent.atomic.LongAdder watchedWaits = new java.util.concurrent.atomic.LongAdder();
+
+    long watchedWaits() {
+        return watchedWaits.sum();
+    }
+
+    /** How many watches this client keeps open on etcd, for tests: 1 once it has waited, else 0. */
+    int openWatches() {
+        synchronized (shared) {
+            return shared.watcher == null ? 0 : 1;
         }
     }
 
@@ -616,54 +813,22 @@ final class EtcdLockProtocol implements LockProtocol {
         Wait wait = new Wait(entry, result);
         waits.add(wait);
         result.whenComplete((x, e) -> wait.finish());
-        // From the current revision, not the read's: etcd serves a watch that starts in the past
-        // from a catch-up loop that runs every 100 ms, which slowed every contended hand-off. The
-        // read again once the watch exists closes the gap: a delete before it is seen by the read,
-        // a delete after it by the watch.
-        WatchOption.Builder option = WatchOption.builder().withNoPut(true).withCreateNotify(true);
-        String key = target;
-        if (target.equals(WATCH_FAMILY)) {
-            key = familyOf(etcdKey(entry)) + "/";
-            option.isPrefix(true);
-        }
-        try {
-            wait.watcher = backend.client
-                    .getWatchClient()
-                    .watch(
-                            bytes(key),
-                            option.build(),
-                            Watch.listener(
-                                    response -> {
-                                        if (response.isCreatedNotify()) {
-                                            recheck(entry, target, result);
-                                            return;
-                                        }
-                                        for (WatchEvent event : response.getEvents()) {
-                                            if (event.getEventType() == WatchEvent.EventType.DELETE
-                                                    && !result.isDone()) {
-                                                readPosition(entry, result);
-                                                return;
-                                            }
-                                        }
-                                    },
-                                    error -> {
-                                        // jetcd resumes the watch from its last revision after transient errors; a
-                                        // compaction or a halt ends it: then read where we stand instead.
-                                        if (String.valueOf(error.getMessage()).contains("compact")) {
-                                            readPosition(entry, result);
-                                        }
-                                    },
-                                    () -> {
-                                        if (!result.isDone()) {
-                                            readPosition(entry, result);
-                                        }
-                                    }));
-        } catch (RuntimeException e) {
-            result.completeExceptionally(failure(entry.lockName(), "watching " + key, e));
-        }
+        String key = target.equals(WATCH_FAMILY) ? familyOf(etcdKey(entry)) + "/" : target;
+        wait.watched = key;
+        shared.register(key, wait);
+        watchedWaits.increment();
         if (result.isDone()) {
-            wait.finish();
+            wait.finish(); // completed (lease lost, client closed) before it registered
+            return result;
         }
+        // Once the watch exists: a delete before this read is in it, a delete after it is delivered.
+        shared.ready().whenComplete((x, err) -> {
+            if (err != null) {
+                result.completeExceptionally(failure(entry.lockName(), "watching " + key, err));
+            } else {
+                recheck(entry, target, result);
+            }
+        });
         return result;
     }
 
@@ -755,6 +920,7 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     void close() {
+        shared.close();
         for (Wait w : waits) {
             w.result.completeExceptionally(
                     new LockBackendException(w.entry.lockName(), EtcdBackend.NAME, "client closed", null));
@@ -861,7 +1027,7 @@ final class EtcdLockProtocol implements LockProtocol {
                         LockMode mode = familyMode(key);
                         // An exclusive entry names its acquisition in the value (its key is a slot's).
                         boolean ours = mode == LockMode.EXCLUSIVE
-                                ? string(kv.getValue()).equals(exclusiveValue)
+                                ? mode(kv).equals(exclusiveValue)
                                 : mode != null && key.endsWith("/" + acquisitionId);
                         if (ours) {
                             if (lease != null && kv.getLease() == lease.id) {
