@@ -111,6 +111,13 @@ public final class TortureCommand implements Callable<Integer> {
     private int parts;
 
     @Option(
+            names = "--check-valid",
+            description = "Workers check Lease.isValid() right before each write and skip it when the lease is no"
+                    + " longer valid, as a careful user without fencing would; with --no-fenced the run counts the"
+                    + " stale writes that still got through, per fault kind.")
+    private boolean checkValid;
+
+    @Option(
             names = "--workers",
             paramLabel = "N",
             defaultValue = "" + DEFAULT_WORKERS,
@@ -428,7 +435,8 @@ public final class TortureCommand implements Callable<Integer> {
                 chosen,
                 readPercent,
                 permits != null ? permits : Math.max(1, workers - 1),
-                parts);
+                parts,
+                checkValid);
     }
 
     private CommandLine.ParameterException bad(String option, @Nullable String message) {

@@ -30,6 +30,8 @@ import java.util.Set;
  * @param readPercent for {@link Primitive#READ_WRITE}: the share of grants that are reads, 0 to 100
  * @param permits for {@link Primitive#SEMAPHORE}: the semaphore's permits (each worker takes one)
  * @param parts for {@link Primitive#MULTI}: how many names the multi-lock spans
+ * @param checkValid whether workers check {@code Lease.isValid()} right before each write and skip
+ *     it when the lease is no longer valid (what a careful user without fencing does)
  */
 public record TortureConfig(
         String uri,
@@ -49,7 +51,8 @@ public record TortureConfig(
         Primitive primitive,
         int readPercent,
         int permits,
-        int parts) {
+        int parts,
+        boolean checkValid) {
 
     /** Default {@link #readPercent()}. */
     public static final int DEFAULT_READ_PERCENT = 50;
@@ -134,7 +137,8 @@ public record TortureConfig(
                 Primitive.EXCLUSIVE,
                 DEFAULT_READ_PERCENT,
                 Math.max(1, workers - 1),
-                DEFAULT_PARTS);
+                DEFAULT_PARTS,
+                false);
     }
 
     /**
@@ -165,7 +169,37 @@ public record TortureConfig(
                 primitive,
                 readPercent,
                 permits,
-                parts);
+                parts,
+                checkValid);
+    }
+
+    /**
+     * Returns a copy of this run whose workers check {@code isValid()} before each write, or not.
+     *
+     * @param check whether to check
+     * @return the copy
+     */
+    public TortureConfig withCheckValid(boolean check) {
+        return new TortureConfig(
+                uri,
+                workers,
+                duration,
+                faults,
+                fenced,
+                seed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downtimeMin,
+                downtimeMax,
+                restartMargin,
+                primitive,
+                readPercent,
+                permits,
+                parts,
+                check);
     }
 
     /**

@@ -36,6 +36,10 @@ import org.jspecify.annotations.Nullable;
  * @param elapsed the whole run, start-up and checks included
  * @param occupancy for a shared primitive (read-write, semaphore) what the occupancy checker found;
  *     null for exclusive and multi-locks
+ * @param staleByFault accepted stale writes by the fault kind injected last before each ({@code
+ *     none} before the first fault); empty when there were none or for a semaphore's journal
+ * @param skippedWrites writes the workers skipped because {@code isValid()} said the lease was gone
+ *     ({@code --check-valid})
  */
 public record TortureResult(
         TortureConfig config,
@@ -52,7 +56,41 @@ public record TortureResult(
         List<String> problems,
         Duration faultPhase,
         Duration elapsed,
-        OccupancyStore.@Nullable Report occupancy) {
+        OccupancyStore.@Nullable Report occupancy,
+        Map<String, Long> staleByFault,
+        long skippedWrites) {
+
+    /** Copies the map. */
+    public TortureResult {
+        staleByFault = Map.copyOf(staleByFault);
+    }
+
+    /**
+     * Returns a copy with {@code byFault} as {@link #staleByFault()}.
+     *
+     * @param byFault accepted stale writes by fault kind
+     * @return the copy
+     */
+    TortureResult withStaleByFault(Map<String, Long> byFault) {
+        return new TortureResult(
+                config,
+                backend,
+                description,
+                faults,
+                check,
+                lockLost,
+                refusedWhileValid,
+                timeouts,
+                errors,
+                stuck,
+                leftovers,
+                problems,
+                faultPhase,
+                elapsed,
+                occupancy,
+                byFault,
+                skippedWrites);
+    }
 
     /** Builds the result and its verdict from what a run collected. */
     static TortureResult of(
@@ -138,6 +176,7 @@ public record TortureResult(
             boolean twoHoldersPossible,
             OccupancyStore.@Nullable Report occupancy) {
         boolean semaphore = config.primitive() == Primitive.SEMAPHORE;
+        long skipped = 0;
         if (semaphore && occupancy != null) {
             // The journal's holders write side by side unfenced: its overlaps and stale writes say
             // nothing. The semaphore's figures are the occupancy checker's; lost updates are not defined.
@@ -170,6 +209,8 @@ public record TortureResult(
                         problems.add("the store refused " + worker.getKey() + " while its lease was still valid ("
                                 + line + "): the fencing source went backwards or the loss was noticed late");
                     }
+                } else if (line.startsWith(TortureWorker.SKIPPED + " ")) {
+                    skipped++;
                 } else if (line.equals(TortureWorker.TIMEOUT)) {
                     timeouts++;
                 } else if (line.startsWith(TortureWorker.ERROR + " ")) {
@@ -243,7 +284,9 @@ public record TortureResult(
                 List.copyOf(problems),
                 faultPhase,
                 elapsed,
-                occupancy);
+                occupancy,
+                Map.of(),
+                skipped);
     }
 
     /**
@@ -382,6 +425,12 @@ public record TortureResult(
                     config.primitive() == Primitive.SEMAPHORE ? occ.maxPermits() : occ.maxReaders());
             row(t, "occupancy misuses", occ.misuses());
         }
+        if (config.checkValid()) {
+            row(t, "writes skipped (isValid() false)", skippedWrites);
+        }
+        for (Map.Entry<String, Long> e : new java.util.TreeMap<>(staleByFault).entrySet()) {
+            row(t, "stale writes accepted after " + e.getKey(), e.getValue());
+        }
         row(t, "lock-lost events (onLost)", lockLost);
         row(t, "refused while lease valid", refusedWhileValid);
         row(t, "acquire timeouts", timeouts);
@@ -488,6 +537,18 @@ public record TortureResult(
                                     + occ.maxPermits() + ",\"misuses\":" + occ.misuses() + "}")
                     .append(',');
         }
+        if (config.checkValid()) {
+            field(j, "checkValid", "true").append(',');
+            field(j, "skippedWrites", Long.toString(skippedWrites)).append(',');
+        }
+        StringBuilder byFault = new StringBuilder("{");
+        for (Map.Entry<String, Long> e : new java.util.TreeMap<>(staleByFault).entrySet()) {
+            if (byFault.length() > 1) {
+                byFault.append(',');
+            }
+            field(byFault, e.getKey(), Long.toString(e.getValue()));
+        }
+        field(j, "staleAcceptedByFault", byFault.append('}').toString()).append(',');
         field(j, "lockLostEvents", Long.toString(lockLost)).append(',');
         field(j, "refusedWhileValid", Long.toString(refusedWhileValid)).append(',');
         field(j, "timeouts", Long.toString(timeouts)).append(',');

@@ -290,23 +290,53 @@ public final class TortureRun {
             FencingChecker.Report check = TortureResult.combine(checks);
             listener.finished(new TortureRecording(store, t0, t0 + faultPhase, List.copyOf(faults), everyoneLines()));
             OccupancyStore occ = occupancy;
+            Map<String, Long> staleByFault = config.primitive() == Primitive.SEMAPHORE ? Map.of() : staleByFault();
             return TortureResult.of(
-                    config,
-                    target.backend(),
-                    target.description(),
-                    faults,
-                    check,
-                    everyoneLines(),
-                    stuck,
-                    leftovers,
-                    problems,
-                    Duration.ofNanos(faultPhase),
-                    Duration.ofNanos(System.nanoTime() - started),
-                    target.failoverMayGrantTwice(),
-                    occ == null ? null : occ.report());
+                            config,
+                            target.backend(),
+                            target.description(),
+                            faults,
+                            check,
+                            everyoneLines(),
+                            stuck,
+                            leftovers,
+                            problems,
+                            Duration.ofNanos(faultPhase),
+                            Duration.ofNanos(System.nanoTime() - started),
+                            target.failoverMayGrantTwice(),
+                            occ == null ? null : occ.report())
+                    .withStaleByFault(staleByFault);
         } finally {
             closeAll();
         }
+    }
+
+    /**
+     * Attributes every accepted stale write (a token lower than one the store had accepted) to the
+     * fault injected last before it ({@code none} before the first), over every store.
+     */
+    private Map<String, Long> staleByFault() {
+        Map<String, Long> byKind = new java.util.LinkedHashMap<>();
+        for (FencedStoreServer server : storeServers) {
+            long highest = FencedStore.NO_TOKEN;
+            for (FencedStore.Access a : server.store().accesses()) {
+                if (!a.accepted()) {
+                    continue;
+                }
+                if (a.kind() == FencedStore.Kind.WRITE && a.token() < highest) {
+                    long at = (a.nanoTime() - t0) / 1_000_000;
+                    String kind = "none";
+                    for (FaultRecord f : faults) {
+                        if (f.atMillis() <= at) {
+                            kind = f.kind().cliName();
+                        }
+                    }
+                    byKind.merge(kind, 1L, Long::sum);
+                }
+                highest = Math.max(highest, a.token());
+            }
+        }
+        return byKind;
     }
 
     /** A backend that lacks the primitive's capability: a usage error, not a failed run. */
@@ -824,7 +854,8 @@ public final class TortureRun {
                 "--max-runtime-ms", Long.toString(maxRuntime),
                 "--primitive", config.primitive().cliName(),
                 "--read-percent", Integer.toString(config.readPercent()),
-                "--permits", Integer.toString(config.permits()));
+                "--permits", Integer.toString(config.permits()),
+                "--check-valid", Boolean.toString(config.checkValid()));
         ChildJvm jvm;
         try {
             jvm = ChildJvm.start(

@@ -40,7 +40,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * the time spent inside each critical section, {@code --max-runtime-ms} when to halt whatever
  * happens. Optional: {@code --primitive} ({@link Primitive}: exclusive by default), {@code
  * --read-percent} (read-write: the share of read grants), {@code --permits} (semaphore); for a
- * multi-lock {@code --lock} and {@code --store-port} are comma-separated lists, one store per part.
+ * multi-lock {@code --lock} and {@code --store-port} are comma-separated lists, one store per part;
+ * {@code --check-valid true} checks {@code isValid()} right before each write and skips it ({@code
+ * SKIPPED <token>}) when the lease is no longer valid.
  *
  * <p>Shared primitives (read-write, semaphore) enter the store's occupancy checker with their
  * token before their work ({@code REFUSED enter} when it refuses them as stale, {@code VIOLATION}
@@ -73,11 +75,13 @@ public final class TortureWorker {
     static final String HOLD = "HOLD";
     static final String STOP = "STOP";
     static final String VIOLATION = "VIOLATION";
+    static final String SKIPPED = "SKIPPED";
 
     private static final long ERROR_BACKOFF_MS = 50;
 
     private static volatile boolean stop;
     private static final AtomicLong holdMs = new AtomicLong();
+    private static volatile boolean checkValid;
 
     private TortureWorker() {}
 
@@ -119,6 +123,7 @@ public final class TortureWorker {
         long workMs = Long.parseLong(o.get("work-ms"));
         int readPercent = Integer.parseInt(o.getOrDefault("read-percent", "50"));
         int permits = Integer.parseInt(o.getOrDefault("permits", "1"));
+        checkValid = Boolean.parseBoolean(o.getOrDefault("check-valid", "false"));
         List<String> lockNames = List.of(required(o, "lock").split(","));
         List<Integer> ports = new ArrayList<>();
         for (String port : required(o, "store-port").split(",")) {
@@ -214,6 +219,10 @@ public final class TortureWorker {
             return false;
         }
         work(token, workMs);
+        if (checkValid && !lease.isValid()) {
+            emit(SKIPPED + " " + token);
+            return false;
+        }
         if (store.write(token, value.getAsLong() + 1)) {
             c.writes++;
             return true;

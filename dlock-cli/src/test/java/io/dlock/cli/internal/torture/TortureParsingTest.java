@@ -271,6 +271,32 @@ class TortureParsingTest {
     }
 
     @Test
+    void observeMode_skippedWritesAndStaleWritesByFault_reported() {
+        FencedStore unfenced = FencedStore.unfenced();
+        unfenced.read("next", 2);
+        unfenced.write("next", 2, 1);
+        unfenced.write("paused", 1, 1);
+        TortureResult r = TortureResult.of(
+                        config(false).withCheckValid(true),
+                        "zookeeper",
+                        "test",
+                        List.of(),
+                        unfenced.check(),
+                        Map.of("w1", List.of("READY", "SKIPPED 1", "SKIPPED 3")),
+                        List.of(),
+                        List.of(),
+                        List.of(),
+                        Duration.ofSeconds(1),
+                        Duration.ofSeconds(2))
+                .withStaleByFault(Map.of("pause", 1L));
+        assertThat(r.passed()).as("%s", r.problems()).isTrue();
+        assertThat(r.skippedWrites()).isEqualTo(2);
+        assertThat(r.json())
+                .contains("\"checkValid\":true", "\"skippedWrites\":2", "\"staleAcceptedByFault\":{\"pause\":1}");
+        assertThat(r.table()).contains("writes skipped (isValid() false)", "stale writes accepted after pause");
+    }
+
+    @Test
     void combine_multiLockParts_summed() {
         FencedStore a = FencedStore.fenced();
         a.read("w1", 2);
