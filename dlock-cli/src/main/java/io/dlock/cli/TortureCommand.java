@@ -7,6 +7,7 @@ import io.dlock.cli.internal.report.Timeline;
 import io.dlock.cli.internal.torture.BackendTargets;
 import io.dlock.cli.internal.torture.FaultKind;
 import io.dlock.cli.internal.torture.Network;
+import io.dlock.cli.internal.torture.Primitive;
 import io.dlock.cli.internal.torture.TortureConfig;
 import io.dlock.cli.internal.torture.TortureProgress;
 import io.dlock.cli.internal.torture.TortureReport;
@@ -77,6 +78,44 @@ public final class TortureCommand implements Callable<Integer> {
                             + " (no persistence), embedded:etcd, embedded:postgres, embedded:memcached, or"
                             + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
     private String uri;
+
+    @Option(
+            names = "--primitive",
+            paramLabel = "KIND",
+            defaultValue = "exclusive",
+            description = "What the workers take: exclusive (one lock), read-write (read or write locks, see"
+                    + " --read-percent; readers may overlap readers, never a writer), semaphore (one permit each"
+                    + " of --permits; never more inside) or multi (a multi-lock over --parts names, each part's"
+                    + " store fenced with that part's token). The backend must support it"
+                    + " (default: ${DEFAULT-VALUE}).")
+    private String primitive;
+
+    @Option(
+            names = "--read-percent",
+            paramLabel = "PCT",
+            defaultValue = "50",
+            description = "read-write: the share of grants that are read locks, 0 to 100 (default: ${DEFAULT-VALUE}).")
+    private int readPercent;
+
+    @Option(
+            names = "--permits",
+            paramLabel = "N",
+            description = "semaphore: its permits, 1 to " + MAX_WORKERS + " (default: workers - 1).")
+    private Integer permits;
+
+    @Option(
+            names = "--parts",
+            paramLabel = "K",
+            defaultValue = "3",
+            description = "multi: how many names the multi-lock spans, 1 to 8 (default: ${DEFAULT-VALUE}).")
+    private int parts;
+
+    @Option(
+            names = "--check-valid",
+            description = "Workers check Lease.isValid() right before each write and skip it when the lease is no"
+                    + " longer valid, as a careful user without fencing would; with --no-fenced the run counts the"
+                    + " stale writes that still got through, per fault kind.")
+    private boolean checkValid;
 
     @Option(
             names = "--workers",
@@ -230,6 +269,11 @@ public final class TortureCommand implements Callable<Integer> {
         try (Progress progress = new Progress(out, Progress.auto(silent), listener::status)) {
             PrintWriter runOut = silent ? new PrintWriter(java.io.Writer.nullWriter()) : progress.writer();
             result = new TortureRun(config, runOut, network(), listener).run();
+        } catch (TortureRun.UnsupportedPrimitive e) {
+            out.flush();
+            err.println("Invalid value for option '--primitive': " + e.getMessage());
+            err.flush();
+            return 2;
         } catch (RuntimeException e) {
             out.flush();
             err.println("dlock torture: could not run: " + e.getMessage());
@@ -289,6 +333,21 @@ public final class TortureCommand implements Callable<Integer> {
 
     private TortureConfig validate() {
         network();
+        Primitive chosen;
+        try {
+            chosen = Primitive.parse(primitive);
+        } catch (IllegalArgumentException e) {
+            throw bad("--primitive", e.getMessage());
+        }
+        if (readPercent < 0 || readPercent > 100) {
+            throw bad("--read-percent", "must be between 0 and 100, was " + readPercent);
+        }
+        if (permits != null && (permits < 1 || permits > MAX_WORKERS)) {
+            throw bad("--permits", "must be between 1 and " + MAX_WORKERS + ", was " + permits);
+        }
+        if (parts < 1 || parts > TortureConfig.MAX_PARTS) {
+            throw bad("--parts", "must be between 1 and " + TortureConfig.MAX_PARTS + ", was " + parts);
+        }
         try {
             BackendTargets.validate(uri);
         } catch (IllegalArgumentException e) {
@@ -372,7 +431,12 @@ public final class TortureCommand implements Callable<Integer> {
                 backToBack,
                 downMin,
                 downMax,
-                restartMargin);
+                restartMargin,
+                chosen,
+                readPercent,
+                permits != null ? permits : Math.max(1, workers - 1),
+                parts,
+                checkValid);
     }
 
     private CommandLine.ParameterException bad(String option, @Nullable String message) {

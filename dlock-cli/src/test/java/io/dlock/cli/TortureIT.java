@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
@@ -211,6 +212,85 @@ class TortureIT {
 
         assertThat(run.status()).isNotZero();
         assertThat(run.err()).contains("partition is not available on Redis with Sentinel");
+    }
+
+    /**
+     * Issue 17 item 4: every primitive under the same faults, short (25 s, 1 s sessions so that each
+     * fault kind comes round): read-write locks and semaphores checked by the store's occupancy
+     * checker (readers beside readers only, never more than the permits, stale holders refused),
+     * multi-locks with every part's store fenced by that part's token.
+     */
+    @ParameterizedTest(name = "{0} on {1}")
+    @CsvSource({
+        "read-write, embedded",
+        "semaphore, embedded",
+        "multi, embedded",
+        "read-write, embedded:redis",
+        "semaphore, embedded:redis",
+        "multi, embedded:redis"
+    })
+    @Timeout(value = 80, unit = TimeUnit.SECONDS)
+    void torture_primitiveAllFaultsFenced_passes(String primitive, String uri) {
+        Run run = torture(
+                "--uri",
+                uri,
+                "--primitive",
+                primitive,
+                "--workers",
+                "3",
+                "--duration",
+                "25s",
+                "--faults",
+                "pause,kill,server-restart,partition",
+                "--network",
+                "proxy",
+                "--session-timeout",
+                "1s",
+                "--seed",
+                "5",
+                "--report",
+                "none");
+
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        String json = run.json();
+        assertThat(json).as(output).contains("\"primitive\":\"" + primitive + "\"");
+        assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
+        assertThat(number(json, "acceptedOverlaps")).as(output).isZero();
+        assertThat(number(json, "leftovers")).as(output).isZero();
+        assertThat(number(json, "stuckWorkers")).as(output).isZero();
+        assertThat(number(json, "operations")).as(output).isPositive();
+        if (primitive.equals("semaphore")) {
+            assertThat(json).as(output).contains("\"lostUpdates\":null");
+        } else {
+            assertThat(number(json, "lostUpdates")).as(output).isZero();
+            assertThat(number(json, "shortfall")).as(output).isZero();
+        }
+        if (!primitive.equals("multi")) {
+            assertThat(number(json, "entries")).as(output).isPositive();
+            assertThat(number(json, "violations")).as(output).isZero();
+            assertThat(number(json, "staleAccepted")).as(output).isZero();
+            assertThat(number(json, "misuses")).as(output).isZero();
+            assertThat(number(json, primitive.equals("semaphore") ? "maxPermits" : "maxReaders"))
+                    .as(output)
+                    .isBetween(1L, primitive.equals("semaphore") ? 2L : 3L);
+        }
+        for (String kind : new String[] {"pause", "kill", "server-restart", "partition"}) {
+            assertThat(number(json, kind)).as("%s injected\n%s", kind, output).isPositive();
+        }
+        assertThat(json).as(output).contains("\"passed\":true");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void torture_primitiveTheBackendLacks_isAUsageError() {
+        Run run = torture("--uri", "embedded:memcached", "--primitive", "semaphore", "--duration", "5s");
+
+        assertThat(run.status()).as(run.output()).isEqualTo(2);
+        assertThat(run.err())
+                .contains("Invalid value for option '--primitive'")
+                .contains("semaphore is not supported by memcached")
+                .contains("SEMAPHORE");
     }
 
     /** What one {@code dlock torture} printed, and its exit status. */

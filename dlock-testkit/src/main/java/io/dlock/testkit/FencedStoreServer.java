@@ -31,8 +31,16 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * READ &lt;client&gt; &lt;token&gt;           -&gt; VALUE &lt;value&gt; | REJECTED &lt;highestToken&gt;
  * WRITE &lt;client&gt; &lt;token&gt; &lt;value&gt;  -&gt; OK | REJECTED &lt;highestToken&gt;
+ * ENTER &lt;client&gt; &lt;token&gt; &lt;READ|WRITE|PERMITS&gt; &lt;permits&gt;
+ *                                 -&gt; ADMITTED | VIOLATION | STALE | MISUSE
+ * LEAVE &lt;client&gt; &lt;token&gt;          -&gt; LEFT | STALE | NOT_INSIDE
  * anything else                   -&gt; ERROR &lt;reason&gt; (changes nothing)
  * </pre>
+ *
+ * <p>ENTER and LEAVE go to the {@link OccupancyStore} given to {@link #start(FencedStore,
+ * OccupancyStore)}, which checks a shared primitive's rule (readers beside readers only, never more
+ * permits than the total) and, when fenced, refuses stale holders; without one they are answered
+ * with ERROR.
  *
  * <p>One daemon thread per connection, bounded by {@link #MAX_CONNECTIONS}.
  *
@@ -54,13 +62,15 @@ public final class FencedStoreServer implements AutoCloseable {
     private static final int MAX_LINE = 256;
 
     private final FencedStore store;
+    private final @Nullable OccupancyStore occupancy;
     private final ServerSocket listener;
     private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private FencedStoreServer(FencedStore store, ServerSocket listener) {
+    private FencedStoreServer(FencedStore store, @Nullable OccupancyStore occupancy, ServerSocket listener) {
         this.store = store;
+        this.occupancy = occupancy;
         this.listener = listener;
     }
 
@@ -75,6 +85,21 @@ public final class FencedStoreServer implements AutoCloseable {
      * @throws UncheckedIOException if it cannot listen
      */
     public static FencedStoreServer start(FencedStore store) {
+        return start(store, null);
+    }
+
+    /**
+     * Serves {@code store} and, for ENTER and LEAVE, {@code occupancy} on a free 127.0.0.1 port.
+     *
+     * <p>Blocking: until the port is bound. Thread-safety: safe from any thread. On failure: {@link
+     * UncheckedIOException} if no port can be bound; nothing is left open.
+     *
+     * @param store the store READ and WRITE go to
+     * @param occupancy the store ENTER and LEAVE go to, or null to answer them with ERROR
+     * @return the running server
+     * @throws UncheckedIOException if it cannot listen
+     */
+    public static FencedStoreServer start(FencedStore store, @Nullable OccupancyStore occupancy) {
         Objects.requireNonNull(store, "store");
         ServerSocket socket = null;
         try {
@@ -90,7 +115,7 @@ public final class FencedStoreServer implements AutoCloseable {
             }
             throw new UncheckedIOException("fenced store: cannot listen on 127.0.0.1", e);
         }
-        FencedStoreServer server = new FencedStoreServer(store, socket);
+        FencedStoreServer server = new FencedStoreServer(store, occupancy, socket);
         Thread acceptor = new Thread(server::acceptLoop, "dlock-fenced-store-" + socket.getLocalPort() + "-accept");
         acceptor.setDaemon(true);
         synchronized (server.threads) {
@@ -116,6 +141,15 @@ public final class FencedStoreServer implements AutoCloseable {
      */
     public FencedStore store() {
         return store;
+    }
+
+    /**
+     * Returns the occupancy store ENTER and LEAVE go to, if any.
+     *
+     * @return the store, or empty
+     */
+    public java.util.Optional<OccupancyStore> occupancy() {
+        return java.util.Optional.ofNullable(occupancy);
     }
 
     /**
@@ -157,8 +191,48 @@ public final class FencedStoreServer implements AutoCloseable {
                 }
                 return store.write(parts[1], token, value) ? "OK" : "REJECTED " + store.highestToken();
             }
+            case "ENTER" -> {
+                if (parts.length != 5) {
+                    return "ERROR usage: ENTER <client> <token> <READ|WRITE|PERMITS> <permits>";
+                }
+                OccupancyStore occ = occupancy;
+                if (occ == null) {
+                    return "ERROR this store checks no shared primitive (no occupancy store)";
+                }
+                String error = checkClient(parts[1]);
+                Long token = number(parts[2]);
+                Long permits = number(parts[4]);
+                OccupancyStore.Mode mode = mode(parts[3]);
+                if (error != null) {
+                    return error;
+                }
+                if (token == null || permits == null || mode == null || permits < 1 || permits > Integer.MAX_VALUE) {
+                    return "ERROR token and permits must be numbers (permits >= 1), mode READ, WRITE or PERMITS";
+                }
+                try {
+                    return occ.admit(parts[1], token, mode, (int) (long) permits)
+                            .name();
+                } catch (IllegalArgumentException e) {
+                    return "ERROR " + e.getMessage();
+                }
+            }
+            case "LEAVE" -> {
+                if (parts.length != 3) {
+                    return "ERROR usage: LEAVE <client> <token>";
+                }
+                OccupancyStore occ = occupancy;
+                if (occ == null) {
+                    return "ERROR this store checks no shared primitive (no occupancy store)";
+                }
+                String error = checkClient(parts[1]);
+                Long token = number(parts[2]);
+                if (error != null || token == null) {
+                    return error != null ? error : "ERROR token must be a number, got '" + abbreviate(parts[2]) + "'";
+                }
+                return occ.exit(parts[1], token).name();
+            }
             default -> {
-                return "ERROR unknown request '" + abbreviate(parts[0]) + "'; expected READ or WRITE";
+                return "ERROR unknown request '" + abbreviate(parts[0]) + "'; expected READ, WRITE, ENTER or LEAVE";
             }
         }
     }
@@ -250,6 +324,15 @@ public final class FencedStoreServer implements AutoCloseable {
                 ? null
                 : "ERROR client must be 1 to 64 characters from A-Z a-z 0-9 _ . : # -, got '" + abbreviate(client)
                         + "'";
+    }
+
+    private static OccupancyStore.@Nullable Mode mode(String text) {
+        for (OccupancyStore.Mode m : OccupancyStore.Mode.values()) {
+            if (m.name().equals(text)) {
+                return m;
+            }
+        }
+        return null;
     }
 
     private static @Nullable Long number(String text) {
@@ -380,6 +463,47 @@ public final class FencedStoreServer implements AutoCloseable {
                 return false;
             }
             throw new IllegalStateException("WRITE: unexpected response '" + response + "'");
+        }
+
+        /**
+         * Enters the occupancy store as a holder of a shared primitive.
+         *
+         * <p>Blocking: one round trip, at most 30 s. Thread-safety: one thread at a time. On
+         * failure: {@link UncheckedIOException} if the connection fails, {@link
+         * IllegalStateException} for an unexpected answer (such as a server without an occupancy
+         * store).
+         *
+         * @param token the lease's fencing token
+         * @param mode how the holder is inside
+         * @param permits the permits held (1 for READ and WRITE)
+         * @return what the store decided
+         */
+        public OccupancyStore.Admission enter(long token, OccupancyStore.Mode mode, int permits) {
+            String response = request("ENTER " + name + " " + token + " " + mode.name() + " " + permits);
+            try {
+                return OccupancyStore.Admission.valueOf(response);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException("ENTER: unexpected response '" + response + "'", e);
+            }
+        }
+
+        /**
+         * Leaves the occupancy store.
+         *
+         * <p>Blocking: one round trip, at most 30 s. Thread-safety: one thread at a time. On
+         * failure: {@link UncheckedIOException} if the connection fails, {@link
+         * IllegalStateException} for an unexpected answer.
+         *
+         * @param token the token the holder entered with
+         * @return what the store decided
+         */
+        public OccupancyStore.Exit leave(long token) {
+            String response = request("LEAVE " + name + " " + token);
+            try {
+                return OccupancyStore.Exit.valueOf(response);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException("LEAVE: unexpected response '" + response + "'", e);
+            }
         }
 
         private String request(String line) {

@@ -100,4 +100,84 @@ class OccupancyStoreTest {
         assertThat(rw.report().entries()).isZero();
         assertThat(sem.report().entries()).isZero();
     }
+
+    @Test
+    void fencedReadWrite_newerWriterFencesOutAPausedReader_noViolation_andItsLeaveIsStale() {
+        OccupancyStore store = OccupancyStore.fencedReadWrite();
+        assertThat(store.admit("r1", 10, Mode.READ, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.admit("r2", 11, Mode.READ, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.exit("r2", 11)).isEqualTo(OccupancyStore.Exit.LEFT);
+        // r1 paused past its lease; the lock granted a writer after it
+        assertThat(store.admit("w", 12, Mode.WRITE, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.exit("r1", 10)).isEqualTo(OccupancyStore.Exit.STALE);
+        // a reader granted before the writer comes in late: stale
+        assertThat(store.admit("r3", 11, Mode.READ, 1)).isEqualTo(OccupancyStore.Admission.STALE);
+        // a writer granted before the latest grant: stale
+        assertThat(store.admit("w0", 9, Mode.WRITE, 1)).isEqualTo(OccupancyStore.Admission.STALE);
+        assertThat(store.exit("w", 12)).isEqualTo(OccupancyStore.Exit.LEFT);
+        OccupancyStore.Report r = store.report();
+        assertThat(r.entries()).isEqualTo(3);
+        assertThat(r.violations()).isZero();
+        assertThat(r.misuses()).isZero();
+        assertThat(r.fencedOut()).isEqualTo(1);
+        assertThat(r.staleRefused()).isEqualTo(3); // r1's leave, r3's and w0's entries
+        assertThat(r.staleAccepted()).isZero();
+        assertThat(r.maxReaders()).isEqualTo(2);
+        assertThat(r.safe()).isTrue();
+    }
+
+    @Test
+    void fencedReadWrite_twoWritersWithOneToken_violation() {
+        OccupancyStore store = OccupancyStore.fencedReadWrite();
+        store.admit("w1", 5, Mode.WRITE, 1);
+        assertThat(store.admit("w2", 5, Mode.WRITE, 1)).isEqualTo(OccupancyStore.Admission.VIOLATION);
+        assertThat(store.admit("r", 5, Mode.READ, 1)).isEqualTo(OccupancyStore.Admission.VIOLATION);
+        OccupancyStore.Report r = store.report();
+        assertThat(r.violations()).isEqualTo(2);
+        assertThat(r.fencedOut()).isZero();
+        assertThat(r.safe()).isFalse();
+        assertThat(r.firstProblem()).contains("client=w2");
+    }
+
+    @Test
+    void fencedSemaphore_overflowFencesOutTheOldest_andAnOldEntryIsStale() {
+        OccupancyStore store = OccupancyStore.fencedSemaphore(2);
+        assertThat(store.admit("a", 1, Mode.PERMITS, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.admit("b", 2, Mode.PERMITS, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.admit("c", 3, Mode.PERMITS, 1)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        assertThat(store.exit("a", 1)).isEqualTo(OccupancyStore.Exit.STALE);
+        assertThat(store.admit("d", 4, Mode.PERMITS, 2)).isEqualTo(OccupancyStore.Admission.ADMITTED);
+        // b and c fenced out; an entry older than every holder inside does not fit: stale
+        assertThat(store.admit("e", 3, Mode.PERMITS, 1)).isEqualTo(OccupancyStore.Admission.STALE);
+        OccupancyStore.Report r = store.report();
+        assertThat(r.entries()).isEqualTo(4);
+        assertThat(r.fencedOut()).isEqualTo(3);
+        assertThat(r.staleRefused()).isEqualTo(2);
+        assertThat(r.maxPermits()).isEqualTo(2);
+        assertThat(r.violations()).isZero();
+        assertThat(r.safe()).isTrue();
+    }
+
+    @Test
+    void unfencedSemaphore_overflowIsAViolation_andAnOldEntryCountsAsStaleAccepted() {
+        OccupancyStore store = OccupancyStore.semaphore(1);
+        store.admit("a", 5, Mode.PERMITS, 1);
+        assertThat(store.admit("b", 4, Mode.PERMITS, 1)).isEqualTo(OccupancyStore.Admission.VIOLATION);
+        OccupancyStore.Report r = store.report();
+        assertThat(r.violations()).isEqualTo(1);
+        assertThat(r.staleAccepted()).isEqualTo(1);
+        assertThat(r.staleRefused()).isZero();
+        assertThat(r.maxPermits()).isEqualTo(2);
+    }
+
+    @Test
+    void fenced_badInput_refusedAndNothingRecorded() {
+        OccupancyStore sem = OccupancyStore.fencedSemaphore(2);
+        assertThatThrownBy(() -> sem.admit("a", 1, Mode.PERMITS, 3)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> OccupancyStore.fencedSemaphore(0)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(sem.report().entries()).isZero();
+        assertThat(sem.isFenced()).isTrue();
+        assertThat(sem.totalPermits()).isEqualTo(2);
+        assertThat(OccupancyStore.readWrite().isFenced()).isFalse();
+    }
 }

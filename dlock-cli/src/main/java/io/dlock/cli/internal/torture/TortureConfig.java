@@ -26,6 +26,12 @@ import java.util.Set;
  * @param restartMargin what recovery after a server restart may take beyond the session timeout,
  *     counted from the moment the server serves again (so the bound from the kill is downtime +
  *     session timeout + this)
+ * @param primitive what the workers take
+ * @param readPercent for {@link Primitive#READ_WRITE}: the share of grants that are reads, 0 to 100
+ * @param permits for {@link Primitive#SEMAPHORE}: the semaphore's permits (each worker takes one)
+ * @param parts for {@link Primitive#MULTI}: how many names the multi-lock spans
+ * @param checkValid whether workers check {@code Lease.isValid()} right before each write and skip
+ *     it when the lease is no longer valid (what a careful user without fencing does)
  */
 public record TortureConfig(
         String uri,
@@ -41,7 +47,19 @@ public record TortureConfig(
         boolean backToBack,
         Duration downtimeMin,
         Duration downtimeMax,
-        Duration restartMargin) {
+        Duration restartMargin,
+        Primitive primitive,
+        int readPercent,
+        int permits,
+        int parts,
+        boolean checkValid) {
+
+    /** Default {@link #readPercent()}. */
+    public static final int DEFAULT_READ_PERCENT = 50;
+    /** Default {@link #parts()}. */
+    public static final int DEFAULT_PARTS = 3;
+    /** The most {@link #parts()}. */
+    public static final int MAX_PARTS = 8;
 
     /** Default for {@link #restartMargin()}: the bound issue 17 sets for every backend. */
     public static final Duration DEFAULT_RESTART_MARGIN = Duration.ofSeconds(1);
@@ -75,6 +93,113 @@ public record TortureConfig(
         if (restartMargin.isNegative()) {
             throw new IllegalArgumentException("restartMargin must be >= 0, was " + restartMargin);
         }
+        Objects.requireNonNull(primitive, "primitive");
+        if (readPercent < 0 || readPercent > 100) {
+            throw new IllegalArgumentException("readPercent must be 0 to 100, was " + readPercent);
+        }
+        if (permits < 1 || parts < 1 || parts > MAX_PARTS) {
+            throw new IllegalArgumentException(
+                    "permits must be >= 1 and parts 1 to " + MAX_PARTS + ", was " + permits + " and " + parts);
+        }
+    }
+
+    /** An exclusive-lock run, as before primitives could be chosen. */
+    public TortureConfig(
+            String uri,
+            int workers,
+            Duration duration,
+            Set<FaultKind> faults,
+            boolean fenced,
+            long seed,
+            Duration sessionTimeout,
+            Duration recoveryMargin,
+            long workMs,
+            int maxFaults,
+            boolean backToBack,
+            Duration downtimeMin,
+            Duration downtimeMax,
+            Duration restartMargin) {
+        this(
+                uri,
+                workers,
+                duration,
+                faults,
+                fenced,
+                seed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downtimeMin,
+                downtimeMax,
+                restartMargin,
+                Primitive.EXCLUSIVE,
+                DEFAULT_READ_PERCENT,
+                Math.max(1, workers - 1),
+                DEFAULT_PARTS,
+                false);
+    }
+
+    /**
+     * Returns a copy of this run for {@code primitive} with its settings.
+     *
+     * @param primitive what the workers take
+     * @param readPercent the share of reads (read-write)
+     * @param permits the semaphore's permits
+     * @param parts the multi-lock's names
+     * @return the copy
+     */
+    public TortureConfig with(Primitive primitive, int readPercent, int permits, int parts) {
+        return new TortureConfig(
+                uri,
+                workers,
+                duration,
+                faults,
+                fenced,
+                seed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downtimeMin,
+                downtimeMax,
+                restartMargin,
+                primitive,
+                readPercent,
+                permits,
+                parts,
+                checkValid);
+    }
+
+    /**
+     * Returns a copy of this run whose workers check {@code isValid()} before each write, or not.
+     *
+     * @param check whether to check
+     * @return the copy
+     */
+    public TortureConfig withCheckValid(boolean check) {
+        return new TortureConfig(
+                uri,
+                workers,
+                duration,
+                faults,
+                fenced,
+                seed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downtimeMin,
+                downtimeMax,
+                restartMargin,
+                primitive,
+                readPercent,
+                permits,
+                parts,
+                check);
     }
 
     /**

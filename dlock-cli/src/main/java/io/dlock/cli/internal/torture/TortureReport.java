@@ -157,6 +157,8 @@ public final class TortureReport {
     public static String page(TortureResult result, Timeline timeline) {
         StringBuilder body = new StringBuilder();
         body.append("<p>")
+                .append(Html.escape(result.config().primitive().cliName()))
+                .append(" on ")
                 .append(Html.escape(result.description()))
                 .append(", ")
                 .append(result.config().workers())

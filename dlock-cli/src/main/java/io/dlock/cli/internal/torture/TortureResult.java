@@ -1,12 +1,14 @@
 package io.dlock.cli.internal.torture;
 
 import io.dlock.testkit.FencingChecker;
+import io.dlock.testkit.OccupancyStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outcome of one {@code dlock torture} run, with its verdict, rendered as a table for people and
@@ -32,6 +34,12 @@ import java.util.Map;
  * @param problems why the run failed; empty when it passed
  * @param faultPhase how long the workload and fault schedule ran
  * @param elapsed the whole run, start-up and checks included
+ * @param occupancy for a shared primitive (read-write, semaphore) what the occupancy checker found;
+ *     null for exclusive and multi-locks
+ * @param staleByFault accepted stale writes by the fault kind injected last before each ({@code
+ *     none} before the first fault); empty when there were none or for a semaphore's journal
+ * @param skippedWrites writes the workers skipped because {@code isValid()} said the lease was gone
+ *     ({@code --check-valid})
  */
 public record TortureResult(
         TortureConfig config,
@@ -47,7 +55,42 @@ public record TortureResult(
         List<String> leftovers,
         List<String> problems,
         Duration faultPhase,
-        Duration elapsed) {
+        Duration elapsed,
+        OccupancyStore.@Nullable Report occupancy,
+        Map<String, Long> staleByFault,
+        long skippedWrites) {
+
+    /** Copies the map. */
+    public TortureResult {
+        staleByFault = Map.copyOf(staleByFault);
+    }
+
+    /**
+     * Returns a copy with {@code byFault} as {@link #staleByFault()}.
+     *
+     * @param byFault accepted stale writes by fault kind
+     * @return the copy
+     */
+    TortureResult withStaleByFault(Map<String, Long> byFault) {
+        return new TortureResult(
+                config,
+                backend,
+                description,
+                faults,
+                check,
+                lockLost,
+                refusedWhileValid,
+                timeouts,
+                errors,
+                stuck,
+                leftovers,
+                problems,
+                faultPhase,
+                elapsed,
+                occupancy,
+                byFault,
+                skippedWrites);
+    }
 
     /** Builds the result and its verdict from what a run collected. */
     static TortureResult of(
@@ -95,6 +138,62 @@ public record TortureResult(
             Duration faultPhase,
             Duration elapsed,
             boolean twoHoldersPossible) {
+        return of(
+                config,
+                backend,
+                description,
+                faults,
+                check,
+                workerLines,
+                stuck,
+                leftovers,
+                runProblems,
+                faultPhase,
+                elapsed,
+                twoHoldersPossible,
+                null);
+    }
+
+    /**
+     * As above, with the occupancy checker's report of a shared primitive. For a semaphore the store
+     * of values is an unfenced journal (holders write side by side), so the fencing rules are judged
+     * on the occupancy report alone; and the store may fence out the wrong holder (it cannot know
+     * which permit a newer grant reused, see {@link OccupancyStore}), so a refusal of a valid
+     * semaphore lease is counted, not failed.
+     */
+    static TortureResult of(
+            TortureConfig config,
+            String backend,
+            String description,
+            List<FaultRecord> faults,
+            FencingChecker.Report check,
+            Map<String, List<String>> workerLines,
+            List<String> stuck,
+            List<String> leftovers,
+            List<String> runProblems,
+            Duration faultPhase,
+            Duration elapsed,
+            boolean twoHoldersPossible,
+            OccupancyStore.@Nullable Report occupancy) {
+        boolean semaphore = config.primitive() == Primitive.SEMAPHORE;
+        long skipped = 0;
+        if (semaphore && occupancy != null) {
+            // The journal's holders write side by side unfenced: its overlaps and stale writes say
+            // nothing. The semaphore's figures are the occupancy checker's; lost updates are not defined.
+            check = new FencingChecker.Report(
+                    check.accesses(),
+                    check.sections(),
+                    check.acceptedWrites(),
+                    occupancy.violations(),
+                    occupancy.violations(),
+                    0,
+                    occupancy.staleRefused(),
+                    0,
+                    occupancy.staleAccepted(),
+                    0,
+                    check.acceptedWrites(),
+                    occupancy.firstProblem());
+        }
         long lost = 0;
         long refusedValid = 0;
         long timeouts = 0;
@@ -106,23 +205,46 @@ public record TortureResult(
                     lost++;
                 } else if (line.startsWith(TortureWorker.REFUSED + " ") && line.endsWith(" true")) {
                     refusedValid++;
-                    if (refusedValid == 1 && !twoHoldersPossible) {
+                    if (refusedValid == 1 && !twoHoldersPossible && !semaphore) {
                         problems.add("the store refused " + worker.getKey() + " while its lease was still valid ("
                                 + line + "): the fencing source went backwards or the loss was noticed late");
                     }
+                } else if (line.startsWith(TortureWorker.SKIPPED + " ")) {
+                    skipped++;
                 } else if (line.equals(TortureWorker.TIMEOUT)) {
                     timeouts++;
                 } else if (line.startsWith(TortureWorker.ERROR + " ")) {
                     errors++;
+                } else if (line.startsWith(TortureWorker.VIOLATION + " ") && config.fenced()) {
+                    if (problems.stream().noneMatch(p -> p.startsWith("the occupancy store"))) {
+                        problems.add(
+                                "the occupancy store admitted " + worker.getKey() + " against the rule (" + line + ")");
+                    }
                 } else if (line.startsWith(TortureWorker.FATAL)) {
                     problems.add("worker " + worker.getKey() + " failed: " + line);
                 }
             }
         }
-        if (check.acceptedWrites() == 0) {
+        if (check.acceptedWrites() == 0 && !(occupancy != null && config.readPercent() == 100)) {
             problems.add("no write was accepted: the workload did not run");
         }
-        if (config.fenced()) {
+        if (occupancy != null) {
+            if (occupancy.entries() == 0) {
+                problems.add("no holder entered the occupancy store: the workload did not run");
+            }
+            if (config.fenced() && occupancy.violations() > 0) {
+                problems.add(occupancy.violations() + " " + config.primitive().cliName()
+                        + " rule violations under fencing: " + occupancy.firstProblem());
+            }
+            if (config.fenced() && occupancy.staleAccepted() > 0) {
+                problems.add(occupancy.staleAccepted() + " stale holders admitted under fencing");
+            }
+            if (occupancy.misuses() > 0) {
+                problems.add(occupancy.misuses() + " occupancy misuses (enter twice, leave without enter): "
+                        + occupancy.firstProblem());
+            }
+        }
+        if (config.fenced() && !semaphore) {
             if (check.staleWritesAccepted() > 0) {
                 problems.add(
                         check.staleWritesAccepted() + " stale writes accepted under fencing: " + check.firstProblem());
@@ -161,7 +283,43 @@ public record TortureResult(
                 List.copyOf(leftovers),
                 List.copyOf(problems),
                 faultPhase,
-                elapsed);
+                elapsed,
+                occupancy,
+                Map.of(),
+                skipped);
+    }
+
+    /**
+     * Adds up the reports of several stores (a multi-lock's parts): counts are summed, the first
+     * problem is the first store's that has one.
+     *
+     * @param reports one per store, at least one
+     * @return the sum
+     */
+    static FencingChecker.Report combine(List<FencingChecker.Report> reports) {
+        if (reports.size() == 1) {
+            return reports.get(0);
+        }
+        long[] sum = new long[11];
+        String first = "";
+        for (FencingChecker.Report r : reports) {
+            sum[0] += r.accesses();
+            sum[1] += r.sections();
+            sum[2] += r.acceptedWrites();
+            sum[3] += r.overlaps();
+            sum[4] += r.acceptedOverlaps();
+            sum[5] += r.lostUpdates();
+            sum[6] += r.staleWritesRejected();
+            sum[7] += r.staleReadsRejected();
+            sum[8] += r.staleWritesAccepted();
+            sum[9] += r.initialValue();
+            sum[10] += r.finalValue();
+            if (first.isEmpty()) {
+                first = r.firstProblem();
+            }
+        }
+        return new FencingChecker.Report(
+                sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], sum[6], sum[7], sum[8], sum[9], sum[10], first);
     }
 
     /**
@@ -247,8 +405,32 @@ public record TortureResult(
         row(t, "stale writes rejected", check.staleWritesRejected());
         row(t, "stale reads rejected", check.staleReadsRejected());
         row(t, "stale writes accepted" + mode, check.staleWritesAccepted());
-        row(t, "lost updates" + mode, check.lostUpdates());
-        row(t, "final value short by" + mode, check.shortfall());
+        if (config.primitive() == Primitive.SEMAPHORE) {
+            t.append(String.format(Locale.ROOT, "%-42s %10s%n", "lost updates", "n/a"));
+        } else {
+            row(t, "lost updates" + mode, check.lostUpdates());
+            row(t, "final value short by" + mode, check.shortfall());
+        }
+        OccupancyStore.Report occ = occupancy;
+        if (occ != null) {
+            String occMode = config.fenced() ? "" : " (unfenced: expected)";
+            row(t, "holders entered (" + config.primitive().cliName() + ")", occ.entries());
+            row(t, "rule violations" + occMode, occ.violations());
+            row(t, "stale holders refused", occ.staleRefused());
+            row(t, "holders fenced out by newer ones", occ.fencedOut());
+            row(t, "stale holders accepted" + occMode, occ.staleAccepted());
+            row(
+                    t,
+                    config.primitive() == Primitive.SEMAPHORE ? "most permits inside" : "most readers inside",
+                    config.primitive() == Primitive.SEMAPHORE ? occ.maxPermits() : occ.maxReaders());
+            row(t, "occupancy misuses", occ.misuses());
+        }
+        if (config.checkValid()) {
+            row(t, "writes skipped (isValid() false)", skippedWrites);
+        }
+        for (Map.Entry<String, Long> e : new java.util.TreeMap<>(staleByFault).entrySet()) {
+            row(t, "stale writes accepted after " + e.getKey(), e.getValue());
+        }
         row(t, "lock-lost events (onLost)", lockLost);
         row(t, "refused while lease valid", refusedWhileValid);
         row(t, "acquire timeouts", timeouts);
@@ -280,6 +462,15 @@ public record TortureResult(
     public String json() {
         StringBuilder j = new StringBuilder("{");
         field(j, "backend", quote(backend)).append(',');
+        field(j, "primitive", quote(config.primitive().cliName())).append(',');
+        switch (config.primitive()) {
+            case READ_WRITE -> field(j, "readPercent", Integer.toString(config.readPercent()))
+                    .append(',');
+            case SEMAPHORE -> field(j, "permits", Integer.toString(config.permits()))
+                    .append(',');
+            case MULTI -> field(j, "parts", Integer.toString(config.parts())).append(',');
+            case EXCLUSIVE -> {}
+        }
         field(j, "server", quote(description)).append(',');
         field(j, "fenced", Boolean.toString(config.fenced())).append(',');
         field(j, "workers", Integer.toString(config.workers())).append(',');
@@ -329,8 +520,35 @@ public record TortureResult(
                 .append(',');
         field(j, "staleWritesAccepted", Long.toString(check.staleWritesAccepted()))
                 .append(',');
-        field(j, "lostUpdates", Long.toString(check.lostUpdates())).append(',');
-        field(j, "shortfall", Long.toString(check.shortfall())).append(',');
+        boolean defined = config.primitive() != Primitive.SEMAPHORE;
+        field(j, "lostUpdates", defined ? Long.toString(check.lostUpdates()) : "null")
+                .append(',');
+        field(j, "shortfall", defined ? Long.toString(check.shortfall()) : "null")
+                .append(',');
+        OccupancyStore.Report occ = occupancy;
+        if (occ != null) {
+            field(
+                            j,
+                            "occupancy",
+                            "{\"entries\":" + occ.entries() + ",\"violations\":" + occ.violations()
+                                    + ",\"staleRefused\":" + occ.staleRefused() + ",\"fencedOut\":"
+                                    + occ.fencedOut() + ",\"staleAccepted\":" + occ.staleAccepted()
+                                    + ",\"maxReaders\":" + occ.maxReaders() + ",\"maxPermits\":"
+                                    + occ.maxPermits() + ",\"misuses\":" + occ.misuses() + "}")
+                    .append(',');
+        }
+        if (config.checkValid()) {
+            field(j, "checkValid", "true").append(',');
+            field(j, "skippedWrites", Long.toString(skippedWrites)).append(',');
+        }
+        StringBuilder byFault = new StringBuilder("{");
+        for (Map.Entry<String, Long> e : new java.util.TreeMap<>(staleByFault).entrySet()) {
+            if (byFault.length() > 1) {
+                byFault.append(',');
+            }
+            field(byFault, e.getKey(), Long.toString(e.getValue()));
+        }
+        field(j, "staleAcceptedByFault", byFault.append('}').toString()).append(',');
         field(j, "lockLostEvents", Long.toString(lockLost)).append(',');
         field(j, "refusedWhileValid", Long.toString(refusedWhileValid)).append(',');
         field(j, "timeouts", Long.toString(timeouts)).append(',');

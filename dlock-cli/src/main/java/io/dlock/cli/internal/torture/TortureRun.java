@@ -6,6 +6,7 @@ import io.dlock.testkit.FencedStore;
 import io.dlock.testkit.FencedStoreServer;
 import io.dlock.testkit.FencingChecker;
 import io.dlock.testkit.NetworkNamespace;
+import io.dlock.testkit.OccupancyStore;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -85,6 +86,10 @@ public final class TortureRun {
     private BackendTarget target;
     private FencedStore store;
     private FencedStoreServer storeServer;
+    /** Every store's server: one, or one per part of a multi-lock (the first is {@link #storeServer}). */
+    private final List<FencedStoreServer> storeServers = new ArrayList<>();
+
+    private @Nullable OccupancyStore occupancy;
     private int nextWorker = 1;
     private long t0;
 
@@ -139,7 +144,7 @@ public final class TortureRun {
         final FaultProxy proxy;
         final ChildJvm jvm;
         final @Nullable NetworkNamespace netns;
-        final @Nullable FaultProxy storeProxy;
+        final List<FaultProxy> storeProxies;
         boolean killed;
 
         Worker(
@@ -147,12 +152,12 @@ public final class TortureRun {
                 FaultProxy proxy,
                 ChildJvm jvm,
                 @Nullable NetworkNamespace netns,
-                @Nullable FaultProxy storeProxy) {
+                List<FaultProxy> storeProxies) {
             this.name = name;
             this.proxy = proxy;
             this.jvm = jvm;
             this.netns = netns;
-            this.storeProxy = storeProxy;
+            this.storeProxies = List.copyOf(storeProxies);
         }
 
         /** Lets every packet pass again. */
@@ -165,16 +170,14 @@ public final class TortureRun {
 
         /** Closes the proxies and the namespace (the JVM is closed separately). */
         void closeNetwork() {
-            TortureRun.closeNetwork(proxy, storeProxy, netns);
+            TortureRun.closeNetwork(proxy, storeProxies, netns);
         }
     }
 
     private static void closeNetwork(
-            FaultProxy proxy, @Nullable FaultProxy storeProxy, @Nullable NetworkNamespace netns) {
+            FaultProxy proxy, List<FaultProxy> storeProxies, @Nullable NetworkNamespace netns) {
         proxy.close();
-        if (storeProxy != null) {
-            storeProxy.close();
-        }
+        storeProxies.forEach(FaultProxy::close);
         if (netns != null) {
             netns.close();
         }
@@ -229,11 +232,12 @@ public final class TortureRun {
                         "partition is not available on " + target.description() + ": leave it out of --faults");
             }
             String partitions = choosePartitions();
-            store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
-            storeServer = FencedStoreServer.start(store);
+            checkCapability();
+            startStores();
             listener.store(store);
             out.printf(
-                    "dlock torture: %s, %d workers, %s, %s, faults %s, seed %d%n",
+                    "dlock torture: %s%s, %d workers, %s, %s, faults %s, seed %d%n",
+                    primitiveDescription(),
                     target.description(),
                     config.workers(),
                     seconds(config.duration()),
@@ -279,24 +283,132 @@ public final class TortureRun {
             listener.phase("checking");
             List<String> stuck = stopWorkers();
             List<String> leftovers = awaitNoLeftovers();
-            FencingChecker.Report check = store.check();
+            List<FencingChecker.Report> checks = new ArrayList<>();
+            for (FencedStoreServer s : storeServers) {
+                checks.add(s.store().check());
+            }
+            FencingChecker.Report check = TortureResult.combine(checks);
             listener.finished(new TortureRecording(store, t0, t0 + faultPhase, List.copyOf(faults), everyoneLines()));
+            OccupancyStore occ = occupancy;
+            Map<String, Long> staleByFault = config.primitive() == Primitive.SEMAPHORE ? Map.of() : staleByFault();
             return TortureResult.of(
-                    config,
-                    target.backend(),
-                    target.description(),
-                    faults,
-                    check,
-                    everyoneLines(),
-                    stuck,
-                    leftovers,
-                    problems,
-                    Duration.ofNanos(faultPhase),
-                    Duration.ofNanos(System.nanoTime() - started),
-                    target.failoverMayGrantTwice());
+                            config,
+                            target.backend(),
+                            target.description(),
+                            faults,
+                            check,
+                            everyoneLines(),
+                            stuck,
+                            leftovers,
+                            problems,
+                            Duration.ofNanos(faultPhase),
+                            Duration.ofNanos(System.nanoTime() - started),
+                            target.failoverMayGrantTwice(),
+                            occ == null ? null : occ.report())
+                    .withStaleByFault(staleByFault);
         } finally {
             closeAll();
         }
+    }
+
+    /**
+     * Attributes every accepted stale write (a token lower than one the store had accepted) to the
+     * fault injected last before it ({@code none} before the first), over every store.
+     */
+    private Map<String, Long> staleByFault() {
+        Map<String, Long> byKind = new java.util.LinkedHashMap<>();
+        for (FencedStoreServer server : storeServers) {
+            long highest = FencedStore.NO_TOKEN;
+            for (FencedStore.Access a : server.store().accesses()) {
+                if (!a.accepted()) {
+                    continue;
+                }
+                if (a.kind() == FencedStore.Kind.WRITE && a.token() < highest) {
+                    long at = (a.nanoTime() - t0) / 1_000_000;
+                    String kind = "none";
+                    for (FaultRecord f : faults) {
+                        if (f.atMillis() <= at) {
+                            kind = f.kind().cliName();
+                        }
+                    }
+                    byKind.merge(kind, 1L, Long::sum);
+                }
+                highest = Math.max(highest, a.token());
+            }
+        }
+        return byKind;
+    }
+
+    /** A backend that lacks the primitive's capability: a usage error, not a failed run. */
+    public static final class UnsupportedPrimitive extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        UnsupportedPrimitive(String message) {
+            super(message);
+        }
+    }
+
+    /** Connects once, straight to the server, and refuses a primitive the backend cannot do. */
+    private void checkCapability() {
+        Primitive p = config.primitive();
+        if (p == Primitive.EXCLUSIVE) {
+            return;
+        }
+        InetSocketAddress address = target.serverAddress();
+        String uri =
+                target.clientUri(address.getHostString() + ":" + address.getPort(), namespace, config.sessionTimeout());
+        try (io.dlock.LockClient client = io.dlock.LockClient.connect(uri)) {
+            if (!client.capabilities().contains(p.capability())) {
+                throw new UnsupportedPrimitive(p.cliName() + " is not supported by " + target.backend()
+                        + " (its capabilities " + client.capabilities() + " lack " + p.capability() + ")");
+            }
+        }
+    }
+
+    /** The stores the primitive needs: see {@link Primitive} and {@link TortureWorker}. */
+    private void startStores() {
+        switch (config.primitive()) {
+            case EXCLUSIVE -> store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
+            case READ_WRITE -> {
+                store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
+                occupancy = config.fenced() ? OccupancyStore.fencedReadWrite() : OccupancyStore.readWrite();
+            }
+            case SEMAPHORE -> {
+                // Holders write side by side: the value store is a journal of their sections, unfenced;
+                // the occupancy store is the checker (and the fence).
+                store = FencedStore.unfenced();
+                occupancy = config.fenced()
+                        ? OccupancyStore.fencedSemaphore(config.permits())
+                        : OccupancyStore.semaphore(config.permits());
+            }
+            case MULTI -> store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
+        }
+        storeServer = FencedStoreServer.start(store, occupancy);
+        storeServers.add(storeServer);
+        for (int i = 1; i < lockNames().size(); i++) {
+            storeServers.add(FencedStoreServer.start(config.fenced() ? FencedStore.fenced() : FencedStore.unfenced()));
+        }
+    }
+
+    /** The lock names the workers take: one, or the multi-lock's parts. */
+    private List<String> lockNames() {
+        if (config.primitive() != Primitive.MULTI) {
+            return List.of(LOCK_NAME);
+        }
+        List<String> names = new ArrayList<>();
+        for (int i = 1; i <= config.parts(); i++) {
+            names.add(LOCK_NAME + "-part-" + i);
+        }
+        return names;
+    }
+
+    private String primitiveDescription() {
+        return switch (config.primitive()) {
+            case EXCLUSIVE -> "";
+            case READ_WRITE -> "read-write lock (" + config.readPercent() + "% reads) on ";
+            case SEMAPHORE -> "semaphore (" + config.permits() + " permits, 1 per holder) on ";
+            case MULTI -> "multi-lock over " + config.parts() + " names on ";
+        };
     }
 
     // ---- the schedule
@@ -699,15 +811,23 @@ public final class TortureRun {
         String name = "w" + nextWorker++;
         NetworkNamespace netns = partitionBy == Network.IPTABLES ? NetworkNamespace.create() : null;
         FaultProxy proxy;
-        FaultProxy storeProxy = null;
+        List<FaultProxy> storeProxies = new ArrayList<>();
         try {
             proxy = netns == null
                     ? FaultProxy.start(target.serverAddress())
                     : FaultProxy.start(target.serverAddress(), netns.hostAddress());
             if (netns != null) {
-                storeProxy = FaultProxy.start(
-                        new InetSocketAddress(InetAddress.getLoopbackAddress(), storeServer.port()),
-                        netns.hostAddress());
+                try {
+                    for (FencedStoreServer s : storeServers) {
+                        storeProxies.add(FaultProxy.start(
+                                new InetSocketAddress(InetAddress.getLoopbackAddress(), s.port()),
+                                netns.hostAddress()));
+                    }
+                } catch (RuntimeException e) {
+                    proxy.close();
+                    storeProxies.forEach(FaultProxy::close);
+                    throw e;
+                }
             }
         } catch (RuntimeException e) {
             if (netns != null) {
@@ -715,26 +835,36 @@ public final class TortureRun {
             }
             throw e;
         }
+        List<String> ports = new ArrayList<>();
+        if (storeProxies.isEmpty()) {
+            storeServers.forEach(s -> ports.add(Integer.toString(s.port())));
+        } else {
+            storeProxies.forEach(sp -> ports.add(Integer.toString(sp.port())));
+        }
         long maxRuntime = config.duration().toMillis() + 10 * 60_000L; // a backstop far beyond the run
         List<String> args = List.of(
                 "--uri", target.clientUri(proxy.connectString(), namespace, config.sessionTimeout()),
                 "--client", name,
                 "--store-host",
                         netns == null ? "127.0.0.1" : netns.hostAddress().getHostAddress(),
-                "--store-port", Integer.toString(storeProxy == null ? storeServer.port() : storeProxy.port()),
-                "--lock", LOCK_NAME,
+                "--store-port", String.join(",", ports),
+                "--lock", String.join(",", lockNames()),
                 "--wait-ms", Long.toString(waitMs()),
                 "--work-ms", Long.toString(config.workMs()),
-                "--max-runtime-ms", Long.toString(maxRuntime));
+                "--max-runtime-ms", Long.toString(maxRuntime),
+                "--primitive", config.primitive().cliName(),
+                "--read-percent", Integer.toString(config.readPercent()),
+                "--permits", Integer.toString(config.permits()),
+                "--check-valid", Boolean.toString(config.checkValid()));
         ChildJvm jvm;
         try {
             jvm = ChildJvm.start(
                     TortureWorker.class, args, WORKER_JVM_OPTIONS, netns == null ? List.of() : netns.commandPrefix());
         } catch (RuntimeException e) {
-            closeNetwork(proxy, storeProxy, netns);
+            closeNetwork(proxy, storeProxies, netns);
             throw e;
         }
-        Worker w = new Worker(name, proxy, jvm, netns, storeProxy);
+        Worker w = new Worker(name, proxy, jvm, netns, storeProxies);
         live.add(w);
         everyone.add(w);
         return w;
@@ -803,9 +933,7 @@ public final class TortureRun {
             }
             w.closeNetwork();
         }
-        if (storeServer != null) {
-            storeServer.close();
-        }
+        storeServers.forEach(FencedStoreServer::close);
         if (target != null) {
             target.close();
         }

@@ -1,10 +1,13 @@
 package io.dlock.cli.internal.torture;
 
 import io.dlock.DistributedLock;
+import io.dlock.DistributedReadWriteLock;
+import io.dlock.DistributedSemaphore;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.cli.internal.WorkerArgs;
 import io.dlock.testkit.FencedStoreServer;
+import io.dlock.testkit.OccupancyStore;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -12,6 +15,8 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -33,7 +38,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code --client} this worker's name, {@code --store-port} the store's port (on 127.0.0.1, or on {@code --store-host}, optional), {@code
  * --lock} the lock name, {@code --wait-ms} the longest wait for one acquisition, {@code --work-ms}
  * the time spent inside each critical section, {@code --max-runtime-ms} when to halt whatever
- * happens.
+ * happens. Optional: {@code --primitive} ({@link Primitive}: exclusive by default), {@code
+ * --read-percent} (read-write: the share of read grants), {@code --permits} (semaphore); for a
+ * multi-lock {@code --lock} and {@code --store-port} are comma-separated lists, one store per part;
+ * {@code --check-valid true} checks {@code isValid()} right before each write and skips it ({@code
+ * SKIPPED <token>}) when the lease is no longer valid.
+ *
+ * <p>Shared primitives (read-write, semaphore) enter the store's occupancy checker with their
+ * token before their work ({@code REFUSED enter} when it refuses them as stale, {@code VIOLATION}
+ * when it admitted them against the rule) and leave it after ({@code REFUSED leave} when a newer
+ * holder had fenced them out).
  *
  * <p>Standard input: {@code HOLD <ms>} makes the next critical section print {@code HOLDING
  * <token>} after its read and stay inside for that long (the controller pauses, kills or cuts off
@@ -60,11 +74,14 @@ public final class TortureWorker {
     static final String FATAL = "FATAL";
     static final String HOLD = "HOLD";
     static final String STOP = "STOP";
+    static final String VIOLATION = "VIOLATION";
+    static final String SKIPPED = "SKIPPED";
 
     private static final long ERROR_BACKOFF_MS = 50;
 
     private static volatile boolean stop;
     private static final AtomicLong holdMs = new AtomicLong();
+    private static volatile boolean checkValid;
 
     private TortureWorker() {}
 
@@ -101,27 +118,53 @@ public final class TortureWorker {
 
     private static void run(Map<String, String> o) {
         String name = required(o, "client");
+        Primitive primitive = Primitive.parse(o.getOrDefault("primitive", Primitive.EXCLUSIVE.cliName()));
         Duration wait = Duration.ofMillis(Long.parseLong(o.get("wait-ms")));
         long workMs = Long.parseLong(o.get("work-ms"));
-        long operations = 0;
-        long writes = 0;
-        long refused = 0;
-        long errors = 0;
-        try (FencedStoreServer.Client store = FencedStoreServer.Client.connect(
-                        storeHost(o), Integer.parseInt(required(o, "store-port")), name);
-                LockClient client = LockClient.connect(required(o, "uri"))) {
-            DistributedLock lock = client.lock(required(o, "lock"));
+        int readPercent = Integer.parseInt(o.getOrDefault("read-percent", "50"));
+        int permits = Integer.parseInt(o.getOrDefault("permits", "1"));
+        checkValid = Boolean.parseBoolean(o.getOrDefault("check-valid", "false"));
+        List<String> lockNames = List.of(required(o, "lock").split(","));
+        List<Integer> ports = new ArrayList<>();
+        for (String port : required(o, "store-port").split(",")) {
+            ports.add(Integer.parseInt(port));
+        }
+        if (primitive == Primitive.MULTI ? ports.size() != lockNames.size() : ports.size() != 1) {
+            throw new IllegalArgumentException("--store-port needs one port per lock name (multi) or one port");
+        }
+        Counters c = new Counters();
+        List<FencedStoreServer.Client> stores = new ArrayList<>();
+        try (LockClient client = LockClient.connect(required(o, "uri"))) {
+            for (int port : ports) {
+                stores.add(FencedStoreServer.Client.connect(storeHost(o), port, name));
+            }
+            DistributedLock exclusive = null;
+            DistributedReadWriteLock rw = null;
+            DistributedSemaphore semaphore = null;
+            switch (primitive) {
+                case EXCLUSIVE -> exclusive = client.lock(lockNames.get(0));
+                case READ_WRITE -> rw = client.readWriteLock(lockNames.get(0));
+                case SEMAPHORE -> semaphore = client.semaphore(lockNames.get(0), permits);
+                case MULTI -> exclusive = client.multiLock(lockNames);
+            }
             startStdinReader();
             emit(READY);
             while (!stop) {
+                boolean read = rw != null && ThreadLocalRandom.current().nextInt(100) < readPercent;
                 Optional<Lease> acquired;
                 try {
-                    acquired = lock.tryAcquire(wait);
+                    if (rw != null) {
+                        acquired = (read ? rw.readLock() : rw.writeLock()).tryAcquire(wait);
+                    } else if (semaphore != null) {
+                        acquired = semaphore.tryAcquire(1, wait);
+                    } else {
+                        acquired = Objects.requireNonNull(exclusive).tryAcquire(wait);
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted", e);
                 } catch (RuntimeException e) {
-                    errors++;
+                    c.errors++;
                     emit(ERROR + " acquire: " + oneLine(e));
                     sleep(ERROR_BACKOFF_MS);
                     continue;
@@ -130,37 +173,142 @@ public final class TortureWorker {
                     emit(TIMEOUT);
                     continue;
                 }
-                operations++;
+                c.operations++;
                 try (Lease lease = acquired.get()) {
                     long token = lease.fencingToken();
                     lease.onLost(e -> emit(LOST + " " + token));
-                    OptionalLong value = store.read(token);
-                    if (value.isEmpty()) {
-                        refused++;
-                        emit(REFUSED + " read " + token + " " + lease.isValid());
-                        continue;
-                    }
-                    long hold = holdMs.getAndSet(0);
-                    if (hold > 0) {
-                        emit(HOLDING + " " + token);
-                        sleep(hold);
-                    } else if (workMs > 0) {
-                        sleep(ThreadLocalRandom.current().nextLong(workMs / 2, workMs + 1));
-                    }
-                    if (store.write(token, value.getAsLong() + 1)) {
-                        writes++;
-                    } else {
-                        refused++;
-                        emit(REFUSED + " write " + token + " " + lease.isValid());
+                    switch (primitive) {
+                        case EXCLUSIVE -> readModifyWrite(stores.get(0), lease, token, workMs, c);
+                        case READ_WRITE -> shared(
+                                stores.get(0),
+                                lease,
+                                token,
+                                read ? OccupancyStore.Mode.READ : OccupancyStore.Mode.WRITE,
+                                workMs,
+                                c);
+                        case SEMAPHORE -> shared(stores.get(0), lease, token, OccupancyStore.Mode.PERMITS, workMs, c);
+                        case MULTI -> multi(client, lockNames, stores, lease, workMs, c);
                     }
                 } catch (RuntimeException e) {
-                    errors++;
+                    c.errors++;
                     emit(ERROR + " " + oneLine(e));
                     sleep(ERROR_BACKOFF_MS);
                 }
             }
+        } finally {
+            stores.forEach(FencedStoreServer.Client::close);
         }
-        emit(DONE + " " + operations + " " + writes + " " + refused + " " + errors);
+        emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
+    }
+
+    /** What one worker did, for its DONE line. */
+    private static final class Counters {
+        long operations;
+        long writes;
+        long refused;
+        long errors;
+    }
+
+    /** Reads the value with the token, works (or holds), writes it plus one; false if refused. */
+    private static boolean readModifyWrite(
+            FencedStoreServer.Client store, Lease lease, long token, long workMs, Counters c) {
+        OptionalLong value = store.read(token);
+        if (value.isEmpty()) {
+            c.refused++;
+            emit(REFUSED + " read " + token + " " + lease.isValid());
+            return false;
+        }
+        work(token, workMs);
+        if (checkValid && !lease.isValid()) {
+            emit(SKIPPED + " " + token);
+            return false;
+        }
+        if (store.write(token, value.getAsLong() + 1)) {
+            c.writes++;
+            return true;
+        }
+        c.refused++;
+        emit(REFUSED + " write " + token + " " + lease.isValid());
+        return false;
+    }
+
+    private static void work(long token, long workMs) {
+        long hold = holdMs.getAndSet(0);
+        if (hold > 0) {
+            emit(HOLDING + " " + token);
+            sleep(hold);
+        } else if (workMs > 0) {
+            sleep(ThreadLocalRandom.current().nextLong(workMs / 2, workMs + 1));
+        }
+    }
+
+    /**
+     * A shared primitive's critical section: enter the occupancy store, then a writer
+     * read-modify-writes the fenced value, a reader only works, a semaphore holder read-modify-writes
+     * the (unfenced) journal so the run sees its sections; then leave.
+     */
+    private static void shared(
+            FencedStoreServer.Client store,
+            Lease lease,
+            long token,
+            OccupancyStore.Mode mode,
+            long workMs,
+            Counters c) {
+        OccupancyStore.Admission admission = store.enter(token, mode, 1);
+        if (admission == OccupancyStore.Admission.STALE) {
+            c.refused++;
+            emit(REFUSED + " enter " + token + " " + lease.isValid());
+            return;
+        }
+        if (admission != OccupancyStore.Admission.ADMITTED) {
+            emit(VIOLATION + " " + mode + " " + token + " " + admission);
+        }
+        if (mode == OccupancyStore.Mode.READ) {
+            work(token, workMs);
+            c.writes++;
+        } else if (!readModifyWrite(store, lease, token, workMs, c)) {
+            store.leave(token);
+            return;
+        }
+        if (store.leave(token) == OccupancyStore.Exit.STALE) {
+            c.refused++;
+            emit(REFUSED + " leave " + token + " " + lease.isValid());
+        }
+    }
+
+    /**
+     * A multi-lock's critical section: each part's token comes from re-entering that part on this
+     * thread (a re-entry shares the multi-lease's grant of the part; the API gives the multi-lease
+     * only the highest token), then each part's store is read-modified-written with its own token.
+     */
+    private static void multi(
+            LockClient client,
+            List<String> names,
+            List<FencedStoreServer.Client> stores,
+            Lease lease,
+            long workMs,
+            Counters c) {
+        long[] tokens = new long[names.size()];
+        for (int i = 0; i < names.size(); i++) {
+            Optional<Lease> part;
+            try {
+                part = client.lock(names.get(i)).tryAcquire(Duration.ZERO);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+            if (part.isEmpty()) {
+                throw new IllegalStateException("part " + names.get(i) + " of the multi-lock is no longer held");
+            }
+            try (Lease p = part.get()) {
+                tokens[i] = p.fencingToken();
+            }
+        }
+        for (int i = 0; i < names.size(); i++) {
+            if (!readModifyWrite(stores.get(i), lease, tokens[i], i == 0 ? workMs : 0, c)) {
+                return;
+            }
+        }
     }
 
     private static void startStdinReader() {
@@ -226,7 +374,25 @@ public final class TortureWorker {
                 throw new IllegalArgumentException("--" + required + " is required");
             }
         }
-        for (String number : new String[] {"store-port", "wait-ms", "work-ms", "max-runtime-ms"}) {
+        String storePorts = required(values, "store-port");
+        for (String port : storePorts.split(",", -1)) {
+            try {
+                if (Integer.parseInt(port) < 0) {
+                    throw new NumberFormatException();
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(
+                        "--store-port must be ports >= 0, comma-separated, got '" + storePorts + "'");
+            }
+        }
+        String primitive = values.get("primitive");
+        if (primitive != null) {
+            Primitive.parse(primitive);
+        }
+        for (String number : new String[] {"wait-ms", "work-ms", "max-runtime-ms", "read-percent", "permits"}) {
+            if (!values.containsKey(number)) {
+                continue;
+            }
             try {
                 if (Long.parseLong(values.get(number)) < 0) {
                     throw new NumberFormatException();

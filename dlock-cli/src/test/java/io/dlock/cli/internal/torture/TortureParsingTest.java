@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.dlock.testkit.FencedStore;
+import io.dlock.testkit.FencingChecker;
+import io.dlock.testkit.OccupancyStore;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
@@ -68,7 +70,7 @@ class TortureParsingTest {
                     "1"
                 }))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("--store-port must be a number >= 0");
+                .hasMessageContaining("--store-port must be ports >= 0");
         assertThatThrownBy(() -> TortureWorker.parse(new String[] {"--uri"}))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("pairs");
@@ -206,6 +208,121 @@ class TortureParsingTest {
                         Duration.ofSeconds(1)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("downtime must be a range");
+    }
+
+    @Test
+    void verdict_sharedPrimitive_violationFails_semaphoreRefusalOfAValidLeaseOnlyCounted() {
+        FencedStore values = FencedStore.fenced();
+        values.read("w1", 1);
+        values.write("w1", 1, 1);
+        OccupancyStore rw = OccupancyStore.fencedReadWrite();
+        rw.admit("w1", 3, OccupancyStore.Mode.WRITE, 1);
+        rw.admit("w2", 3, OccupancyStore.Mode.WRITE, 1); // one token, two clients: fencing cannot help
+        TortureConfig rwConfig = config(true).with(Primitive.READ_WRITE, 50, 2, 3);
+        TortureResult broken = TortureResult.of(
+                rwConfig,
+                "zookeeper",
+                "test",
+                List.of(),
+                values.check(),
+                Map.of("w2", List.of("READY", "VIOLATION WRITE 3 VIOLATION")),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2),
+                false,
+                rw.report());
+        assertThat(broken.passed()).isFalse();
+        assertThat(broken.problems())
+                .anyMatch(p -> p.contains("1 read-write rule violations under fencing"))
+                .anyMatch(p -> p.contains("the occupancy store admitted w2"));
+        assertThat(broken.json()).contains("\"primitive\":\"read-write\"", "\"readPercent\":50", "\"violations\":1");
+        assertThat(broken.table()).contains("holders entered (read-write)", "rule violations");
+
+        OccupancyStore sem = OccupancyStore.fencedSemaphore(1);
+        sem.admit("w1", 1, OccupancyStore.Mode.PERMITS, 1);
+        sem.admit("w2", 2, OccupancyStore.Mode.PERMITS, 1);
+        sem.exit("w1", 1);
+        sem.exit("w2", 2);
+        FencedStore journal = FencedStore.unfenced();
+        journal.write("w1", 1, 1);
+        journal.write("w2", 2, 1);
+        TortureResult semaphore = TortureResult.of(
+                config(true).with(Primitive.SEMAPHORE, 50, 1, 3),
+                "redis",
+                "test",
+                List.of(),
+                journal.check(),
+                Map.of("w1", List.of("READY", "REFUSED leave 1 true")),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2),
+                false,
+                sem.report());
+        assertThat(semaphore.passed()).as("%s", semaphore.problems()).isTrue();
+        assertThat(semaphore.refusedWhileValid()).isEqualTo(1);
+        assertThat(semaphore.check().staleWritesRejected()).isEqualTo(1);
+        assertThat(semaphore.json())
+                .contains("\"permits\":1", "\"lostUpdates\":null", "\"fencedOut\":1", "\"staleRefused\":1");
+        assertThat(semaphore.table()).contains("most permits inside").contains("n/a");
+    }
+
+    @Test
+    void observeMode_skippedWritesAndStaleWritesByFault_reported() {
+        FencedStore unfenced = FencedStore.unfenced();
+        unfenced.read("next", 2);
+        unfenced.write("next", 2, 1);
+        unfenced.write("paused", 1, 1);
+        TortureResult r = TortureResult.of(
+                        config(false).withCheckValid(true),
+                        "zookeeper",
+                        "test",
+                        List.of(),
+                        unfenced.check(),
+                        Map.of("w1", List.of("READY", "SKIPPED 1", "SKIPPED 3")),
+                        List.of(),
+                        List.of(),
+                        List.of(),
+                        Duration.ofSeconds(1),
+                        Duration.ofSeconds(2))
+                .withStaleByFault(Map.of("pause", 1L));
+        assertThat(r.passed()).as("%s", r.problems()).isTrue();
+        assertThat(r.skippedWrites()).isEqualTo(2);
+        assertThat(r.json())
+                .contains("\"checkValid\":true", "\"skippedWrites\":2", "\"staleAcceptedByFault\":{\"pause\":1}");
+        assertThat(r.table()).contains("writes skipped (isValid() false)", "stale writes accepted after pause");
+    }
+
+    @Test
+    void combine_multiLockParts_summed() {
+        FencedStore a = FencedStore.fenced();
+        a.read("w1", 2);
+        a.write("w1", 2, 1);
+        a.read("w0", 1); // stale: refused
+        FencedStore b = FencedStore.fenced();
+        b.read("w1", 4);
+        b.write("w1", 4, 1);
+        FencingChecker.Report sum = TortureResult.combine(List.of(a.check(), b.check()));
+        assertThat(sum.acceptedWrites()).isEqualTo(2);
+        assertThat(sum.staleReadsRejected()).isEqualTo(1);
+        assertThat(sum.finalValue()).isEqualTo(2);
+        assertThat(sum.shortfall()).isZero();
+    }
+
+    @Test
+    void primitive_parse_knownNamesAndAClearError() {
+        assertThat(Primitive.parse(" Read-Write ")).isEqualTo(Primitive.READ_WRITE);
+        assertThat(Primitive.parse("multi").capability()).isEqualTo(io.dlock.Capability.MULTI_LOCK);
+        assertThatThrownBy(() -> Primitive.parse("mutex"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("must be exclusive, read-write, semaphore or multi, was 'mutex'");
+        assertThatThrownBy(() -> config(true).with(Primitive.READ_WRITE, 101, 1, 3))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> config(true).with(Primitive.MULTI, 50, 1, 9))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
