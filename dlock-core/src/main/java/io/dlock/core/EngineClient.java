@@ -98,8 +98,14 @@ final class EngineClient implements LockClient {
     private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
     private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
     private final AtomicLong suspension = new AtomicLong();
-    /** Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. */
-    private final String idPrefix = java.util.UUID.randomUUID().toString();
+    /**
+     * Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. The
+     * prefix is 16 lower-case hex digits (64 random bits), not a whole UUID: the id is kept by every
+     * acquisition and is part of every backend's entry key (a znode name, a Redis key), so its length
+     * is paid twice per held lock (W4). The alphabet stays a UUID's ({@code [0-9a-f-]}), which every
+     * backend's key syntax and Curator's node names accept; the id has exactly one {@code '-'}.
+     */
+    private final String idPrefix = randomIdPrefix();
 
     private final AtomicLong ids = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
@@ -302,6 +308,13 @@ final class EngineClient implements LockClient {
 
     String nextAcquisitionId() {
         return idPrefix + "-" + ids.incrementAndGet();
+    }
+
+    private static String randomIdPrefix() {
+        java.util.UUID u = java.util.UUID.randomUUID(); // SecureRandom, once per client
+        // The version and variant bits are fixed: mix the halves so that all 64 bits vary.
+        String hex = Long.toHexString(u.getMostSignificantBits() ^ Long.rotateLeft(u.getLeastSignificantBits(), 32));
+        return "0".repeat(16 - hex.length()) + hex;
     }
 
     boolean isOpen() {
