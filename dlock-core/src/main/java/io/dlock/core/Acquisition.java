@@ -108,8 +108,14 @@ final class Acquisition {
         }
     }
 
-    /** Completes with this acquisition when granted, or exceptionally once the entry is withdrawn. */
-    final CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
+    /**
+     * Completes with this acquisition when granted, or exceptionally once the entry is withdrawn.
+     * Dropped (set to null) once it completed with the grant, so that a held lock does not keep a
+     * finished future (W4); {@link #outcome()} then answers with a completed one. Dependents are
+     * attached before the acquisition starts, so none is lost; the null is written after the
+     * completion (both volatile), so a reader that sees null knows the grant happened before.
+     */
+    private volatile @Nullable CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
 
     private volatile @Nullable QueueEntry entry;
     private volatile @Nullable Grant grant;
@@ -276,7 +282,7 @@ final class Acquisition {
         holds = 1;
         if (transition(LockState.QUEUED, LockState.HELD)) {
             client.onGranted(this);
-            outcome.complete(this);
+            granted();
             return true;
         }
         holds = 0;
@@ -287,6 +293,20 @@ final class Acquisition {
 
     long fencingToken() {
         return fencingToken;
+    }
+
+    /** The outcome: the pending future, or once granted, a completed one (see {@link #outcome}). */
+    CompletableFuture<Acquisition> outcome() {
+        CompletableFuture<Acquisition> o = outcome;
+        return o != null ? o : CompletableFuture.completedFuture(this);
+    }
+
+    /** Completes the outcome with the grant and drops it; kept if it had failed already. */
+    private void granted() {
+        CompletableFuture<Acquisition> o = outcome;
+        if (o != null && o.complete(this)) {
+            outcome = null;
+        }
     }
 
     /** Claims the single renewal slot; false if a renewal is already in flight. */
@@ -366,7 +386,7 @@ final class Acquisition {
             if (transition(LockState.QUEUED, LockState.HELD)) {
                 cancelTimer();
                 client.onGranted(this);
-                outcome.complete(this);
+                granted();
             } else {
                 holds = 0;
                 withdraw();
@@ -495,7 +515,7 @@ final class Acquisition {
      */
     private void cleanupUnknownEntry() {
         lookUpAndRemove(0);
-        if (!outcome.isDone()) {
+        if (!outcome().isDone()) {
             try {
                 // finishCancelled, not only the caller's answer: the next local waiter goes to the
                 // backend now (behind the unknown entry, if it exists, until the lookup removes it).
@@ -563,9 +583,9 @@ final class Acquisition {
             cancelFrom(LockState.IDLE, closed);
         }
         cancelTimer();
-        if (!outcome.isDone()) {
+        if (!outcome().isDone()) {
             Throwable cause = cancelCause;
-            outcome.completeExceptionally(cause != null ? cause : closed);
+            outcome().completeExceptionally(cause != null ? cause : closed);
         }
     }
 
@@ -588,7 +608,7 @@ final class Acquisition {
 
     private void completeCancelled() {
         Throwable cause = cancelCause;
-        outcome.completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
+        outcome().completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
     }
 
     /** Adds a nested hold; false if the grant is no longer valid (caller starts a fresh acquisition). */
@@ -762,7 +782,7 @@ final class Acquisition {
         try {
             while (true) {
                 try {
-                    return outcome.get();
+                    return outcome().get();
                 } catch (InterruptedException e) {
                     if (interruptible) {
                         abandon(new java.util.concurrent.CancellationException("interrupted"));
@@ -791,7 +811,7 @@ final class Acquisition {
         long end = System.nanoTime() + bound;
         while (true) {
             try {
-                outcome.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+                outcome().get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
                 // The grant won the race: give it back.
                 release().get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
                 break;

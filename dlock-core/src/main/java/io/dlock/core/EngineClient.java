@@ -246,7 +246,7 @@ final class EngineClient implements LockClient {
             } else {
                 a.cancel(new IllegalStateException(backendName + " client closed"));
                 // A grant that landed after the state check is released once it has settled.
-                pending.add(a.outcome
+                pending.add(a.outcome()
                         .handle((x, e) -> x)
                         .thenCompose(x -> x != null ? x.release() : CompletableFuture.<Void>completedFuture(null)));
             }
@@ -354,14 +354,14 @@ final class EngineClient implements LockClient {
         if (metrics.timesAcquisitions()) {
             long start = ticker.read();
             @Nullable Object started = metrics.acquireStarted(a);
-            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome().whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
                 metrics.acquireEnded(a, ticker.read() - start, e, started);
             });
         } else {
-            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome().whenComplete((x, e) -> {
                 if (e != null) {
                     live.remove(a);
                 }
