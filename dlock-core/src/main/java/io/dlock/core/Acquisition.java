@@ -118,7 +118,14 @@ final class Acquisition {
     private volatile @Nullable CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
 
     private volatile @Nullable QueueEntry entry;
-    private volatile @Nullable Grant grant;
+    /**
+     * The backend grant's token and validity, kept as fields rather than the {@link Grant} record
+     * (one object less per held lock, W4). Written before the move to HELD (a volatile CAS), so a
+     * thread that sees HELD or a later state sees them; the validity moves on with each renewal.
+     */
+    private volatile long backendToken;
+
+    private volatile long validUntilNanos;
     private volatile @Nullable Throwable cancelCause;
     private volatile @Nullable LockLostException lostCause;
     private volatile @Nullable ScheduledFuture<?> timer;
@@ -175,20 +182,29 @@ final class Acquisition {
         return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(wait, "wait"));
     }
 
-    /** The grant of an acquisition that was granted (HELD and every state after it keep it). */
+    /**
+     * The grant of an acquisition that was granted (HELD and every state after it keep it), made
+     * afresh from the entry, the backend's token and the validity (for a renewal, and tests).
+     */
     Grant grant() {
-        Grant g = grant;
-        if (g == null) {
-            throw new IllegalStateException("lock '" + name + "' was not granted (" + state + ")");
+        return new Grant(entry(), backendToken, validUntilNanos());
+    }
+
+    /** The validity of the grant of an acquisition that was granted (see {@link #grant()}). */
+    long validUntilNanos() {
+        LockState s = state;
+        if (s == LockState.IDLE || s == LockState.QUEUED || s == LockState.CANCELLED) {
+            throw new IllegalStateException("lock '" + name + "' was not granted (" + s + ")");
         }
-        return g;
+        return validUntilNanos;
     }
 
     /** Takes a renewed grant (sent at {@code sentAt}) if still held and it extends the validity. */
     void renewed(Grant renewed, long sentAt) {
-        Grant current = grant;
-        if (current != null && state == LockState.HELD && renewed.validUntilNanos() - current.validUntilNanos() > 0) {
-            grant = renewed;
+        // One renewal at a time (startRenewal), so this read-then-write races with no other writer.
+        if (state == LockState.HELD && renewed.validUntilNanos() - validUntilNanos > 0) {
+            backendToken = renewed.fencingToken();
+            validUntilNanos = renewed.validUntilNanos();
             renewedAt = sentAt;
         }
     }
@@ -275,7 +291,8 @@ final class Acquisition {
     boolean takeOver(Acquisition from) {
         cancelTimer();
         entry = from.entry;
-        grant = from.grant;
+        backendToken = from.backendToken;
+        validUntilNanos = from.validUntilNanos;
         fencingToken = from.fencingToken + 1;
         localSeq = from.localSeq + 1;
         renewedAt = from.renewedAt;
@@ -379,7 +396,8 @@ final class Acquisition {
         }
         Grant g = position.grant();
         if (g != null) {
-            grant = g;
+            backendToken = g.fencingToken();
+            validUntilNanos = g.validUntilNanos();
             fencingToken = tokenOf(g);
             localSeq = 0;
             holds = 1;
@@ -706,7 +724,7 @@ final class Acquisition {
         if (!isValid()) {
             return false;
         }
-        long until = grant().validUntilNanos();
+        long until = validUntilNanos;
         return until == Long.MAX_VALUE || until - client.ticker.read() > client.renewer.lossThresholdNanos();
     }
 
@@ -765,11 +783,10 @@ final class Acquisition {
 
     boolean isValid() {
         client.stallDetector.check();
-        Grant g = grant;
-        if (state != LockState.HELD || g == null) {
+        if (state != LockState.HELD) {
             return false;
         }
-        long until = g.validUntilNanos();
+        long until = validUntilNanos;
         return until == Long.MAX_VALUE || until - client.ticker.read() > 0;
     }
 

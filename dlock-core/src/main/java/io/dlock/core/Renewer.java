@@ -49,7 +49,7 @@ final class Renewer {
 
     /** Watches a grant with a finite validity until it ends. Never blocks. */
     void track(Acquisition a) {
-        if (a.grant().validUntilNanos() == Long.MAX_VALUE) {
+        if (a.validUntilNanos() == Long.MAX_VALUE) {
             return;
         }
         if (a.localSeq == 0) { // a local hand-off keeps the renewal time of the grant it took over
@@ -87,8 +87,7 @@ final class Renewer {
                     it.remove();
                     continue;
                 }
-                Grant g = a.grant();
-                if (g.validUntilNanos() - now < lossThresholdNanos()) {
+                if (a.validUntilNanos() - now < lossThresholdNanos()) {
                     it.remove();
                     a.lose(
                             LockMetrics.LossCause.EXPIRED,
@@ -97,7 +96,7 @@ final class Renewer {
                                     : "the lease ran out (renewal is off)",
                             a.lastRenewalFailure);
                 } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
-                    renew(a, g, now);
+                    renew(a, a.grant(), now);
                 }
             }
         } catch (RuntimeException e) {
