@@ -80,6 +80,9 @@ final class Acquisition {
     private volatile boolean renewing;
 
     private volatile int localPhase;
+
+    /** {@link Registry} flags; written only inside the registry's compute for this name. */
+    volatile int registered;
     /** Created on the first {@code onLost} registration. */
     private volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
 
