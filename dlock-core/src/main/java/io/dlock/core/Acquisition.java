@@ -403,6 +403,9 @@ final class Acquisition {
             validUntilNanos = g.validUntilNanos();
             fencingToken = tokenOf(g);
             localSeq = 0;
+            // Before the move to HELD: the renewer's tick sees every HELD acquisition (a local
+            // hand-off copies the renewal time of the grant it takes over instead).
+            renewedAt = client.ticker.read();
             holds = 1;
             if (transition(LockState.QUEUED, LockState.HELD)) {
                 cancelTimer();

@@ -93,7 +93,7 @@ final class EngineClient implements LockClient {
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
     /** Live acquisitions and thread holds, one map node per lock name (see {@link Registry}). */
-    private final Registry registry = new Registry();
+    final Registry registry = new Registry();
 
     private final AtomicLong suspension = new AtomicLong();
     /**
@@ -377,12 +377,10 @@ final class EngineClient implements LockClient {
     /** A lost grant stays registered to its thread until its holds are closed (see Acquisition). */
     void onLost(Acquisition a) {
         registry.remove(a, Registry.LIVE);
-        renewer.untrack(a);
     }
 
     void onEnded(Acquisition a) {
         registry.remove(a, Registry.LIVE | Registry.HOLD);
-        renewer.untrack(a);
     }
 
     ScheduledFuture<?> schedule(Runnable task, long delayNanos) {

@@ -113,6 +113,23 @@ final class Registry {
         return n;
     }
 
+    /** Runs {@code action} on each live acquisition; reads them all, copies nothing. */
+    void forEachLive(java.util.function.Consumer<Acquisition> action) {
+        for (Object v : byName.values()) {
+            if (v instanceof Acquisition a) {
+                if ((a.registered & LIVE) != 0) {
+                    action.accept(a);
+                }
+            } else if (v instanceof Acquisition[] all) {
+                for (Acquisition a : all) {
+                    if ((a.registered & LIVE) != 0) {
+                        action.accept(a);
+                    }
+                }
+            }
+        }
+    }
+
     int liveCount() {
         return liveCount.get();
     }
