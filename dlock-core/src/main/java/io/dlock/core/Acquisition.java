@@ -148,7 +148,10 @@ final class Acquisition {
     static final int LOCAL_HANDED = 2;
     static final int LOCAL_PROMOTED = 3;
     static final int LOCAL_CANCELLED = 4;
-    /** The local queue this acquisition went through; null when local queueing is off or not used. */
+    /**
+     * The local queue this acquisition waited in; null when it never waited locally (a carrier finds
+     * its queue by name).
+     */
     volatile LocalQueues.@Nullable Queue localQueue;
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
@@ -692,7 +695,10 @@ final class Acquisition {
 
     /** Releases the grant regardless of the hold count (client close, abandoned grant). */
     CompletableFuture<Void> release() {
-        boolean mayHandOff = localQueue != null && client.isOpen() && grantOutlastsHandOff();
+        boolean mayHandOff = mode == LockMode.EXCLUSIVE
+                && client.options.localQueueing()
+                && client.isOpen()
+                && grantOutlastsHandOff();
         if (!transition(LockState.HELD, LockState.RELEASING)) {
             CompletableFuture<Void> r = released;
             return r != null ? r : CompletableFuture.completedFuture(null);
