@@ -80,6 +80,9 @@ final class Acquisition {
     private volatile boolean renewing;
 
     private volatile int localPhase;
+
+    /** {@link Registry} flags; written only inside the registry's compute for this name. */
+    volatile int registered;
     /** Created on the first {@code onLost} registration. */
     private volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
 
@@ -108,11 +111,24 @@ final class Acquisition {
         }
     }
 
-    /** Completes with this acquisition when granted, or exceptionally once the entry is withdrawn. */
-    final CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
+    /**
+     * Completes with this acquisition when granted, or exceptionally once the entry is withdrawn.
+     * Dropped (set to null) once it completed with the grant, so that a held lock does not keep a
+     * finished future (W4); {@link #outcome()} then answers with a completed one. Dependents are
+     * attached before the acquisition starts, so none is lost; the null is written after the
+     * completion (both volatile), so a reader that sees null knows the grant happened before.
+     */
+    private volatile @Nullable CompletableFuture<Acquisition> outcome = new CompletableFuture<>();
 
     private volatile @Nullable QueueEntry entry;
-    private volatile @Nullable Grant grant;
+    /**
+     * The backend grant's token and validity, kept as fields rather than the {@link Grant} record
+     * (one object less per held lock, W4). Written before the move to HELD (a volatile CAS), so a
+     * thread that sees HELD or a later state sees them; the validity moves on with each renewal.
+     */
+    private volatile long backendToken;
+
+    private volatile long validUntilNanos;
     private volatile @Nullable Throwable cancelCause;
     private volatile @Nullable LockLostException lostCause;
     private volatile @Nullable ScheduledFuture<?> timer;
@@ -132,7 +148,10 @@ final class Acquisition {
     static final int LOCAL_HANDED = 2;
     static final int LOCAL_PROMOTED = 3;
     static final int LOCAL_CANCELLED = 4;
-    /** The local queue this acquisition went through; null when local queueing is off or not used. */
+    /**
+     * The local queue this acquisition waited in; null when it never waited locally (a carrier finds
+     * its queue by name).
+     */
     volatile LocalQueues.@Nullable Queue localQueue;
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
@@ -169,20 +188,29 @@ final class Acquisition {
         return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(wait, "wait"));
     }
 
-    /** The grant of an acquisition that was granted (HELD and every state after it keep it). */
+    /**
+     * The grant of an acquisition that was granted (HELD and every state after it keep it), made
+     * afresh from the entry, the backend's token and the validity (for a renewal, and tests).
+     */
     Grant grant() {
-        Grant g = grant;
-        if (g == null) {
-            throw new IllegalStateException("lock '" + name + "' was not granted (" + state + ")");
+        return new Grant(entry(), backendToken, validUntilNanos());
+    }
+
+    /** The validity of the grant of an acquisition that was granted (see {@link #grant()}). */
+    long validUntilNanos() {
+        LockState s = state;
+        if (s == LockState.IDLE || s == LockState.QUEUED || s == LockState.CANCELLED) {
+            throw new IllegalStateException("lock '" + name + "' was not granted (" + s + ")");
         }
-        return g;
+        return validUntilNanos;
     }
 
     /** Takes a renewed grant (sent at {@code sentAt}) if still held and it extends the validity. */
     void renewed(Grant renewed, long sentAt) {
-        Grant current = grant;
-        if (current != null && state == LockState.HELD && renewed.validUntilNanos() - current.validUntilNanos() > 0) {
-            grant = renewed;
+        // One renewal at a time (startRenewal), so this read-then-write races with no other writer.
+        if (state == LockState.HELD && renewed.validUntilNanos() - validUntilNanos > 0) {
+            backendToken = renewed.fencingToken();
+            validUntilNanos = renewed.validUntilNanos();
             renewedAt = sentAt;
         }
     }
@@ -269,14 +297,15 @@ final class Acquisition {
     boolean takeOver(Acquisition from) {
         cancelTimer();
         entry = from.entry;
-        grant = from.grant;
+        backendToken = from.backendToken;
+        validUntilNanos = from.validUntilNanos;
         fencingToken = from.fencingToken + 1;
         localSeq = from.localSeq + 1;
         renewedAt = from.renewedAt;
         holds = 1;
         if (transition(LockState.QUEUED, LockState.HELD)) {
             client.onGranted(this);
-            outcome.complete(this);
+            granted();
             return true;
         }
         holds = 0;
@@ -287,6 +316,20 @@ final class Acquisition {
 
     long fencingToken() {
         return fencingToken;
+    }
+
+    /** The outcome: the pending future, or once granted, a completed one (see {@link #outcome}). */
+    CompletableFuture<Acquisition> outcome() {
+        CompletableFuture<Acquisition> o = outcome;
+        return o != null ? o : CompletableFuture.completedFuture(this);
+    }
+
+    /** Completes the outcome with the grant and drops it; kept if it had failed already. */
+    private void granted() {
+        CompletableFuture<Acquisition> o = outcome;
+        if (o != null && o.complete(this)) {
+            outcome = null;
+        }
     }
 
     /** Claims the single renewal slot; false if a renewal is already in flight. */
@@ -359,14 +402,18 @@ final class Acquisition {
         }
         Grant g = position.grant();
         if (g != null) {
-            grant = g;
+            backendToken = g.fencingToken();
+            validUntilNanos = g.validUntilNanos();
             fencingToken = tokenOf(g);
             localSeq = 0;
+            // Before the move to HELD: the renewer's tick sees every HELD acquisition (a local
+            // hand-off copies the renewal time of the grant it takes over instead).
+            renewedAt = client.ticker.read();
             holds = 1;
             if (transition(LockState.QUEUED, LockState.HELD)) {
                 cancelTimer();
                 client.onGranted(this);
-                outcome.complete(this);
+                granted();
             } else {
                 holds = 0;
                 withdraw();
@@ -495,7 +542,7 @@ final class Acquisition {
      */
     private void cleanupUnknownEntry() {
         lookUpAndRemove(0);
-        if (!outcome.isDone()) {
+        if (!outcome().isDone()) {
             try {
                 // finishCancelled, not only the caller's answer: the next local waiter goes to the
                 // backend now (behind the unknown entry, if it exists, until the lookup removes it).
@@ -563,9 +610,9 @@ final class Acquisition {
             cancelFrom(LockState.IDLE, closed);
         }
         cancelTimer();
-        if (!outcome.isDone()) {
+        if (!outcome().isDone()) {
             Throwable cause = cancelCause;
-            outcome.completeExceptionally(cause != null ? cause : closed);
+            outcome().completeExceptionally(cause != null ? cause : closed);
         }
     }
 
@@ -590,7 +637,7 @@ final class Acquisition {
 
     private void completeCancelled() {
         Throwable cause = cancelCause;
-        outcome.completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
+        outcome().completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
     }
 
     /** Adds a nested hold; false if the grant is no longer valid (caller starts a fresh acquisition). */
@@ -650,7 +697,10 @@ final class Acquisition {
 
     /** Releases the grant regardless of the hold count (client close, abandoned grant). */
     CompletableFuture<Void> release() {
-        boolean mayHandOff = localQueue != null && client.isOpen() && grantOutlastsHandOff();
+        boolean mayHandOff = mode == LockMode.EXCLUSIVE
+                && client.options.localQueueing()
+                && client.isOpen()
+                && grantOutlastsHandOff();
         if (!transition(LockState.HELD, LockState.RELEASING)) {
             CompletableFuture<Void> r = released;
             return r != null ? r : CompletableFuture.completedFuture(null);
@@ -688,7 +738,7 @@ final class Acquisition {
         if (!isValid()) {
             return false;
         }
-        long until = grant().validUntilNanos();
+        long until = validUntilNanos;
         return until == Long.MAX_VALUE || until - client.ticker.read() > client.renewer.lossThresholdNanos();
     }
 
@@ -747,11 +797,10 @@ final class Acquisition {
 
     boolean isValid() {
         client.stallDetector.check();
-        Grant g = grant;
-        if (state != LockState.HELD || g == null) {
+        if (state != LockState.HELD) {
             return false;
         }
-        long until = g.validUntilNanos();
+        long until = validUntilNanos;
         return until == Long.MAX_VALUE || until - client.ticker.read() > 0;
     }
 
@@ -764,7 +813,7 @@ final class Acquisition {
         try {
             while (true) {
                 try {
-                    return outcome.get();
+                    return outcome().get();
                 } catch (InterruptedException e) {
                     if (interruptible) {
                         abandon(new java.util.concurrent.CancellationException("interrupted"));
@@ -793,7 +842,7 @@ final class Acquisition {
         long end = System.nanoTime() + bound;
         while (true) {
             try {
-                outcome.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+                outcome().get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
                 // The grant won the race: give it back.
                 release().get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
                 break;

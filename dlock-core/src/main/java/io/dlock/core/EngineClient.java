@@ -25,7 +25,6 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
@@ -50,9 +49,9 @@ import org.slf4j.LoggerFactory;
  * the timer thread; backend replies arrive on the backend client's threads and only complete
  * futures.
  *
- * <p>Concurrency: the lifecycle ({@link Lifecycle}) moves by CAS. Thread holds and the set of live
- * acquisitions are concurrent maps; an acquisition adds itself when granted and removes itself when
- * it ends. Connection events arrive in order on the backend's event thread; the suspension timer
+ * <p>Concurrency: the lifecycle ({@link Lifecycle}) moves by CAS. Thread holds and live
+ * acquisitions are kept in one concurrent map by lock name ({@link Registry}); an acquisition adds
+ * itself when created (and its hold when granted) and removes itself when it ends. Connection events arrive in order on the backend's event thread; the suspension timer
  * runs on the client's timer thread and acts only if its suspension epoch is still current.
  *
  * <p>Failure: SUSPENDED longer than the backend's {@link LockBackend#maxSuspension()} or LOST
@@ -74,8 +73,6 @@ final class EngineClient implements LockClient {
         CLOSED
     }
 
-    private record HoldKey(String name, LockMode mode, Thread thread) {}
-
     final LockBackend backend;
     final LockProtocol protocol;
     final LockOptions options;
@@ -95,11 +92,18 @@ final class EngineClient implements LockClient {
     final LockMetrics metrics;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
-    private final ConcurrentHashMap<HoldKey, Acquisition> threadHolds = new ConcurrentHashMap<>();
-    private final Set<Acquisition> live = ConcurrentHashMap.newKeySet();
+    /** Live acquisitions and thread holds, one map node per lock name (see {@link Registry}). */
+    final Registry registry = new Registry();
+
     private final AtomicLong suspension = new AtomicLong();
-    /** Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. */
-    private final String idPrefix = java.util.UUID.randomUUID().toString();
+    /**
+     * Acquisition ids: one random prefix per client and a counter, not a SecureRandom UUID each. The
+     * prefix is 16 lower-case hex digits (64 random bits), not a whole UUID: the id is kept by every
+     * acquisition and is part of every backend's entry key (a znode name, a Redis key), so its length
+     * is paid twice per held lock (W4). The alphabet stays a UUID's ({@code [0-9a-f-]}), which every
+     * backend's key syntax and Curator's node names accept; the id has exactly one {@code '-'}.
+     */
+    private final String idPrefix = randomIdPrefix();
 
     private final AtomicLong ids = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean suspended = new java.util.concurrent.atomic.AtomicBoolean();
@@ -232,15 +236,15 @@ final class EngineClient implements LockClient {
         if (!lifecycle.compareAndSet(Lifecycle.OPEN, Lifecycle.CLOSING)) {
             return;
         }
-        log.debug("[client={}] closing: {} live acquisitions", backendName, live.size());
+        log.debug("[client={}] closing: {} live acquisitions", backendName, registry.liveCount());
         List<CompletableFuture<?>> pending = new ArrayList<>();
-        for (Acquisition a : new ArrayList<>(live)) {
+        for (Acquisition a : registry.live()) {
             if (a.state() == LockState.HELD) {
                 pending.add(a.release());
             } else {
                 a.cancel(new IllegalStateException(backendName + " client closed"));
                 // A grant that landed after the state check is released once it has settled.
-                pending.add(a.outcome
+                pending.add(a.outcome()
                         .handle((x, e) -> x)
                         .thenCompose(x -> x != null ? x.release() : CompletableFuture.<Void>completedFuture(null)));
             }
@@ -259,7 +263,7 @@ final class EngineClient implements LockClient {
                 timer.shutdownNow();
                 // Whatever is still pending (a request the closed backend will never answer) is
                 // answered now: no caller of this client may wait for ever.
-                for (Acquisition a : new ArrayList<>(live)) {
+                for (Acquisition a : registry.live()) {
                     a.closedUnder();
                 }
                 callbacks.shutdown();
@@ -274,34 +278,31 @@ final class EngineClient implements LockClient {
 
     /** Acquisitions waiting or holding (lost ones excluded). */
     int liveCount() {
-        return live.size();
+        return registry.liveCount();
     }
 
     /** Grants this client holds now (for the held gauge; reads every live acquisition). */
     int heldCount() {
-        int n = 0;
-        for (Acquisition a : live) {
-            if (a.state() == LockState.HELD) {
-                n++;
-            }
-        }
-        return n;
+        return registry.countLive(a -> a.state() == LockState.HELD);
     }
 
     /** Acquisitions of this client waiting now, in the backend's or the JVM-local queue. */
     int waitingCount() {
-        int n = 0;
-        for (Acquisition a : live) {
+        return registry.countLive(a -> {
             LockState st = a.state();
-            if (st == LockState.QUEUED || st == LockState.IDLE) {
-                n++;
-            }
-        }
-        return n;
+            return st == LockState.QUEUED || st == LockState.IDLE;
+        });
     }
 
     String nextAcquisitionId() {
         return idPrefix + "-" + ids.incrementAndGet();
+    }
+
+    private static String randomIdPrefix() {
+        java.util.UUID u = java.util.UUID.randomUUID(); // SecureRandom, once per client
+        // The version and variant bits are fixed: mix the halves so that all 64 bits vary.
+        String hex = Long.toHexString(u.getMostSignificantBits() ^ Long.rotateLeft(u.getLeastSignificantBits(), 32));
+        return "0".repeat(16 - hex.length()) + hex;
     }
 
     boolean isOpen() {
@@ -337,25 +338,25 @@ final class EngineClient implements LockClient {
             @Nullable Duration wait) {
         checkOpen();
         Acquisition a = new Acquisition(this, name, mode, permits, maxPermits, owner, reentrant, wait);
-        live.add(a);
+        registry.add(a, Registry.LIVE);
         if (metrics.timesAcquisitions()) {
             long start = ticker.read();
             @Nullable Object started = metrics.acquireStarted(a);
-            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome().whenComplete((x, e) -> {
                 if (e != null) {
-                    live.remove(a);
+                    registry.remove(a, Registry.LIVE);
                 }
                 metrics.acquireEnded(a, ticker.read() - start, e, started);
             });
         } else {
-            CompletableFuture<?> unused = a.outcome.whenComplete((x, e) -> {
+            CompletableFuture<?> unused = a.outcome().whenComplete((x, e) -> {
                 if (e != null) {
-                    live.remove(a);
+                    registry.remove(a, Registry.LIVE);
                 }
             });
         }
         if (lifecycle.get() != Lifecycle.OPEN) { // closed concurrently: do not leave it behind
-            live.remove(a);
+            registry.remove(a, Registry.LIVE);
             throw closedException();
         }
         return a;
@@ -363,28 +364,23 @@ final class EngineClient implements LockClient {
 
     @Nullable
     Acquisition heldBy(String name, LockMode mode, Thread thread) {
-        return threadHolds.get(new HoldKey(name, mode, thread));
+        return registry.heldBy(name, mode, thread);
     }
 
     void onGranted(Acquisition a) {
         if (a.owner != null) {
-            threadHolds.put(new HoldKey(a.name, a.mode, a.owner), a);
+            registry.add(a, Registry.HOLD);
         }
         renewer.track(a);
     }
 
     /** A lost grant stays registered to its thread until its holds are closed (see Acquisition). */
     void onLost(Acquisition a) {
-        live.remove(a);
-        renewer.untrack(a);
+        registry.remove(a, Registry.LIVE);
     }
 
     void onEnded(Acquisition a) {
-        live.remove(a);
-        renewer.untrack(a);
-        if (a.owner != null) {
-            threadHolds.remove(new HoldKey(a.name, a.mode, a.owner), a);
-        }
+        registry.remove(a, Registry.LIVE | Registry.HOLD);
     }
 
     ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
@@ -441,7 +437,7 @@ final class EngineClient implements LockClient {
     }
 
     private void loseAll(LockMetrics.LossCause why, String reason) {
-        for (Acquisition a : new ArrayList<>(live)) {
+        for (Acquisition a : registry.live()) {
             if (a.state() == LockState.HELD) {
                 a.lose(why, reason, null);
             }
@@ -459,6 +455,6 @@ final class EngineClient implements LockClient {
 
     @Override
     public String toString() {
-        return "LockClient[" + backendName + ", " + lifecycle.get() + ", " + live.size() + " live]";
+        return "LockClient[" + backendName + ", " + lifecycle.get() + ", " + registry.liveCount() + " live]";
     }
 }

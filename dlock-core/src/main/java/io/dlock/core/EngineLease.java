@@ -2,23 +2,38 @@ package io.dlock.core;
 
 import io.dlock.Lease;
 import io.dlock.LockLostException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
  * One handle on a grant. Nested reentrant leases are separate handles on the same {@link
  * Acquisition}; each handle closes once.
  *
- * <p>Concurrency: {@code closed} is a CAS so that a handle drops exactly one hold.
+ * <p>Concurrency: {@code closed} is a CAS so that a handle drops exactly one hold. It is a
+ * volatile field moved through a {@link VarHandle}, not an {@code AtomicBoolean}: one object less per
+ * held lock (W4); the CAS and the volatile reads give the same ordering an {@code AtomicBoolean}
+ * gave.
  */
 final class EngineLease implements Lease {
     private final Acquisition acquisition;
     private final long fencingToken;
-    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private volatile boolean closed;
+
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(EngineLease.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     EngineLease(Acquisition acquisition) {
         this.acquisition = acquisition;
@@ -41,7 +56,7 @@ final class EngineLease implements Lease {
 
     @Override
     public boolean isValid() {
-        return !closed.get() && acquisition.isValid();
+        return !closed && acquisition.isValid();
     }
 
     @Override
@@ -56,7 +71,7 @@ final class EngineLease implements Lease {
         throw new LockLostException(
                 acquisition.name,
                 acquisition.client.backendName,
-                closed.get() ? "the lease was closed" : "the lease is no longer valid (" + acquisition.state() + ")",
+                closed ? "the lease was closed" : "the lease is no longer valid (" + acquisition.state() + ")",
                 null);
     }
 
@@ -69,12 +84,12 @@ final class EngineLease implements Lease {
     @Override
     public void close() {
         Thread owner = acquisition.owner;
-        if (acquisition.reentrant && owner != null && owner != Thread.currentThread() && !closed.get()) {
+        if (acquisition.reentrant && owner != null && owner != Thread.currentThread() && !closed) {
             throw new IllegalMonitorStateException("lock '" + acquisition.name + "' on "
                     + acquisition.client.backendName + ": lease is owned by thread '" + owner.getName()
                     + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");
         }
-        if (closed.compareAndSet(false, true)) {
+        if (CLOSED.compareAndSet(this, false, true)) {
             awaitRelease(acquisition.exit(), acquisition.client);
         }
     }

@@ -159,16 +159,17 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
      */
     static CompletableFuture<Lease> startAsync(EngineClient client, Acquisition a) {
         CompletableFuture<Lease> result = new CompletableFuture<>();
-        CompletableFuture<?> unused = a.outcome.whenCompleteAsync(
-                (granted, error) -> {
-                    if (error != null) {
-                        result.completeExceptionally(Acquisition.unwrap(error));
-                    } else if (!result.complete(new EngineLease(granted))) {
-                        // The caller gave up just as it was granted; a failed release ends with the lease.
-                        CompletableFuture<Void> unusedRelease = granted.release();
-                    }
-                },
-                client.callbacks);
+        CompletableFuture<?> unused = a.outcome()
+                .whenCompleteAsync(
+                        (granted, error) -> {
+                            if (error != null) {
+                                result.completeExceptionally(Acquisition.unwrap(error));
+                            } else if (!result.complete(new EngineLease(granted))) {
+                                // The caller gave up just as it was granted; a failed release ends with the lease.
+                                CompletableFuture<Void> unusedRelease = granted.release();
+                            }
+                        },
+                        client.callbacks);
         CompletableFuture<?> unusedToo = result.whenComplete((lease, error) -> {
             if (!(lease instanceof EngineLease l && l.acquisition() == a)) {
                 a.cancel(new CancellationException("acquireAsync's future was completed by the caller"));

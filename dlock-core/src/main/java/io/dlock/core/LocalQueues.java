@@ -16,11 +16,20 @@ import org.jspecify.annotations.Nullable;
  * Acquisition#LOCAL_BITS}; the n-th local hand-off adds n. Tokens so still rise with every grant,
  * local or not, and stay below the next backend grant's.
  *
- * <p>Concurrency: each lock name has a {@link Queue} whose monitor guards its fields; the monitor is
- * held only for a few field updates and CASes, never across I/O or a wait. A waiter is claimed
- * exactly once, by a CAS on {@link Acquisition#claimLocal}: a hand-off, a promotion to carrier or
- * its own cancellation. Queues with no carrier are removed from the map and marked dead, so a racing
- * caller retries on a fresh one.
+ * <p>Memory: while one acquisition of a name is alone here (the usual case: a lock held with no
+ * other thread of this client waiting for it), the map's value is that carrier itself; the {@link
+ * Queue} is made when a second acquisition of the name arrives (a local queue object less per held
+ * lock, W4).
+ *
+ * <p>Concurrency: a name's value goes from absent to a lone carrier ({@code putIfAbsent}), from a
+ * lone carrier to a queue with that carrier ({@code replace}, by the second arrival) or back to
+ * absent (the lone carrier's {@code remove}); the map's atomic operations decide each race, so a lone
+ * carrier that ends while a second arrival makes the queue either removes itself first (the arrival
+ * retries) or finds the queue and ends as its carrier. Each {@link Queue}'s monitor guards its
+ * fields; the monitor is held only for a few field updates and CASes, never across I/O or a wait. A
+ * waiter is claimed exactly once, by a CAS on {@link Acquisition#claimLocal}: a hand-off, a
+ * promotion to carrier or its own cancellation. Queues with no carrier are removed from the map and
+ * marked dead, so a racing caller retries on a fresh one.
  */
 final class LocalQueues {
     /** One lock name's local queue. */
@@ -35,7 +44,9 @@ final class LocalQueues {
         boolean dead;
     }
 
-    private final ConcurrentHashMap<String, Queue> queues = new ConcurrentHashMap<>();
+    /** By lock name: the lone carrier (an {@link Acquisition}) or the name's {@link Queue}. */
+    private final ConcurrentHashMap<String, Object> queues = new ConcurrentHashMap<>();
+
     private final int maxHandoffs;
 
     LocalQueues(int maxHandoffs) {
@@ -45,9 +56,25 @@ final class LocalQueues {
     /** Starts {@code a}: in the backend if no one here has the lock, else as a local waiter. */
     void start(Acquisition a) {
         while (true) {
-            Queue q = queues.get(a.name); // a plain read first: computeIfAbsent allocates on every call
-            if (q == null) {
-                q = queues.computeIfAbsent(a.name, n -> new Queue());
+            Object v = queues.get(a.name);
+            if (v == null) {
+                if (queues.putIfAbsent(a.name, a) != null) {
+                    continue; // another one came first
+                }
+                a.start(); // alone: the carrier, with no queue made
+                return;
+            }
+            Queue q;
+            if (v instanceof Queue existing) {
+                q = existing;
+            } else {
+                // A second acquisition of this name: now a queue is worth making, with the lone
+                // carrier as its carrier. If that carrier ended meanwhile, it removed itself first.
+                q = new Queue();
+                q.carrier = (Acquisition) v;
+                if (!queues.replace(a.name, v, q)) {
+                    continue;
+                }
             }
             boolean carrier;
             synchronized (q) {
@@ -84,9 +111,8 @@ final class LocalQueues {
      * @return true if a waiter now holds the grant (the backend entry stays)
      */
     boolean handOff(Acquisition from) {
-        Queue q = from.localQueue;
-        if (q == null || from.localSeq >= maxHandoffs) {
-            return false;
+        if (from.localSeq >= maxHandoffs || !(queues.get(from.name) instanceof Queue q)) {
+            return false; // a lone carrier has no one to hand off to
         }
         while (true) {
             Acquisition next;
@@ -118,9 +144,15 @@ final class LocalQueues {
      * grant cleaned up): the next local waiter, if any, enqueues in the backend. Idempotent.
      */
     void ended(Acquisition a) {
-        Queue q = a.localQueue;
-        if (q == null) {
-            return;
+        Object v;
+        while ((v = queues.get(a.name)) == a) {
+            if (queues.remove(a.name, a)) {
+                return; // a lone carrier: nobody waits
+            }
+            // a second arrival made a queue meanwhile: end as its carrier
+        }
+        if (!(v instanceof Queue q)) {
+            return; // not a carrier here (another mode, or local queueing does not apply)
         }
         Acquisition next;
         synchronized (q) {
@@ -165,6 +197,11 @@ final class LocalQueues {
             }
         }
         return null;
+    }
+
+    /** Whether a {@link Queue} object exists for {@code name} (not only a lone carrier). */
+    boolean hasQueue(String name) {
+        return queues.get(name) instanceof Queue;
     }
 
     int size() {

@@ -3,9 +3,6 @@ package io.dlock.core;
 import io.dlock.spi.EntryLostException;
 import io.dlock.spi.Grant;
 import java.time.Duration;
-import java.util.Iterator;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +22,10 @@ import org.slf4j.LoggerFactory;
  * the next tick while validity remains; {@link EntryLostException} (the server no longer has the
  * grant) is a loss at once. With renewal off, grants are only watched for expiry.
  *
+ * <p>Which grants: the client's live acquisitions that are HELD with a finite validity, read from
+ * its {@link Registry} each tick, not a set of its own (a node less per held lock, W4). A grant
+ * leaves by leaving HELD: released, or lost (a lost grant is no longer live).
+ *
  * <p>Concurrency: the tick runs on the client's timer thread; renewal replies arrive on the
  * backend's threads. Each acquisition has at most one renewal in flight ({@link
  * Acquisition#startRenewal}); its grant is replaced only while it is HELD.
@@ -36,7 +37,6 @@ final class Renewer {
     private final boolean renewal;
     private final long intervalNanos;
     private final long tickNanos;
-    private final Set<Acquisition> tracked = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean started = new AtomicBoolean();
 
     Renewer(EngineClient client, Duration leaseTime, boolean renewal) {
@@ -47,15 +47,11 @@ final class Renewer {
         this.tickNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(5), Math.min(TimeUnit.SECONDS.toNanos(1), lease / 30));
     }
 
-    /** Watches a grant with a finite validity until it ends. Never blocks. */
+    /** Starts watching a grant with a finite validity (until it leaves HELD). Never blocks. */
     void track(Acquisition a) {
-        if (a.grant().validUntilNanos() == Long.MAX_VALUE) {
+        if (a.validUntilNanos() == Long.MAX_VALUE) {
             return;
         }
-        if (a.localSeq == 0) { // a local hand-off keeps the renewal time of the grant it took over
-            a.renewedAt = client.ticker.read();
-        }
-        tracked.add(a);
         if (started.compareAndSet(false, true)) {
             try {
                 ScheduledFuture<?> unused = client.scheduleWithFixedDelay(this::tick, tickNanos);
@@ -65,43 +61,52 @@ final class Renewer {
         }
     }
 
-    void untrack(Acquisition a) {
-        tracked.remove(a);
-    }
-
     /** Less validity left than this, and a grant counts as lost. */
     long lossThresholdNanos() {
         return 2 * tickNanos;
     }
 
+    /** Grants watched now: live, HELD, with a finite validity (reads every live acquisition). */
     int tracked() {
-        return tracked.size();
+        return client.registry.countLive(a -> {
+            if (a.state() != LockState.HELD) {
+                return false;
+            }
+            long until = a.validUntilNanos(); // HELD or later: granted, so this does not throw
+            return until != Long.MAX_VALUE;
+        });
     }
 
     private void tick() {
         try {
             long now = client.ticker.read();
-            for (Iterator<Acquisition> it = tracked.iterator(); it.hasNext(); ) {
-                Acquisition a = it.next();
-                if (a.state() != LockState.HELD) {
-                    it.remove();
-                    continue;
-                }
-                Grant g = a.grant();
-                if (g.validUntilNanos() - now < lossThresholdNanos()) {
-                    it.remove();
-                    a.lose(
-                            LockMetrics.LossCause.EXPIRED,
-                            renewal
-                                    ? "the lease could not be renewed before it ran out"
-                                    : "the lease ran out (renewal is off)",
-                            a.lastRenewalFailure);
-                } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
-                    renew(a, g, now);
-                }
-            }
+            client.registry.forEachLive(a -> check(a, now));
         } catch (RuntimeException e) {
             log.warn("[client={}] renewal tick failed", client.backendName, e); // keep ticking
+        }
+    }
+
+    private void check(Acquisition a, long now) {
+        try {
+            if (a.state() != LockState.HELD) {
+                return;
+            }
+            long until = a.validUntilNanos();
+            if (until == Long.MAX_VALUE) {
+                return;
+            }
+            if (until - now < lossThresholdNanos()) {
+                a.lose(
+                        LockMetrics.LossCause.EXPIRED,
+                        renewal
+                                ? "the lease could not be renewed before it ran out"
+                                : "the lease ran out (renewal is off)",
+                        a.lastRenewalFailure);
+            } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
+                renew(a, a.grant(), now);
+            }
+        } catch (RuntimeException e) {
+            log.warn("[lock={}] renewal check failed", a.name, e); // the others are still checked
         }
     }
 
@@ -116,7 +121,6 @@ final class Renewer {
             }
             Throwable cause = Acquisition.unwrap(error);
             if (cause instanceof EntryLostException) {
-                tracked.remove(a);
                 a.lose(
                         LockMetrics.LossCause.REMOVED,
                         "renewal found the lock gone on the server: " + cause.getMessage(),

@@ -350,11 +350,11 @@ class EngineClientTest {
 
         a.cancel(new LockTimeoutException("orders", "inmemory", Duration.ofMillis(20))); // what the timer does
         assertThat(a.state()).isEqualTo(LockState.CANCELLED);
-        assertThat(a.outcome).isNotDone(); // not before the entry is gone
+        assertThat(a.outcome()).isNotDone(); // not before the entry is gone
         backend.holdEnqueueReplies(false);
         backend.deliverHeldReplies();
 
-        assertThatThrownBy(() -> a.outcome.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(LockTimeoutException.class);
+        assertThatThrownBy(() -> a.outcome().get(5, TimeUnit.SECONDS)).cause().isInstanceOf(LockTimeoutException.class);
         assertThat(backend.queue("orders")).isEmpty(); // withdrawn before the outcome completed
         assertThat(engine.heldBy("orders", LockMode.EXCLUSIVE, Thread.currentThread()))
                 .isNull();

@@ -154,7 +154,7 @@ class Issue19Test {
         LockClient c = open();
         Acquisition a = ((EngineClient) c).newAcquisition("x", LockMode.EXCLUSIVE, 1, 1, null, false, null);
         a.cancel(new IllegalStateException("inmemory client closed"));
-        assertThat(a.outcome).isCompletedExceptionally();
+        assertThat(a.outcome()).isCompletedExceptionally();
         a.start(); // the caller's start after the cancel sends nothing
         assertThat(server.totalEntries()).isZero();
     }

@@ -188,6 +188,34 @@ class LocalQueueingTest {
     }
 
     @Test
+    void aLoneHolderMakesNoQueue_aSecondArrivalMakesOne_andBothEndWithNothingLeft() throws Exception {
+        LockClient a = client(64);
+        LocalQueues local = ((EngineClient) a).local;
+        Lease first = a.lock("job").acquire();
+        assertThat(local.size()).isEqualTo(1);
+        assertThat(local.hasQueue("job")).isFalse();
+        Acquisition granted = ((EngineLease) first).acquisition();
+        assertThat(granted.outcome().getNow(null)).isSameAs(granted); // dropped, still answers
+        CompletableFuture<Lease> second = a.lock("job").acquireAsync(LONG);
+        eventually().until(() -> local.hasQueue("job") && ((EngineClient) a).liveCount() == 2);
+        assertThat(second).isNotDone();
+        long token = first.fencingToken();
+        first.close();
+        Lease next = second.get(5, TimeUnit.SECONDS);
+        assertThat(next.fencingToken()).isEqualTo(token + 1); // handed off locally through the queue
+        assertThat(server.totalEntries()).isEqualTo(1);
+        next.close();
+        assertThat(server.totalEntries()).isZero();
+        assertThat(local.size()).isZero();
+        assertThat(((EngineClient) a).liveCount()).isZero();
+        try (Lease again = a.lock("job").acquire()) { // a lone carrier again, no queue
+            assertThat(local.hasQueue("job")).isFalse();
+            assertThat(again.fencingToken()).isGreaterThan(next.fencingToken());
+        }
+        assertThat(local.size()).isZero();
+    }
+
+    @Test
     void tryAgainRightAfterAFailedTry_isNotQueuedBehindTheWithdrawnAttempt() throws Exception {
         LockClient a = client(64);
         LockClient b = client(64);
