@@ -82,7 +82,7 @@ final class RedisBackend implements LockBackend {
     final RedisUri uri;
     final LockOptions options;
     /** This client's id: the owner of its entries and the name of its wake-up channel. */
-    final String clientId = UUID.randomUUID().toString();
+    final String clientId;
 
     final String channelPrefix;
     final ScheduledThreadPoolExecutor timer;
@@ -108,7 +108,35 @@ final class RedisBackend implements LockBackend {
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean ready;
 
+    /** A new client id: a random UUID. */
+    static String newClientId() {
+        return UUID.randomUUID().toString();
+    }
+
+    /**
+     * The connections' name ({@code CLIENT SETNAME}, sent in the handshake, so no command of a lock
+     * cycle carries it): {@code dlock:<host>:<pid>:<client id>}, which {@code CLIENT LIST} shows and
+     * {@link RedisInspector} reads to show a holder's host and pid.
+     */
+    static String clientName(String clientId) {
+        return "dlock:" + HOST + ":" + ProcessHandle.current().pid() + ":" + clientId;
+    }
+
+    private static final String HOST = hostName();
+
+    private static String hostName() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            host = System.getenv().getOrDefault("HOSTNAME", "unknown");
+        }
+        // A client name allows no spaces; a host name has no colon, but an odd one must not break parsing.
+        return host.isBlank() ? "unknown" : host.replaceAll("[\\s:]", "_");
+    }
+
     RedisBackend(
+            String clientId,
             RedisUri uri,
             @Nullable ClientResources resources,
             @Nullable AbstractRedisClient client,
@@ -119,6 +147,7 @@ final class RedisBackend implements LockBackend {
             RedisConnector.@Nullable Channels channels,
             @Nullable RedisClient external,
             @Nullable RedisConnectionStateListener externalListener) {
+        this.clientId = clientId;
         this.uri = uri;
         this.channels = channels;
         this.external = external;

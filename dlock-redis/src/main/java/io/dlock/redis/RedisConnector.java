@@ -77,7 +77,8 @@ final class RedisConnector {
                     .keepAlive(true)
                     .build();
             TimeoutOptions timeouts = TimeoutOptions.enabled(options.connectTimeout());
-            List<RedisURI> redisUris = redisUris(uri);
+            String clientId = RedisBackend.newClientId();
+            List<RedisURI> redisUris = redisUris(uri, RedisBackend.clientName(clientId));
             RedisClusterAsyncCommands<String, String> commands;
             if (uri.mode() == RedisUri.Mode.CLUSTER) {
                 RedisClusterClient cluster = RedisClusterClient.create(resources, redisUris);
@@ -107,7 +108,18 @@ final class RedisConnector {
                 pubsub = single.connectPubSub(StringCodec.UTF8, redisUris.get(0));
             }
             return start(
-                    new RedisBackend(uri, resources, client, connection, commands, pubsub, timer, channels, null, null),
+                    new RedisBackend(
+                            clientId,
+                            uri,
+                            resources,
+                            client,
+                            connection,
+                            commands,
+                            pubsub,
+                            timer,
+                            channels,
+                            null,
+                            null),
                     holder);
         } catch (RuntimeException e) {
             closeQuietly(pubsub, connection, client, resources, timer);
@@ -139,8 +151,17 @@ final class RedisConnector {
             var c = external.connect(StringCodec.UTF8, target);
             connection = c;
             pubsub = external.connectPubSub(StringCodec.UTF8, target);
+            // The user's RedisURI names the connections (or not): name dlock's own, as the handshake
+            // does on dlock's clients; Lettuce keeps a name set this way for its reconnects.
+            String clientId = RedisBackend.newClientId();
+            try {
+                c.sync().clientSetname(RedisBackend.clientName(clientId));
+            } catch (RuntimeException e) { // an ACL without CLIENT: inspect shows no host and pid, nothing else changes
+                log.debug("[client={}] CLIENT SETNAME refused: {}", RedisBackend.NAME, e.toString());
+            }
             return start(
-                    new RedisBackend(uri, null, null, c, c.async(), pubsub, timer, null, external, listener), holder);
+                    new RedisBackend(clientId, uri, null, null, c, c.async(), pubsub, timer, null, external, listener),
+                    holder);
         } catch (RuntimeException e) {
             external.removeListener(listener);
             closeQuietly(pubsub, connection, null, null, timer);
@@ -266,7 +287,7 @@ final class RedisConnector {
         };
     }
 
-    private static List<RedisURI> redisUris(RedisUri uri) {
+    private static List<RedisURI> redisUris(RedisUri uri, String clientName) {
         Duration timeout = uri.options().connectTimeout();
         SslVerifyMode verify =
                 switch (uri.verifyPeer()) {
@@ -280,15 +301,16 @@ final class RedisConnector {
             for (RedisUri.HostPort hp : uri.hosts().subList(1, uri.hosts().size())) {
                 b.withSentinel(hp.host(), hp.port());
             }
-            return List.of(finish(b, uri, timeout, verify));
+            return List.of(finish(b, uri, timeout, verify, clientName));
         }
         return uri.hosts().stream()
-                .map(hp -> finish(RedisURI.Builder.redis(hp.host(), hp.port()), uri, timeout, verify))
+                .map(hp -> finish(RedisURI.Builder.redis(hp.host(), hp.port()), uri, timeout, verify, clientName))
                 .toList();
     }
 
-    private static RedisURI finish(RedisURI.Builder b, RedisUri uri, Duration timeout, SslVerifyMode verify) {
-        b.withTimeout(timeout).withClientName("dlock");
+    private static RedisURI finish(
+            RedisURI.Builder b, RedisUri uri, Duration timeout, SslVerifyMode verify, String clientName) {
+        b.withTimeout(timeout).withClientName(clientName);
         if (uri.database() != 0) {
             b.withDatabase(uri.database());
         }

@@ -39,7 +39,10 @@ import org.jspecify.annotations.Nullable;
  * is still connected (it subscribes to its wake-up channel while it is: {@code PUBSUB NUMSUB};
  * standalone and Sentinel only), the fencing token, when the grant was made (the token is the
  * server clock in microseconds at the grant, unless the clock went back), and the lease left. Host
- * and pid are not recorded.
+ * and pid come from the client's connection name ({@code dlock:<host>:<pid>:<client id>}, set in the
+ * handshake, read with {@code CLIENT LIST}; standalone and Sentinel only): they are shown while
+ * the client is connected, not for a holder whose process died (whose grant then ends with its
+ * lease), nor where the user's ACL denies {@code CLIENT LIST}.
  *
  * <p>Concurrency: stateless but for the watches, each of which polls on the backend's timer thread,
  * one read at a time.
@@ -241,27 +244,64 @@ final class RedisInspector implements LockInspector {
         }
         Map<String, Long> subscribers = await(
                 backend.commands().pubsubNumsub(channels.toArray(String[]::new)).toCompletableFuture(), null);
+        Map<String, String[]> names = clientNames();
         List<LockSnapshot> out = new ArrayList<>();
         for (LockSnapshot l : locks) {
             out.add(new LockSnapshot(
                     l.name(),
                     l.kind(),
                     l.maxPermits(),
-                    l.holders().stream().map(e -> alive(e, subscribers)).toList(),
-                    l.waiters().stream().map(e -> alive(e, subscribers)).toList()));
+                    l.holders().stream().map(e -> alive(e, subscribers, names)).toList(),
+                    l.waiters().stream().map(e -> alive(e, subscribers, names)).toList()));
         }
         return out;
     }
 
-    private EntrySnapshot alive(EntrySnapshot e, Map<String, Long> subscribers) {
+    /**
+     * Host and pid of each connected dlock client, by client id, from the connections' names ({@link
+     * RedisBackend#clientName}) in {@code CLIENT LIST}; empty where the user may not run it.
+     */
+    private Map<String, String[]> clientNames() {
+        String list;
+        try {
+            list = await(backend.commands().clientList().toCompletableFuture(), null);
+        } catch (LockBackendException e) {
+            return Map.of(); // an ACL without CLIENT LIST: host and pid stay unknown
+        }
+        Map<String, String[]> out = new HashMap<>();
+        for (String line : list.split("\n")) {
+            int at = line.indexOf(" name=dlock:");
+            if (at < 0) {
+                continue;
+            }
+            int end = line.indexOf(' ', at + 1);
+            String[] parts = line.substring(at + " name=dlock:".length(), end < 0 ? line.length() : end)
+                    .split(":", 3);
+            if (parts.length == 3) {
+                out.put(parts[2], new String[] {parts[0], parts[1]});
+            }
+        }
+        return out;
+    }
+
+    private EntrySnapshot alive(EntrySnapshot e, Map<String, Long> subscribers, Map<String, String[]> names) {
         Long n = subscribers.get(backend.channelPrefix + e.clientId());
+        String[] hostPid = e.clientId() == null ? null : names.get(e.clientId());
+        long pid = e.pid();
+        if (hostPid != null) {
+            try {
+                pid = Long.parseLong(hostPid[1]);
+            } catch (NumberFormatException ignored) {
+                // not one of ours after all
+            }
+        }
         return new EntrySnapshot(
                 e.key(),
                 e.mode(),
                 e.permits(),
                 e.clientId(),
-                e.host(),
-                e.pid(),
+                hostPid != null ? hostPid[0] : e.host(),
+                pid,
                 n == null ? null : n > 0,
                 e.backendToken(),
                 e.since(),

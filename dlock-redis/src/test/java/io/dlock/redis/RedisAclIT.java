@@ -267,7 +267,7 @@ class RedisAclIT {
 
     private static long dlockConnections() {
         String list = (String) server.command("CLIENT", "LIST");
-        return list.lines().filter(l -> l.contains(" name=dlock ")).count();
+        return list.lines().filter(l -> l.contains(" name=dlock:")).count();
     }
 
     private static long commandCalls(String command) {

@@ -45,6 +45,45 @@ class RedisInspectIT extends RedisTestSupport implements InspectorContract {
     }
 
     @Test
+    void inspect_connectedHolderAndWaiter_showHostAndPidFromTheConnectionName() throws Exception {
+        LockInspector inspector = inspector();
+        Lease held = client().lock("who").acquire();
+        CompletableFuture<Lease> waiter = newClient().lock("who").acquireAsync(scaled(30));
+        LockSnapshot s = await().atMost(scaled(10))
+                .until(() -> inspector.inspect("who").get(0), l -> l.waiters().size() == 1);
+        String host = java.net.InetAddress.getLocalHost().getHostName();
+        long pid = ProcessHandle.current().pid();
+        assertThat(s.holders().get(0).host()).isEqualTo(host);
+        assertThat(s.holders().get(0).pid()).isEqualTo(pid);
+        assertThat(s.waiters().get(0).host()).isEqualTo(host);
+        assertThat(s.waiters().get(0).pid()).isEqualTo(pid);
+        assertThat((String) server.command("CLIENT", "LIST"))
+                .contains(" name=dlock:" + host + ":" + pid + ":"
+                        + s.holders().get(0).clientId() + " ");
+        held.close();
+        waiter.get().close();
+    }
+
+    @Test
+    void inspect_childJvmHolder_showsItsPidWhileConnected() throws Exception {
+        LockInspector inspector = inspector();
+        ChildJvm child = track(ChildJvm.start(LockWorker.class, List.of("hold", uri(longHold()), "child")));
+        child.awaitLine("HOLDING", scaled(30));
+        var holder = inspector.inspect("child").get(0).holders().get(0);
+        assertThat(holder.pid()).isEqualTo(child.pid());
+        assertThat(holder.connected()).isTrue();
+        child.kill();
+        var dead = await().atMost(scaled(10))
+                .until(
+                        () -> inspector.inspect("child").get(0).holders().get(0),
+                        h -> Boolean.FALSE.equals(h.connected()));
+        assertThat(dead.pid())
+                .as("its connection, which carried the name, is gone")
+                .isEqualTo(-1);
+        assertThat(inspector.forceRelease("child", List.of(dead.key()))).hasSize(1);
+    }
+
+    @Test
     void forceRelease_deadHolder_isShownDisconnectedWithItsLeaseLeft() throws Exception {
         LockInspector inspector = inspector();
         ChildJvm child = track(ChildJvm.start(LockWorker.class, List.of("hold", uri(longHold()), "dead")));

@@ -126,7 +126,8 @@ class RedisSentinelFailoverIT {
             awaitPromotion();
             // Reconnected: both of a's connections (commands, wake-ups) are on the new master.
             await().atMost(scaled(15))
-                    .until(() -> ((String) replica.command("CLIENT", "LIST")).split("name=dlock ", -1).length - 1 >= 2);
+                    .until(() ->
+                            ((String) replica.command("CLIENT", "LIST")).split(" name=dlock:", -1).length - 1 >= 2);
             // The reconnect check runs right after the reconnect; give its verdict time to arrive.
             await().during(Duration.ofSeconds(2)).atMost(scaled(5)).until(() -> held.isValid() && lost.get() == 0);
 

@@ -68,7 +68,9 @@ final class ZooKeeperBackend implements LockBackend {
         this.options = uri.options();
         this.curator = curator;
         this.acl = uri.hasCredentials() ? ZooDefs.Ids.CREATOR_ALL_ACL : ZooDefs.Ids.OPEN_ACL_UNSAFE;
-        this.nodeData = ("dlock pid " + ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8);
+        // Who created a node, for dlock inspect: "dlock pid <pid> host <host>".
+        this.nodeData =
+                ("dlock pid " + ProcessHandle.current().pid() + " host " + hostName()).getBytes(StandardCharsets.UTF_8);
         // The client reports a drop after 2/3 of the session timeout without a reply, so the
         // server may expire the session as soon as 1/3 of it after we notice. Waiting that whole
         // third left no room for the delay between the drop and the engine's timer (Curator's
@@ -78,6 +80,16 @@ final class ZooKeeperBackend implements LockBackend {
         // turns invalid 5/6 of the session timeout after the last reply.
         this.maxSuspension = negotiatedSessionTimeout.dividedBy(6);
         this.mutex = new ZooKeeperLockProtocol(this);
+    }
+
+    private static String hostName() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            host = System.getenv().getOrDefault("HOSTNAME", "unknown");
+        }
+        return host.isBlank() ? "unknown" : host.replaceAll("\\s", "_");
     }
 
     static ZooKeeperBackend connect(ZooKeeperUri uri) {

@@ -30,16 +30,18 @@ import org.jspecify.annotations.Nullable;
  * The operator view of a ZooKeeper backend: reads the lock nodes as {@link LockNodes} names them
  * ({@code /<namespace>/<name>/_c_<id>-<marker><seq>}), without changing the protocol.
  *
- * <p>What ZooKeeper can show: the holding session (an entry's ephemeral owner, in hex), the fencing
- * token (the node's creation zxid), and when the entry entered the queue (its ctime; the grant
- * itself leaves no trace). Host and pid are not recorded, and whether a session's client is still
- * connected is not known from a node (a dead client's session lives until its timeout). Sessions
- * hold grants, not leases: no lease time is left to show.
+ * <p>What ZooKeeper can show: the holding session (an entry's ephemeral owner, in hex), the host and
+ * pid of the process that created the node (its data, written with the create), the fencing token
+ * (the node's creation zxid), and when the entry entered the queue (its ctime; the grant itself
+ * leaves no trace). Whether a session's client is still connected is not known from a node (a dead
+ * client's session lives until its timeout). Sessions hold grants, not leases: no lease time is
+ * left to show.
  *
  * <p>A forced release deletes the holder's node: the next waiter is granted with its own, higher,
- * zxid. A holder that is still alive is not told (the protocol does not watch its own granted node),
- * so its lease stays valid until it closes it or its session ends; fencing tokens keep the
- * protected resource safe meanwhile, and {@link #holderNoticesForcedRelease()} says so.
+ * zxid. A holder that is still alive notices at its next renewal, which on ZooKeeper checks that
+ * its node exists (every third of the lease time, {@link ZooKeeperLockProtocol#renew}): its lease
+ * turns invalid and {@code onLost} runs. With renewal off ({@code renewal=false}) it is not told,
+ * and {@link #holderNoticesForcedRelease()} says so.
  *
  * <p>Concurrency: reads are synchronous ZooKeeper calls on the caller's thread; a watch re-reads
  * on its own single thread, never on ZooKeeper's event thread (a synchronous call there would wait
@@ -56,7 +58,7 @@ final class ZooKeeperInspector implements LockInspector {
 
     @Override
     public boolean holderNoticesForcedRelease() {
-        return false;
+        return backend.options.renewal();
     }
 
     @Override
@@ -82,7 +84,7 @@ final class ZooKeeperInspector implements LockInspector {
         return out;
     }
 
-    private record Entry(LockNodes.Node node, Stat stat) {}
+    private record Entry(LockNodes.Node node, Stat stat, @Nullable String host, long pid) {}
 
     /** The snapshots of {@code name}, one per family in use. */
     List<LockSnapshot> read(String name) {
@@ -99,10 +101,22 @@ final class ZooKeeperInspector implements LockInspector {
             }
             for (String child : backend.zk().getChildren(parent, false)) {
                 LockNodes.Node node = LockNodes.parse(child);
-                Stat stat = node == null ? null : backend.zk().exists(parent + "/" + child, false);
-                if (node != null && stat != null) {
-                    entries.add(new Entry(node, stat));
+                if (node == null) {
+                    continue;
                 }
+                Stat stat = new Stat();
+                byte[] creator;
+                try {
+                    creator = backend.zk().getData(parent + "/" + child, false, stat);
+                } catch (KeeperException.NoNodeException gone) {
+                    continue; // left between the listing and the read
+                }
+                String[] words =
+                        creator == null ? new String[0] : new String(creator, StandardCharsets.UTF_8).split(" ");
+                // "dlock pid <pid> host <host>" (older clients wrote the pid alone)
+                long pid = words.length >= 3 && words[1].equals("pid") ? parsePid(words[2]) : -1;
+                String host = words.length >= 5 && words[3].equals("host") ? words[4] : null;
+                entries.add(new Entry(node, stat, host, pid));
             }
         } catch (KeeperException.NoNodeException e) {
             return List.of();
@@ -123,6 +137,14 @@ final class ZooKeeperInspector implements LockInspector {
             }
         }
         return out;
+    }
+
+    private static long parsePid(String s) {
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
     }
 
     private static LockKind kindOf(LockMode mode) {
@@ -157,8 +179,8 @@ final class ZooKeeperInspector implements LockInspector {
                     node.mode(),
                     node.permits(),
                     Long.toHexString(stat.getEphemeralOwner()),
-                    null,
-                    -1,
+                    family.get(i).host(),
+                    family.get(i).pid(),
                     null,
                     holds ? stat.getCzxid() : 0,
                     Instant.ofEpochMilli(stat.getCtime()),

@@ -598,8 +598,57 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     }
                 };
         return waitFor == null
-                ? Position.granted(new Grant(entry, entry.token(), Long.MAX_VALUE))
+                ? Position.granted(new Grant(
+                        entry,
+                        entry.token(),
+                        checkedUntil(backend.options.ticker().read())))
                 : Position.waiting(entry, waitFor);
+    }
+
+    /**
+     * A grant's validity. The session keeps the node, but an operator's forced release ({@code dlock
+     * release --force}) deletes it under a live holder: with renewal on, the grant is given the
+     * lease time, so that the engine's renewal ({@link #renew}) checks every third of it that the
+     * node is still there, and a holder whose node is gone loses its lease ({@code onLost}). With
+     * renewal off, validity is the session's alone, as before.
+     */
+    private long checkedUntil(long now) {
+        return backend.options.renewal() ? now + backend.options.leaseTime().toNanos() : Long.MAX_VALUE;
+    }
+
+    /**
+     * Checks that the granted node still exists (one {@code exists}, no watch left behind). Its
+     * absence, while the session lives, means it was deleted by someone else (a forced release):
+     * {@link EntryLostException}. Without a reply (connection lost, session moving) the grant is
+     * extended anyway, since its safety is the session's: the engine's suspension bound ends it if
+     * the connection does not come back in time.
+     */
+    @Override
+    public CompletionStage<Grant> renew(Grant grant) {
+        QueueEntry entry = grant.entry();
+        long now = backend.options.ticker().read();
+        Grant extended = new Grant(entry, grant.fencingToken(), checkedUntil(now));
+        CompletableFuture<Grant> result = new CompletableFuture<>();
+        ZooKeeper zk;
+        try {
+            zk = backend.zk();
+        } catch (RuntimeException e) {
+            return CompletableFuture.completedFuture(extended);
+        }
+        zk.exists(
+                entry.key(),
+                false,
+                (rc, path, ctx, stat) -> {
+                    if (rc == Code.NONODE.intValue()) {
+                        result.completeExceptionally(new EntryLostException(
+                                entry,
+                                "its node " + path + " was deleted while its session lives (a forced release?)"));
+                    } else {
+                        result.complete(extended);
+                    }
+                },
+                null);
+        return result;
     }
 
     /**
