@@ -36,9 +36,7 @@ import org.slf4j.LoggerFactory;
  * <p>Keys (all under the URI's {@code keyPrefix}): {@code p:l:<name>}, the lock, holding {@code
  * "<acquisition id> <client id>"} with an expiry a little over the lease time; {@code p:t:<name>},
  * the fencing counter; {@code p:w:<name>:<id>}, one per waiting acquisition (so that waiters can be
- * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll; {@code
- * p:g:<name>}, the last grant's acquisition id, token and time, written (not waited for) after each
- * grant, for {@code dlock inspect} (see {@link MemcachedInspector}).
+ * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll.
  *
  * <p>Acquire: one pipeline of three commands on the name's server, answered in order: read the
  * boot marker ({@link DataLossGuard}); {@code ms <lock> ME} (an {@code add}) returning the item's
@@ -97,8 +95,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
     };
 
-    /** Our grant's item: its CAS, the connection it was read on, and when it was granted (wall clock, for display). */
-    record Held(Server server, long generation, long cas, long sinceMillis) {}
+    record Held(Server server, long generation, long cas) {}
 
     /** One attempt's result. */
     private record Attempt(@Nullable Grant grant, long retryMs) {}
@@ -120,11 +117,6 @@ final class MemcachedLockProtocol implements LockProtocol {
         return prefix + ":l:" + name;
     }
 
-    /** The grant record: {@code "<acquisition id> <token> <grant time ms>"}, for {@code dlock inspect}. */
-    String grantKey(String name) {
-        return prefix + ":g:" + name;
-    }
-
     String counterKey(String name) {
         return prefix + ":t:" + name;
     }
@@ -140,14 +132,6 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     private String ownerValue(QueueEntry entry) {
         return entry.acquisitionId() + " " + backend.clientId;
-    }
-
-    /**
-     * The value a renewal writes: the owner, then the fencing token and the grant time for {@code
-     * dlock inspect}. Only renewals rewrite the key, so the acquire sends none of it.
-     */
-    private String renewedValue(QueueEntry entry, long token, long sinceMillis) {
-        return ownerValue(entry) + " " + token + " " + sinceMillis;
     }
 
     private static boolean ours(Reply r, QueueEntry entry) {
@@ -183,7 +167,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         // The first attempt comes from the acquiring thread, which waits for its outcome: it reads the
         // reply itself. Retries run on the timer thread, which must not wait.
-        attempt(entry, 0, attempt == 0).whenComplete((r, error) -> {
+        attempt(entry, false, attempt == 0).whenComplete((r, error) -> {
             if (error != null) {
                 Throwable cause = unwrap(error);
                 if (notSent(cause)
@@ -201,7 +185,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 Waiter w = new Waiter(entry);
                 waiters.put(entry.key(), w);
                 Server server = backend.serverFor(entry.lockName());
-                server.send(List.of(writeWaiter(entry, w.sinceMillis))).whenComplete((x, e) -> {
+                server.send(List.of(writeWaiter(entry))).whenComplete((x, e) -> {
                     synchronized (w) {
                         w.nextDelayMs = r.retryMs;
                         w.waiterKeyWritten = e == null;
@@ -212,12 +196,8 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    /**
-     * The waiter key: this client's id, when the wait began and the acquisition (for {@code dlock
-     * inspect}: the order, and a granted waiter whose key is not yet deleted is not shown twice).
-     */
-    private Command writeWaiter(QueueEntry entry, long sinceMillis) {
-        String v = backend.clientId + " " + sinceMillis + " " + entry.acquisitionId();
+    private Command writeWaiter(QueueEntry entry) {
+        String v = backend.clientId;
         return Command.withData(
                 "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
     }
@@ -227,7 +207,7 @@ final class MemcachedLockProtocol implements LockProtocol {
      * waiting). Completes with a grant, or with how long to wait before the next attempt. A landed
      * add that may not count (marker missing or quarantined) is undone first.
      */
-    private CompletableFuture<Attempt> attempt(QueueEntry entry, long waitingSince, boolean assist) {
+    private CompletableFuture<Attempt> attempt(QueueEntry entry, boolean refreshWaiter, boolean assist) {
         String name = entry.lockName();
         Server server = backend.serverFor(name);
         long floor = Math.max(server.estimatedSeconds() * 1_000_000L, lastToken(name) + 1);
@@ -238,8 +218,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                 Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c", value));
         commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
                 + COUNTER_TTL_SECONDS + " v"));
-        if (waitingSince > 0) {
-            commands.add(writeWaiter(entry, waitingSince));
+        if (refreshWaiter) {
+            commands.add(writeWaiter(entry));
         }
         long generation = server.generation();
         long t0 = ticker.read();
@@ -286,14 +266,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                     token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
-                long now = System.currentTimeMillis();
-                held.put(entry.acquisitionId(), new Held(server, generation, cas, now));
-                // Not waited for: the grant's token and time for inspection until the first renewal
-                // writes them into the lock key. The lock key cannot carry them from the start, since
-                // the token is only known once the add has landed, and rewriting it costs a round trip.
-                String record = entry.acquisitionId() + " " + t + " " + now;
-                server.send(List.of(
-                        Command.withData("ms " + grantKey(name) + " " + record.length() + " T" + ttlSeconds, record)));
+                held.put(entry.acquisitionId(), new Held(server, generation, cas));
                 return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
             });
         });
@@ -373,9 +346,6 @@ final class MemcachedLockProtocol implements LockProtocol {
         @GuardedBy("this")
         long nextDelayMs = -1;
 
-        /** When the wait began (wall clock, shown by {@code dlock inspect}). */
-        final long sinceMillis = System.currentTimeMillis();
-
         Waiter(QueueEntry entry) {
             this.entry = entry;
         }
@@ -418,7 +388,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 timer = null;
                 polls++;
-                a = attempt(entry, sinceMillis, false);
+                a = attempt(entry, true, false);
                 inflight = a;
             }
             a.whenComplete(this::onAttempt);
@@ -607,15 +577,14 @@ final class MemcachedLockProtocol implements LockProtocol {
                         return r.get(0).flagLong('c');
                     });
         }
-        long since = h != null ? h.sinceMillis : 0;
-        String value = renewedValue(entry, grant.fencingToken(), since);
+        String value = ownerValue(entry);
         return cas.thenCompose(c -> server.send(List.of(Command.withData(
                                 "ms " + lockKey(name) + " " + value.length() + " C" + c + " T" + ttlSeconds + " c",
                                 value)))
                         .thenApply(r -> {
                             Reply reply = r.get(0);
                             if (reply.status().equals("HD")) {
-                                Held now = new Held(server, generation, reply.flagLong('c'), since);
+                                Held now = new Held(server, generation, reply.flagLong('c'));
                                 if (h == null
                                         ? held.putIfAbsent(entry.acquisitionId(), now) != null
                                         : !held.replace(entry.acquisitionId(), h, now)) {

@@ -74,8 +74,7 @@ abstract class MemcachedTestSupport extends LockFixtureSupport {
         closeTracked();
         if (server.isAlive()) {
             List<String> left = new ArrayList<>(keysUnderPrefix());
-            // Fencing counters stay by design; a grant record expires with its lease (MemcachedInspector).
-            left.removeIf(k -> k.startsWith(prefix + ":t:") || k.startsWith(prefix + ":g:"));
+            left.removeIf(k -> k.startsWith(prefix + ":t:"));
             assertThat(left)
                     .as("lock and waiter keys left under prefix %s", prefix)
                     .isEmpty();
