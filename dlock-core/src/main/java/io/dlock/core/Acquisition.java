@@ -582,8 +582,10 @@ final class Acquisition {
     }
 
     private void finishCancelled() {
-        completeCancelled();
+        // The local queue first: a caller woken by the outcome may try again at once, and must not
+        // find this acquisition still standing in the backend for the JVM and queue behind it.
         client.local.ended(this);
+        completeCancelled();
     }
 
     private void completeCancelled() {

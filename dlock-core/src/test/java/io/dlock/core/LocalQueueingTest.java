@@ -188,6 +188,22 @@ class LocalQueueingTest {
     }
 
     @Test
+    void tryAgainRightAfterAFailedTry_isNotQueuedBehindTheWithdrawnAttempt() throws Exception {
+        LockClient a = client(64);
+        LockClient b = client(64);
+        for (int i = 0; i < 2_000; i++) {
+            Lease held = b.lock("job").acquire();
+            assertThat(a.lock("job").tryAcquire(Duration.ZERO)).isEmpty();
+            held.close();
+            // The failed try's entry is withdrawn before it returned; the JVM's local queue must
+            // know it too, or this try waits behind an acquisition that no longer exists.
+            Optional<Lease> next = a.lock("job").tryAcquire(Duration.ZERO);
+            assertThat(next).as("try %d after the holder released", i).isPresent();
+            next.get().close();
+        }
+    }
+
+    @Test
     void cancelledAndInterruptedLocalWaitersAreSkipped() throws Exception {
         LockClient a = client(64);
         Lease held = a.lock("job").acquire();
