@@ -5,6 +5,7 @@ import io.dlock.LockBackendException;
 import io.dlock.LockOptions;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
 import java.net.InetAddress;
 import java.sql.Connection;
@@ -16,6 +17,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
@@ -66,7 +68,7 @@ final class JdbcBackend implements LockBackend {
     final JdbcStatements sql;
     /** This client's id (32 lower-case hex digits): owner of its waiter rows, name of its channel. */
     final String clientId = UUID.randomUUID().toString().replace("-", "");
-    /** What the holder column says: pid@host. */
+    /** Who this client is in the holder columns: pid@host (the statements append the grant time). */
     final String holder;
 
     private final Connections connections;
@@ -80,6 +82,7 @@ final class JdbcBackend implements LockBackend {
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile @Nullable PgListener listener;
+    private final JdbcInspector inspector;
 
     private JdbcBackend(JdbcUri uri, Connections connections) {
         this.uri = uri;
@@ -93,7 +96,8 @@ final class JdbcBackend implements LockBackend {
             host = "unknown";
         }
         String h = ProcessHandle.current().pid() + "@" + host;
-        this.holder = h.length() > 255 ? h.substring(0, 255) : h;
+        // Room for the grant time the statements append (JdbcStatements.stamp) in the 255 characters.
+        this.holder = h.length() > 240 ? h.substring(0, 240) : h;
         AtomicInteger n = new AtomicInteger();
         this.workers = new ThreadPoolExecutor(
                 uri.maxConnections(), uri.maxConnections(), 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -129,6 +133,7 @@ final class JdbcBackend implements LockBackend {
         this.capabilities = Set.copyOf(caps);
         this.protocol = new JdbcLockProtocol(this);
         this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
+        this.inspector = new JdbcInspector(this);
     }
 
     /**
@@ -200,12 +205,18 @@ final class JdbcBackend implements LockBackend {
                 return;
             } catch (SQLException e) {
                 if (missingColumn(e)) {
+                    if (uri.createTable() && addHolderColumn(c)) {
+                        return;
+                    }
                     throw new LockBackendException(
                             null,
                             NAME,
                             "lock table " + uri.table() + " or " + sql.waiters
                                     + " lacks columns this version of dlock needs (" + e.getMessage()
-                                    + "). Add them or create the tables anew with the DDL below:\n"
+                                    + "). A table of the previous version needs only `" + sql.addHolderColumn()
+                                    + "` (the previous version ignores the column, so clients of both can run"
+                                    + " during a rolling upgrade; createTable=true runs it), else create the"
+                                    + " tables anew with the DDL below:\n"
                                     + uri.dialect().ddl(uri.table()),
                             null);
                 }
@@ -255,6 +266,28 @@ final class JdbcBackend implements LockBackend {
             if (c != null) {
                 connections.giveBack(c, broken);
             }
+        }
+    }
+
+    /**
+     * Upgrades a previous version's waiters table (the holder column); true if the probe passes
+     * afterwards. A concurrent client's ALTER makes ours fail on the duplicate column: the probe decides.
+     */
+    private boolean addHolderColumn(Connection c) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute(sql.addHolderColumn());
+            log.info("[client={}] added column holder to {}", NAME, sql.waiters);
+        } catch (SQLException e) {
+            log.debug("[client={}] adding column holder to {}: {}", NAME, sql.waiters, message(e));
+        }
+        try (Statement s = c.createStatement()) {
+            s.executeQuery(sql.probe).close();
+            return true;
+        } catch (SQLException e) {
+            if (missingColumn(e)) {
+                return false;
+            }
+            throw e;
         }
     }
 
@@ -399,6 +432,15 @@ final class JdbcBackend implements LockBackend {
     public LockProtocol protocol() {
         PgSessionProtocol s = sessions;
         return s != null ? s : protocol;
+    }
+
+    /**
+     * The operator view of the lock tables ({@link JdbcInspector}); empty in session mode, whose
+     * advisory locks live in the server's lock manager, not in the tables (see the README).
+     */
+    @Override
+    public Optional<LockInspector> inspector() {
+        return uri.sessionMode() ? Optional.empty() : Optional.of(inspector);
     }
 
     @Override

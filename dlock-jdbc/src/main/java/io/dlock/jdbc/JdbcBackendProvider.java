@@ -42,9 +42,21 @@ public final class JdbcBackendProvider implements LockBackendProvider {
         return LockEngine.newClient(JdbcBackend.open(parsed), parsed.options());
     }
 
-    /** Not used: {@link #connect(URI, LockOptions)} parses {@code jdbc:} URIs itself. */
+    /**
+     * Opens the backend alone, without the engine (the CLI's {@code inspect|release|watch}). A
+     * {@code jdbc:} URI is opaque, so {@link BackendUri#parse} cannot split it: the caller passes
+     * its scheme-specific part ({@code postgresql://h/db?…}) as the authority, with an empty path,
+     * and it is parsed here as {@link #connect(URI, LockOptions)} would.
+     *
+     * <p>Blocking: until the tables are checked. Thread-safety: safe from any thread. On failure:
+     * {@link io.dlock.LockBackendException} (unreachable, table missing), {@link
+     * IllegalArgumentException} for a malformed URI; nothing left open.
+     */
     @Override
     public LockBackend open(BackendUri uri) {
-        throw new UnsupportedOperationException("jdbc: URIs are parsed by JdbcBackendProvider.connect");
+        if (!"jdbc".equalsIgnoreCase(uri.scheme()) || !uri.path().isEmpty()) {
+            throw new IllegalArgumentException("not a jdbc: URI; pass jdbc:<subprotocol>:… as the authority");
+        }
+        return JdbcBackend.open(JdbcUri.parse("jdbc:" + uri.authority(), uri.options()));
     }
 }

@@ -237,6 +237,7 @@ final class JdbcLockProtocol implements LockProtocol {
             ps.setString(2, acquisition);
             ps.setString(3, backend.clientId);
             ps.setLong(4, waiterMs);
+            ps.setString(5, backend.holder);
             ps.executeUpdate();
             try (ResultSet rs = ps.getGeneratedKeys()) {
                 if (!rs.next()) {
@@ -996,7 +997,8 @@ final class JdbcLockProtocol implements LockProtocol {
                     try (PreparedStatement ps = c.prepareStatement(sql.grantEntry)) {
                         ps.setLong(1, token);
                         ps.setLong(2, leaseMs);
-                        ps.setString(3, acq);
+                        ps.setString(3, backend.holder);
+                        ps.setString(4, acq);
                         ps.executeUpdate();
                     }
                     queue.set(queue.indexOf(own), own.grantedWith(token));
@@ -1089,6 +1091,7 @@ final class JdbcLockProtocol implements LockProtocol {
             ps.setInt(6, r.permits());
             ps.setInt(7, r.maxPermits());
             ps.setLong(8, token);
+            ps.setString(9, backend.holder);
             ps.executeUpdate();
             try (ResultSet rs = ps.getGeneratedKeys()) {
                 if (!rs.next()) {

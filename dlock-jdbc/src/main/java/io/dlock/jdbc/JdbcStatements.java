@@ -42,7 +42,7 @@ final class JdbcStatements {
      * {@code H<token> <acquisition>} tells its client so. No rows: released without a hand-over.
      */
     final @Nullable String handOver;
-    /** Params: name, acquisition, client, waiterMs. Generated key: seq. */
+    /** Params: name, acquisition, client, waiterMs, holder. Generated key: seq. */
     final String insertWaiter;
     /** Params: name. Removes expired waiters of one lock. */
     final String purgeWaiters;
@@ -80,9 +80,9 @@ final class JdbcStatements {
     final String setCounter;
     /** Params: name. Rows: acquisition, client, kind, permits, max_permits, token, seq, remaining ms; by seq. */
     final String queue;
-    /** Params: name, acquisition, client, ms, kind, permits, max_permits, token. Generated key: seq. */
+    /** Params: name, acquisition, client, ms, kind, permits, max_permits, token, holder. Generated key: seq. */
     final String insertEntry;
-    /** Params: token, leaseMs, acquisition. */
+    /** Params: token, leaseMs, holder, acquisition. */
     final String grantEntry;
     /** Params: leaseMs, acquisition, token. Update count 1 = renewed. */
     final String renewEntry;
@@ -103,7 +103,7 @@ final class JdbcStatements {
         switch (dialect) {
             case POSTGRESQL -> {
                 grant = "INSERT INTO " + table + " AS l (name, owner, client, token, expires_ms, holder)"
-                        + " VALUES (?, ?, ?, 1, " + now + " + ?, ?)"
+                        + " VALUES (?, ?, ?, 1, " + now + " + ?, " + stamp(dialect, "?") + ")"
                         + " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, client = EXCLUDED.client,"
                         + " token = l.token + 1, expires_ms = EXCLUDED.expires_ms, holder = EXCLUDED.holder"
                         + " WHERE " + free + " AND " + ahead.replace("w.name = ?", "w.name = EXCLUDED.name")
@@ -118,12 +118,14 @@ final class JdbcStatements {
                 // See JdbcLockProtocol's "Hand-over" for why this is safe. nx locks the first live
                 // waiter's row (FOR UPDATE: a withdrawal that deleted it first makes it skip to the
                 // next; one that deletes it later waits for this commit and then finds itself owner).
-                handOver = "WITH nx AS (SELECT w.acquisition, w.client FROM " + waiters + " w WHERE w.name = ?"
+                handOver = "WITH nx AS (SELECT w.acquisition, w.client, w.holder FROM " + waiters
+                        + " w WHERE w.name = ?"
                         + " AND w.kind = 'X' AND w.token = 0 AND w.expires_ms >= " + now + " AND w.acquisition <> ?"
                         + " ORDER BY w.seq LIMIT 1 FOR UPDATE),"
                         + " u AS (UPDATE " + table + " l SET owner = (SELECT acquisition FROM nx),"
                         + " client = (SELECT client FROM nx), token = l.token + (SELECT count(*) FROM nx),"
-                        + " expires_ms = (SELECT " + now + " + ? FROM nx), holder = NULL"
+                        + " expires_ms = (SELECT " + now + " + ? FROM nx),"
+                        + " holder = (SELECT " + stamp(dialect, "split_part(holder, ' ', 1)") + " FROM nx)"
                         + " WHERE l.name = ? AND l.owner = ? RETURNING l.token, l.owner, l.client),"
                         + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"
                         + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
@@ -132,7 +134,8 @@ final class JdbcStatements {
             }
             case MARIADB -> {
                 grant = "UPDATE " + table + " l SET l.owner = ?, l.client = ?, l.token = LAST_INSERT_ID(l.token + 1),"
-                        + " l.expires_ms = " + now + " + ?, l.holder = ? WHERE l.name = ? AND " + free + " AND "
+                        + " l.expires_ms = " + now + " + ?, l.holder = " + stamp(dialect, "?")
+                        + " WHERE l.name = ? AND " + free + " AND "
                         + ahead;
                 ensureRow = "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
                 release = plainRelease(table);
@@ -140,7 +143,8 @@ final class JdbcStatements {
             }
             case H2 -> {
                 grant = "SELECT token FROM FINAL TABLE (UPDATE " + table + " l SET owner = ?, client = ?,"
-                        + " token = token + 1, expires_ms = " + now + " + ?, holder = ? WHERE l.name = ? AND "
+                        + " token = token + 1, expires_ms = " + now + " + ?, holder = " + stamp(dialect, "?")
+                        + " WHERE l.name = ? AND "
                         + free + " AND " + ahead + ")";
                 ensureRow = h2EnsureRow(table);
                 release = plainRelease(table);
@@ -149,8 +153,8 @@ final class JdbcStatements {
             default -> throw new AssertionError(dialect);
         }
         renew = "UPDATE " + table + " SET expires_ms = " + now + " + ? WHERE name = ? AND owner = ? AND token = ?";
-        insertWaiter =
-                "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms) VALUES (?, ?, ?, " + now + " + ?)";
+        insertWaiter = "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms, holder) VALUES (?, ?, ?, "
+                + now + " + ?, " + stamp(dialect, "?") + ")";
         purgeWaiters = "DELETE FROM " + waiters + " WHERE name = ? AND expires_ms < " + now;
         deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
         // Only waiting entries: a held read-write or semaphore entry is renewed by its own grant's renewal.
@@ -165,7 +169,8 @@ final class JdbcStatements {
         rewait = "UPDATE " + waiters + " SET token = 0 WHERE acquisition = ? AND kind = 'X'";
         findEntry = "SELECT name, kind, token FROM " + waiters + " WHERE acquisition = ?";
         probe = "SELECT l.name, l.owner, l.client, l.token, l.expires_ms, l.holder, w.seq, w.name, w.acquisition,"
-                + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token FROM " + table + " l, " + waiters
+                + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token, w.holder FROM " + table + " l, "
+                + waiters
                 + " w WHERE 1 = 0";
 
         lockCounter = "SELECT token FROM " + table + " WHERE name = ? FOR UPDATE";
@@ -178,15 +183,35 @@ final class JdbcStatements {
         String columns = "acquisition, client, kind, permits, max_permits, token, seq, expires_ms - " + now;
         queue = "SELECT " + columns + " FROM " + waiters + " WHERE name = ? ORDER BY seq";
         insertEntry = "INSERT INTO " + waiters
-                + " (name, acquisition, client, expires_ms, kind, permits, max_permits, token) VALUES (?, ?, ?, " + now
-                + " + ?, ?, ?, ?, ?)";
-        grantEntry = "UPDATE " + waiters + " SET token = ?, expires_ms = " + now + " + ? WHERE acquisition = ?";
+                + " (name, acquisition, client, expires_ms, kind, permits, max_permits, token, holder) VALUES (?, ?, ?, "
+                + now + " + ?, ?, ?, ?, ?, " + stamp(dialect, "?") + ")";
+        grantEntry = "UPDATE " + waiters + " SET token = ?, expires_ms = " + now + " + ?, holder = "
+                + stamp(dialect, "?") + " WHERE acquisition = ?";
         renewEntry = "UPDATE " + waiters + " SET expires_ms = " + now + " + ? WHERE acquisition = ? AND token = ?";
         sharedStatus =
                 "SELECT q.name, q.acquisition, q.client, q.kind, q.permits, q.max_permits, q.token, q.seq, q.expires_ms - "
                         + now + " FROM " + waiters + " q WHERE q.name IN (SELECT w.name FROM " + waiters
                         + " w WHERE w.client = ? AND w.token = 0 AND w.kind <> 'X') ORDER BY q.name, q.seq";
         notify = dialect == JdbcDialect.POSTGRESQL ? "SELECT pg_notify(?, ?)" : null;
+    }
+
+    /**
+     * The holder column's value: {@code pid@host} (the expression {@code who}), a space and the
+     * database clock's epoch milliseconds when the row was granted (the lock table) or written (a
+     * queue entry: its enqueue, then its grant). Rows written by earlier versions hold {@code pid@host}
+     * alone, or NULL; {@link JdbcInspector} reads both.
+     */
+    static String stamp(JdbcDialect dialect, String who) {
+        return switch (dialect) {
+            case POSTGRESQL -> "(CAST(" + who + " AS VARCHAR) || ' ' || " + dialect.now + ")";
+            case MARIADB -> "CONCAT(" + who + ", ' ', " + dialect.now + ")";
+            case H2 -> "CONCAT(CAST(" + who + " AS VARCHAR(255)), ' ', " + dialect.now + ")";
+        };
+    }
+
+    /** Adds the waiters table's holder column (added in this version); run only when the probe found it missing. */
+    String addHolderColumn() {
+        return "ALTER TABLE " + waiters + " ADD COLUMN holder VARCHAR(255)";
     }
 
     private static String h2EnsureRow(String table) {

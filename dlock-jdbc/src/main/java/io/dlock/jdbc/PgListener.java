@@ -50,6 +50,11 @@ final class PgListener {
         thread.start();
     }
 
+    /** The LISTEN session's application_name: a client id is 32 hex digits, safe in a literal. */
+    static String applicationName(String clientId) {
+        return "dlock_" + clientId;
+    }
+
     boolean healthy() {
         return healthy;
     }
@@ -57,6 +62,8 @@ final class PgListener {
     private void listen() throws SQLException {
         Connection c = backend.dedicatedConnection();
         try (Statement s = c.createStatement()) {
+            // The inspector tells a live client from a dead one by this session (JdbcInspector).
+            s.execute("SET application_name = '" + applicationName(backend.clientId) + "'");
             s.execute("LISTEN dlock_" + backend.clientId);
         } catch (SQLException e) {
             backend.closeDedicated(c);
@@ -115,6 +122,15 @@ final class PgListener {
         }
         Connection c = connection;
         if (c != null) {
+            if (backend.borrowsConnections()) {
+                // A pool keeps the session: it must not claim to be this client after it closed.
+                try (Statement s = c.createStatement()) {
+                    s.execute("UNLISTEN *");
+                    s.execute("RESET application_name");
+                } catch (SQLException e) {
+                    log.debug("[client={}] resetting the LISTEN session: {}", JdbcBackend.NAME, backend.message(e));
+                }
+            }
             backend.closeDedicated(c);
         }
     }

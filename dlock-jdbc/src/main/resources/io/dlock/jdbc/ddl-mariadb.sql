@@ -12,7 +12,9 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
 -- Queue entries in arrival order (seq); an entry whose expires_ms has passed no longer counts. Exclusive
 -- locks (kind X) keep only their waiters here (the holder is the lock row); read-write locks (R, W) and
 -- semaphores (S) keep holders (token > 0) and waiters (token 0), and their lock row, named 'rw/<name>'
--- or 's/<name>', only counts the tokens.
+-- or 's/<name>', only counts the tokens. holder: 'pid@host <database clock ms>' of the entry's client,
+-- written at enqueue and again at grant (added after the first release: ALTER TABLE dlock_locks_waiters
+-- ADD COLUMN holder VARCHAR(255) upgrades an older table; the older version ignores the column).
 CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   seq         BIGINT AUTO_INCREMENT PRIMARY KEY,
   name        VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -23,6 +25,7 @@ CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   permits     INT NOT NULL DEFAULT 1,
   max_permits INT NOT NULL DEFAULT 1,
   token       BIGINT NOT NULL DEFAULT 0,
+  holder      VARCHAR(255),
   KEY dlock_locks_waiters_name (name, seq),
   KEY dlock_locks_waiters_client (client)
 ) ENGINE = InnoDB;

@@ -2,6 +2,8 @@ package io.dlock.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.LockOptions;
+import io.dlock.spi.LockInspector;
 import io.dlock.testkit.LockFixtureSupport;
 import io.dlock.testkit.Timing;
 import java.sql.Connection;
@@ -71,6 +73,33 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
 
     Connection connect() throws SQLException {
         return DriverManager.getConnection(jdbcUrl());
+    }
+
+    // ---- InspectorContract's and JdbcInspectCases' hooks (used by the *InspectIT classes)
+
+    /** An inspector on a backend of its own (no engine), as {@code dlock inspect} opens one. */
+    public LockInspector inspector() {
+        return track(JdbcBackend.open(JdbcUri.parse(uri(""), LockOptions.defaults())))
+                .inspector()
+                .orElseThrow();
+    }
+
+    public String longHold() {
+        return "leaseTime=60s";
+    }
+
+    public String lockTable() {
+        return table;
+    }
+
+    /** The test's table without {@code createTable}. */
+    public String uriWithoutCreate() {
+        String sep = jdbcUrl().contains("?") ? "&" : "?";
+        return jdbcUrl() + sep + "dlockTable=" + table;
+    }
+
+    public Connection sqlConnection() throws SQLException {
+        return connect();
     }
 
     /** Rows that hold or wait: "owner" rows of the lock table, then waiter rows. */

@@ -56,7 +56,19 @@ public final class AdminConnection implements AutoCloseable {
                 if (provider.supports(parsed)) {
                     LockOptions options =
                             LockOptions.builder().connectTimeout(connectTimeout).build();
-                    LockBackend backend = provider.open(BackendUri.parse(parsed, options, provider.parameters()));
+                    // An opaque URI (jdbc:postgresql://…) has no authority for BackendUri.parse: its
+                    // provider gets the scheme-specific part as the authority and parses it itself.
+                    BackendUri backendUri = parsed.isOpaque()
+                            ? new BackendUri(
+                                    parsed.getScheme(),
+                                    parsed.getRawSchemeSpecificPart(),
+                                    "",
+                                    null,
+                                    null,
+                                    options,
+                                    java.util.Map.of())
+                            : BackendUri.parse(parsed, options, provider.parameters());
+                    LockBackend backend = provider.open(backendUri);
                     var inspector = backend.inspector();
                     if (inspector.isEmpty()) {
                         backend.close();
