@@ -151,14 +151,9 @@ final class RedisConnector {
             var c = external.connect(StringCodec.UTF8, target);
             connection = c;
             pubsub = external.connectPubSub(StringCodec.UTF8, target);
-            // The user's RedisURI names the connections (or not): name dlock's own, as the handshake
-            // does on dlock's clients; Lettuce keeps a name set this way for its reconnects.
+            // The application's RedisURI names these connections (or not): dlock leaves its choice
+            // alone, so inspect shows no host and pid for a handed-in client.
             String clientId = RedisBackend.newClientId();
-            try {
-                c.sync().clientSetname(RedisBackend.clientName(clientId));
-            } catch (RuntimeException e) { // an ACL without CLIENT: inspect shows no host and pid, nothing else changes
-                log.debug("[client={}] CLIENT SETNAME refused: {}", RedisBackend.NAME, e.toString());
-            }
             return start(
                     new RedisBackend(clientId, uri, null, null, c, c.async(), pubsub, timer, null, external, listener),
                     holder);
