@@ -72,16 +72,8 @@ class AdminCommandsIT {
         return c;
     }
 
-    private record Result(int status, String out, String err) {}
-
-    private static Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        int status = cl.execute(args);
-        return new Result(status, out.toString(), err.toString());
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static Duration scaled(long seconds) {
@@ -98,8 +90,8 @@ class AdminCommandsIT {
         CompletableFuture<Lease> waiter = client("leaseTime=20s").lock("orders").acquireAsync(scaled(30));
         awaitWaiting("orders");
 
-        Result table = run("inspect", uri);
-        Result json = run("inspect", uri, "ord", "--json");
+        CliRun table = run("inspect", uri);
+        CliRun json = run("inspect", uri, "ord", "--json");
 
         assertThat(table.status).isZero();
         List<String> lines = table.out.lines().toList();
@@ -125,7 +117,7 @@ class AdminCommandsIT {
         CompletableFuture<Lease> waiter = client("leaseTime=3s").lock("stuck").acquireAsync(scaled(60));
         awaitWaiting("stuck");
 
-        Result r = run("release", "--force", uri, "stuck", "--yes");
+        CliRun r = run("release", "--force", uri, "stuck", "--yes");
 
         assertThat(r.status).as(r.err).isZero();
         assertThat(r.out)
@@ -152,7 +144,7 @@ class AdminCommandsIT {
         assertThat(m.find()).isTrue();
         await().atMost(scaled(10)).until(() -> run("inspect", uri, "dead").out.contains(" NO "));
 
-        Result r = run("release", "--force", uri, "dead", "--holder", m.group(1), "--yes");
+        CliRun r = run("release", "--force", uri, "dead", "--holder", m.group(1), "--yes");
 
         assertThat(r.status).as(r.err).isZero();
         Lease next = waiter.get(scaled(10).toMillis(), TimeUnit.MILLISECONDS);
@@ -164,7 +156,7 @@ class AdminCommandsIT {
     void release_answerNo_removesNothing() throws Exception {
         Lease held = client("leaseTime=20s").lock("kept").acquire();
         InputStream stdin = System.in;
-        Result r;
+        CliRun r;
         try {
             System.setIn(new ByteArrayInputStream("n\n".getBytes(StandardCharsets.UTF_8)));
             r = run("release", "--force", uri, "kept");
@@ -186,13 +178,13 @@ class AdminCommandsIT {
         Lease r1 = readers.readWriteLock("shared").readLock().acquire();
         Lease r2 = client("leaseTime=20s").readWriteLock("shared").readLock().acquire();
 
-        Result noName = run("release", "--force", uri);
-        Result noForce = run("release", uri, "kept", "--yes");
-        Result unknownHolder = run("release", "--force", uri, "kept", "--holder", "nobody", "--yes");
-        Result twoHolders = run("release", "--force", uri, "shared", "--yes");
-        Result badScheme = run("release", "--force", "nope://127.0.0.1:1", "kept", "--yes");
-        Result noScheme = run("inspect", "localhost");
-        Result unreachable = run(
+        CliRun noName = run("release", "--force", uri);
+        CliRun noForce = run("release", uri, "kept", "--yes");
+        CliRun unknownHolder = run("release", "--force", uri, "kept", "--holder", "nobody", "--yes");
+        CliRun twoHolders = run("release", "--force", uri, "shared", "--yes");
+        CliRun badScheme = run("release", "--force", "nope://127.0.0.1:1", "kept", "--yes");
+        CliRun noScheme = run("inspect", "localhost");
+        CliRun unreachable = run(
                 "release",
                 "--force",
                 "redis://127.0.0.1:" + FreePorts.loopback() + "?keyPrefix=" + prefix,
@@ -200,7 +192,7 @@ class AdminCommandsIT {
                 "--yes",
                 "--connect-timeout",
                 "2s");
-        Result notHeld = run("release", "--force", uri, "free", "--yes");
+        CliRun notHeld = run("release", "--force", uri, "free", "--yes");
 
         assertThat(noName.status).isEqualTo(2);
         assertThat(noName.err).contains("Missing required parameter: 'NAME'");

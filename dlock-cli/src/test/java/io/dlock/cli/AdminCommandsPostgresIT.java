@@ -55,16 +55,8 @@ class AdminCommandsPostgresIT {
         return c;
     }
 
-    private record Result(int status, String out, String err) {}
-
-    private static Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        int status = cl.execute(args);
-        return new Result(status, out.toString(), err.toString());
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static Duration scaled(long seconds) {
@@ -87,9 +79,9 @@ class AdminCommandsPostgresIT {
         CompletableFuture<Lease> waiter = client("leaseTime=3s").lock("stuck").acquireAsync(scaled(60));
         await().atMost(scaled(10)).until(() -> run("inspect", uri, "stu").out.contains("waiting #1"));
 
-        Result table = run("inspect", uri);
-        Result json = run("inspect", uri, "stuck", "--json");
-        Result release = run("release", "--force", uri, "stuck", "--yes");
+        CliRun table = run("inspect", uri);
+        CliRun json = run("inspect", uri, "stuck", "--json");
+        CliRun release = run("release", "--force", uri, "stuck", "--yes");
 
         assertThat(table.status).as(table.err).isZero();
         assertThat(table.out.lines().toList().get(1))

@@ -61,16 +61,8 @@ class EtcdAdminCommandsIT {
         return c;
     }
 
-    private record Result(int status, String out, String err) {}
-
-    private static Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        int status = cl.execute(args);
-        return new Result(status, out.toString(), err.toString());
+    private static CliRun run(String... args) {
+        return CliRun.of(args);
     }
 
     private static Duration scaled(long seconds) {
@@ -87,8 +79,8 @@ class EtcdAdminCommandsIT {
         CompletableFuture<Lease> waiter = client("leaseTime=20s").lock("orders").acquireAsync(scaled(30));
         awaitWaiting("orders");
 
-        Result table = run("inspect", uri);
-        Result json = run("inspect", uri, "ord", "--json");
+        CliRun table = run("inspect", uri);
+        CliRun json = run("inspect", uri, "ord", "--json");
 
         assertThat(table.status).as(table.err).isZero();
         List<String> lines = table.out.lines().toList();
@@ -122,7 +114,7 @@ class EtcdAdminCommandsIT {
         CompletableFuture<Lease> waiter = client("leaseTime=3s").lock("stuck").acquireAsync(scaled(60));
         awaitWaiting("stuck");
 
-        Result r = run("release", "--force", uri, "stuck", "--yes");
+        CliRun r = run("release", "--force", uri, "stuck", "--yes");
 
         assertThat(r.status).as(r.err).isZero();
         assertThat(r.out)
