@@ -101,12 +101,13 @@ class MemcachedFaultIT extends MemcachedTestSupport {
     }
 
     /**
-     * Writes 50,000 items the size of the lock's item (so they share its slab class), about 50 times
-     * what a 1 MB cache holds, then checks once that the key is gone (a read would mark the key
-     * active and shield it from eviction). Returns how many were written.
+     * Writes 50,000 items around the size of the lock's item, about 50 times what a 1 MB cache
+     * holds, then checks once that the key is gone (a read would mark the key active and shield it
+     * from eviction). memcached evicts within a slab class, so the values span 40 to 89 bytes: the
+     * lock's value ("<acquisition id> <client id>", 55 bytes today) shares a class with thousands of
+     * them whatever the id formats become. Returns how many were written.
      */
     private static int fillUntilGone(MemcachedServer on, String key) throws Exception {
-        String value = "x".repeat(75); // "<acquisition id> <client id>": 36+2+1+36 characters
         String keyFormat = "f%0" + (key.length() - 1) + "d";
         int written = 0;
         try (java.net.Socket s = new java.net.Socket("127.0.0.1", on.port())) {
@@ -116,6 +117,7 @@ class MemcachedFaultIT extends MemcachedTestSupport {
             for (int batch = 0; batch < 100; batch++) {
                 StringBuilder sb = new StringBuilder();
                 for (int i = 0; i < 500; i++) {
+                    String value = "x".repeat(40 + written % 50);
                     sb.append("ms ")
                             .append(String.format(keyFormat, written++))
                             .append(' ')
