@@ -92,74 +92,15 @@ public record TortureResult(
                 skippedWrites);
     }
 
-    /** Builds the result and its verdict from what a run collected. */
-    static TortureResult of(
-            TortureConfig config,
-            String backend,
-            String description,
-            List<FaultRecord> faults,
-            FencingChecker.Report check,
-            Map<String, List<String>> workerLines,
-            List<String> stuck,
-            List<String> leftovers,
-            List<String> runProblems,
-            Duration faultPhase,
-            Duration elapsed) {
-        return of(
-                config,
-                backend,
-                description,
-                faults,
-                check,
-                workerLines,
-                stuck,
-                leftovers,
-                runProblems,
-                faultPhase,
-                elapsed,
-                false);
-    }
-
     /**
-     * As above; with {@code twoHoldersPossible} (a target whose failover can lose a grant, such as
-     * Redis with asynchronous replication) a store refusal of a lease dlock still called valid is
-     * the figure measured (a second holder stopped only by the fence), not a failure.
-     */
-    static TortureResult of(
-            TortureConfig config,
-            String backend,
-            String description,
-            List<FaultRecord> faults,
-            FencingChecker.Report check,
-            Map<String, List<String>> workerLines,
-            List<String> stuck,
-            List<String> leftovers,
-            List<String> runProblems,
-            Duration faultPhase,
-            Duration elapsed,
-            boolean twoHoldersPossible) {
-        return of(
-                config,
-                backend,
-                description,
-                faults,
-                check,
-                workerLines,
-                stuck,
-                leftovers,
-                runProblems,
-                faultPhase,
-                elapsed,
-                twoHoldersPossible,
-                null);
-    }
-
-    /**
-     * As above, with the occupancy checker's report of a shared primitive. For a semaphore the store
-     * of values is an unfenced journal (holders write side by side), so the fencing rules are judged
-     * on the occupancy report alone; and the store may fence out the wrong holder (it cannot know
-     * which permit a newer grant reused, see {@link OccupancyStore}), so a refusal of a valid
-     * semaphore lease is counted, not failed.
+     * Builds the result and its verdict from what a run collected. With {@code twoHoldersPossible}
+     * (a target whose failover can lose a grant, such as Redis with asynchronous replication) a
+     * store refusal of a lease dlock still called valid is the figure measured (a second holder
+     * stopped only by the fence), not a failure. {@code occupancy} is the occupancy checker's report
+     * of a shared primitive. For a semaphore the store of values is an unfenced journal (holders
+     * write side by side), so the fencing rules are judged on the occupancy report alone; and the
+     * store may fence out the wrong holder (it cannot know which permit a newer grant reused, see
+     * {@link OccupancyStore}), so a refusal of a valid semaphore lease is counted, not failed.
      */
     static TortureResult of(
             TortureConfig config,

@@ -95,7 +95,9 @@ class TortureParsingTest {
                 List.of("/t/torture/_c_x-lock-0000000001"),
                 List.of(),
                 Duration.ofSeconds(1),
-                Duration.ofSeconds(2));
+                Duration.ofSeconds(2),
+                false,
+                null);
         assertThat(r.passed()).isFalse();
         assertThat(r.lockLost()).isEqualTo(1);
         assertThat(r.refusedWhileValid()).isZero();
@@ -123,7 +125,9 @@ class TortureParsingTest {
                 List.of(),
                 List.of(),
                 Duration.ofSeconds(1),
-                Duration.ofSeconds(2));
+                Duration.ofSeconds(2),
+                false,
+                null);
         assertThat(unfenced.passed()).as("%s", unfenced.problems()).isTrue();
         assertThat(unfenced.table()).contains("(unfenced: expected)");
     }
@@ -145,7 +149,9 @@ class TortureParsingTest {
                 List.of(),
                 List.of(),
                 Duration.ofSeconds(1),
-                Duration.ofSeconds(2));
+                Duration.ofSeconds(2),
+                false,
+                null);
         assertThat(r.passed()).isFalse();
         assertThat(r.refusedWhileValid()).isEqualTo(1);
         assertThat(r.problems())
@@ -175,7 +181,9 @@ class TortureParsingTest {
                 List.of(),
                 List.of(),
                 Duration.ofSeconds(1),
-                Duration.ofSeconds(2));
+                Duration.ofSeconds(2),
+                false,
+                null);
         assertThat(r.problems())
                 .hasSize(1)
                 .first()
@@ -287,7 +295,9 @@ class TortureParsingTest {
                         List.of(),
                         List.of(),
                         Duration.ofSeconds(1),
-                        Duration.ofSeconds(2))
+                        Duration.ofSeconds(2),
+                        false,
+                        null)
                 .withStaleByFault(Map.of("pause", 1L));
         assertThat(r.passed()).as("%s", r.problems()).isTrue();
         assertThat(r.skippedWrites()).isEqualTo(2);
