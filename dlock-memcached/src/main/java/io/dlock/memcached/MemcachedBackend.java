@@ -9,6 +9,7 @@ import io.dlock.memcached.MetaConnection.MemcachedIoException;
 import io.dlock.memcached.MetaConnection.Reply;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
+import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
@@ -86,7 +88,12 @@ final class MemcachedBackend implements LockBackend {
             Capability.CRASH_RELEASE,
             Capability.RENEWAL));
     private final MemcachedLockProtocol protocol;
+    private final MemcachedInspector inspector;
+    /** This client's {@code "<host> <pid>"}, written once per connection to its info key. */
+    private final String info = hostName() + " " + ProcessHandle.current().pid();
+
     private volatile @Nullable ScheduledFuture<?> watchdog;
+    private volatile @Nullable ScheduledFuture<?> infoRefresh;
 
     /** One server: its current connection, its clock as last seen, its reconnect state. */
     final class Server {
@@ -208,6 +215,12 @@ final class MemcachedBackend implements LockBackend {
                 } else {
                     sawClock(v.serverSeconds());
                 }
+                Reply written = c.send(List.of(writeInfo()), System.nanoTime())
+                        .get(wait, TimeUnit.MILLISECONDS)
+                        .get(0);
+                if (written.isError()) {
+                    throw new IOException("writing the client's info key failed: " + written);
+                }
             } catch (TimeoutException e) {
                 c.close(e);
                 throw new IOException(
@@ -310,6 +323,42 @@ final class MemcachedBackend implements LockBackend {
         }
     }
 
+    /**
+     * The key of client {@code clientId}'s host and pid, for {@code dlock inspect}: outside the
+     * namespace (as the boot marker is), since client ids are unique and the namespace holds locks.
+     */
+    static String infoKey(String clientId) {
+        return "dlock:c:" + clientId;
+    }
+
+    /**
+     * This client's info key: written at each connect (a restarted server lost it) and refreshed
+     * every {@link #INFO_REFRESH_SECONDS}; deleted at close, left to its TTL after a crash.
+     */
+    private Command writeInfo() {
+        return Command.withData("ms " + infoKey(clientId) + " " + info.length() + " T" + INFO_TTL_SECONDS, info);
+    }
+
+    static final long INFO_TTL_SECONDS = 3 * 3600;
+    static final long INFO_REFRESH_SECONDS = 3600;
+
+    private static String hostName() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = System.getenv().getOrDefault("HOSTNAME", "unknown");
+        }
+        // The value is space-separated, and a memcached value line must not break.
+        return host.isBlank() ? "unknown" : host.replaceAll("[\\s]", "_");
+    }
+
+    private void refreshInfo() {
+        for (Server s : servers) {
+            s.send(List.of(writeInfo()));
+        }
+    }
+
     private MemcachedBackend(MemcachedUri uri) throws IOException {
         this.uri = uri;
         this.options = uri.options();
@@ -334,6 +383,7 @@ final class MemcachedBackend implements LockBackend {
             }
         }
         this.protocol = new MemcachedLockProtocol(this);
+        this.inspector = new MemcachedInspector(this, protocol);
     }
 
     /**
@@ -360,6 +410,8 @@ final class MemcachedBackend implements LockBackend {
         }
         long tick = Math.max(50, Math.min(1000, uri.options().connectTimeout().toMillis() / 4));
         b.watchdog = b.timer.scheduleWithFixedDelay(b::checkTimeouts, tick, tick, TimeUnit.MILLISECONDS);
+        b.infoRefresh = b.timer.scheduleWithFixedDelay(
+                b::refreshInfo, INFO_REFRESH_SECONDS, INFO_REFRESH_SECONDS, TimeUnit.SECONDS);
         log.debug("[client={}] connected to {} as client {}", NAME, uri, b.clientId);
         return b;
     }
@@ -546,6 +598,11 @@ final class MemcachedBackend implements LockBackend {
     }
 
     @Override
+    public Optional<LockInspector> inspector() {
+        return Optional.of(inspector);
+    }
+
+    @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
@@ -554,6 +611,26 @@ final class MemcachedBackend implements LockBackend {
         ScheduledFuture<?> w = watchdog;
         if (w != null) {
             w.cancel(false);
+        }
+        ScheduledFuture<?> r = infoRefresh;
+        if (r != null) {
+            r.cancel(false);
+        }
+        // The info key goes with the client; a bounded wait, so that a dead server cannot hold up close.
+        List<CompletableFuture<List<Reply>>> deletes = new ArrayList<>();
+        for (Server s : servers) {
+            deletes.add(s.send(List.of(Command.of("md " + infoKey(clientId)))));
+        }
+        long deadline = System.nanoTime() + options.connectTimeout().toNanos();
+        for (CompletableFuture<List<Reply>> d : deletes) {
+            try {
+                d.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            } catch (java.util.concurrent.ExecutionException | TimeoutException e) {
+                log.debug("[client={}] deleting the info key failed: {}", NAME, e.toString());
+            }
         }
         for (Server s : servers) {
             MetaConnection c = s.connection;

@@ -95,7 +95,8 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
     };
 
-    record Held(Server server, long generation, long cas) {}
+    /** Our grant's item: its CAS, the connection it was read on, and when it was granted (wall clock, for display). */
+    record Held(Server server, long generation, long cas, long sinceMillis) {}
 
     /** One attempt's result. */
     private record Attempt(@Nullable Grant grant, long retryMs) {}
@@ -134,6 +135,14 @@ final class MemcachedLockProtocol implements LockProtocol {
         return entry.acquisitionId() + " " + backend.clientId;
     }
 
+    /**
+     * The value a renewal writes: the owner, then the fencing token and the grant time for {@code
+     * dlock inspect}. Only renewals rewrite the key, so the acquire sends none of it.
+     */
+    private String renewedValue(QueueEntry entry, long token, long sinceMillis) {
+        return ownerValue(entry) + " " + token + " " + sinceMillis;
+    }
+
     private static boolean ours(Reply r, QueueEntry entry) {
         return r.status().equals("VA") && r.value() != null && r.value().startsWith(entry.acquisitionId() + " ");
     }
@@ -167,7 +176,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         // The first attempt comes from the acquiring thread, which waits for its outcome: it reads the
         // reply itself. Retries run on the timer thread, which must not wait.
-        attempt(entry, false, attempt == 0).whenComplete((r, error) -> {
+        attempt(entry, 0, attempt == 0).whenComplete((r, error) -> {
             if (error != null) {
                 Throwable cause = unwrap(error);
                 if (notSent(cause)
@@ -185,7 +194,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 Waiter w = new Waiter(entry);
                 waiters.put(entry.key(), w);
                 Server server = backend.serverFor(entry.lockName());
-                server.send(List.of(writeWaiter(entry))).whenComplete((x, e) -> {
+                server.send(List.of(writeWaiter(entry, w.sinceMillis))).whenComplete((x, e) -> {
                     synchronized (w) {
                         w.nextDelayMs = r.retryMs;
                         w.waiterKeyWritten = e == null;
@@ -196,8 +205,9 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    private Command writeWaiter(QueueEntry entry) {
-        String v = backend.clientId;
+    /** The waiter key: this client's id and when the wait began (for {@code dlock inspect}'s order). */
+    private Command writeWaiter(QueueEntry entry, long sinceMillis) {
+        String v = backend.clientId + " " + sinceMillis;
         return Command.withData(
                 "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
     }
@@ -207,7 +217,7 @@ final class MemcachedLockProtocol implements LockProtocol {
      * waiting). Completes with a grant, or with how long to wait before the next attempt. A landed
      * add that may not count (marker missing or quarantined) is undone first.
      */
-    private CompletableFuture<Attempt> attempt(QueueEntry entry, boolean refreshWaiter, boolean assist) {
+    private CompletableFuture<Attempt> attempt(QueueEntry entry, long waitingSince, boolean assist) {
         String name = entry.lockName();
         Server server = backend.serverFor(name);
         long floor = Math.max(server.estimatedSeconds() * 1_000_000L, lastToken(name) + 1);
@@ -218,8 +228,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                 Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c", value));
         commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
                 + COUNTER_TTL_SECONDS + " v"));
-        if (refreshWaiter) {
-            commands.add(writeWaiter(entry));
+        if (waitingSince > 0) {
+            commands.add(writeWaiter(entry, waitingSince));
         }
         long generation = server.generation();
         long t0 = ticker.read();
@@ -266,7 +276,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                     token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
-                held.put(entry.acquisitionId(), new Held(server, generation, cas));
+                held.put(entry.acquisitionId(), new Held(server, generation, cas, System.currentTimeMillis()));
                 return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
             });
         });
@@ -346,6 +356,9 @@ final class MemcachedLockProtocol implements LockProtocol {
         @GuardedBy("this")
         long nextDelayMs = -1;
 
+        /** When the wait began (wall clock, shown by {@code dlock inspect}). */
+        final long sinceMillis = System.currentTimeMillis();
+
         Waiter(QueueEntry entry) {
             this.entry = entry;
         }
@@ -388,7 +401,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 timer = null;
                 polls++;
-                a = attempt(entry, true, false);
+                a = attempt(entry, sinceMillis, false);
                 inflight = a;
             }
             a.whenComplete(this::onAttempt);
@@ -577,14 +590,15 @@ final class MemcachedLockProtocol implements LockProtocol {
                         return r.get(0).flagLong('c');
                     });
         }
-        String value = ownerValue(entry);
+        long since = h != null ? h.sinceMillis : 0;
+        String value = renewedValue(entry, grant.fencingToken(), since);
         return cas.thenCompose(c -> server.send(List.of(Command.withData(
                                 "ms " + lockKey(name) + " " + value.length() + " C" + c + " T" + ttlSeconds + " c",
                                 value)))
                         .thenApply(r -> {
                             Reply reply = r.get(0);
                             if (reply.status().equals("HD")) {
-                                Held now = new Held(server, generation, reply.flagLong('c'));
+                                Held now = new Held(server, generation, reply.flagLong('c'), since);
                                 if (h == null
                                         ? held.putIfAbsent(entry.acquisitionId(), now) != null
                                         : !held.replace(entry.acquisitionId(), h, now)) {
