@@ -47,9 +47,10 @@ import org.jspecify.annotations.Nullable;
  * missed by both is seen at the next inspection. Per holder it shows the
  * client id and, from the client's info key ({@code dlock:c:<client id>}, written once per
  * connection), its host and pid; the lease time left (the key's TTL, whole seconds). The fencing
- * token and the grant time are written into the lock key by the holder's first renewal (a third of
- * the lease after the grant, the renewal that rewrites the key anyway), so that the uncontended
- * acquire-release cycle sends no extra bytes: until then both show as unknown (0 and null). Waiters
+ * token and the grant time: the holder writes them to a grant record ({@code <prefix>:g:<name>},
+ * one command per grant, not waited for, expiring with the lease) once its add has landed, and its
+ * renewals write them into the lock key itself; a holder that died between its add and that write
+ * shows token 0 and no grant time. Waiters
  * are the waiter keys, shown in the order they started waiting; memcached keeps no queue, so the
  * next grant goes to whichever waiter polls first, not necessarily the first shown. Whether a
  * holder's client is still connected cannot be told (a crashed holder's key lives until its TTL).
@@ -122,6 +123,7 @@ final class MemcachedInspector implements LockInspector {
         Server server = backend.serverFor(name);
         List<Command> commands = new ArrayList<>();
         commands.add(Command.of("mg " + protocol.lockKey(name) + " v c t"));
+        commands.add(Command.of("mg " + protocol.grantKey(name) + " v"));
         for (String k : waiterKeys) {
             commands.add(Command.of("mg " + k + " v t"));
         }
@@ -137,7 +139,7 @@ final class MemcachedInspector implements LockInspector {
         List<String[]> waiterValues = new ArrayList<>();
         List<Reply> waiterReplies = new ArrayList<>();
         for (int i = 0; i < waiterKeys.size(); i++) {
-            Reply r = replies.get(i + 1);
+            Reply r = replies.get(i + 2);
             if (r.status().equals("VA") && r.value() != null) {
                 String[] v = r.value().split(" ");
                 waiterValues.add(v);
@@ -153,6 +155,14 @@ final class MemcachedInspector implements LockInspector {
             String[] hp = info.get(holder[1]);
             long token = holder.length >= 4 ? parseLong(holder[2]) : 0;
             long since = holder.length >= 4 ? parseLong(holder[3]) : 0;
+            Reply grant = replies.get(1);
+            if (token == 0 && grant.status().equals("VA") && grant.value() != null) {
+                String[] g = grant.value().split(" ");
+                if (g.length == 3 && g[0].equals(holder[0])) {
+                    token = parseLong(g[1]);
+                    since = parseLong(g[2]);
+                }
+            }
             holders.add(new EntrySnapshot(
                     protocol.lockKey(name) + "#" + holder[0],
                     LockMode.EXCLUSIVE,
@@ -169,8 +179,8 @@ final class MemcachedInspector implements LockInspector {
         List<Waiting> waiters = new ArrayList<>();
         for (int i = 0; i < waiterKeys.size(); i++) {
             String[] v = waiterValues.get(i);
-            if (v.length == 0) {
-                continue; // gone since the dump
+            if (v.length == 0 || holder != null && v.length >= 3 && v[2].equals(holder[0])) {
+                continue; // gone since the dump, or granted and about to be deleted
             }
             String[] hp = info.get(v[0]);
             long since = v.length >= 2 ? parseLong(v[1]) : 0;

@@ -36,7 +36,9 @@ import org.slf4j.LoggerFactory;
  * <p>Keys (all under the URI's {@code keyPrefix}): {@code p:l:<name>}, the lock, holding {@code
  * "<acquisition id> <client id>"} with an expiry a little over the lease time; {@code p:t:<name>},
  * the fencing counter; {@code p:w:<name>:<id>}, one per waiting acquisition (so that waiters can be
- * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll.
+ * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll; {@code
+ * p:g:<name>}, the last grant's acquisition id, token and time, written (not waited for) after each
+ * grant, for {@code dlock inspect} (see {@link MemcachedInspector}).
  *
  * <p>Acquire: one pipeline of three commands on the name's server, answered in order: read the
  * boot marker ({@link DataLossGuard}); {@code ms <lock> ME} (an {@code add}) returning the item's
@@ -116,6 +118,11 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     String lockKey(String name) {
         return prefix + ":l:" + name;
+    }
+
+    /** The grant record: {@code "<acquisition id> <token> <grant time ms>"}, for {@code dlock inspect}. */
+    String grantKey(String name) {
+        return prefix + ":g:" + name;
     }
 
     String counterKey(String name) {
@@ -205,9 +212,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    /** The waiter key: this client's id and when the wait began (for {@code dlock inspect}'s order). */
+    /**
+     * The waiter key: this client's id, when the wait began and the acquisition (for {@code dlock
+     * inspect}: the order, and a granted waiter whose key is not yet deleted is not shown twice).
+     */
     private Command writeWaiter(QueueEntry entry, long sinceMillis) {
-        String v = backend.clientId + " " + sinceMillis;
+        String v = backend.clientId + " " + sinceMillis + " " + entry.acquisitionId();
         return Command.withData(
                 "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
     }
@@ -276,7 +286,14 @@ final class MemcachedLockProtocol implements LockProtocol {
                     token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
-                held.put(entry.acquisitionId(), new Held(server, generation, cas, System.currentTimeMillis()));
+                long now = System.currentTimeMillis();
+                held.put(entry.acquisitionId(), new Held(server, generation, cas, now));
+                // Not waited for: the grant's token and time for inspection until the first renewal
+                // writes them into the lock key. The lock key cannot carry them from the start, since
+                // the token is only known once the add has landed, and rewriting it costs a round trip.
+                String record = entry.acquisitionId() + " " + t + " " + now;
+                server.send(List.of(
+                        Command.withData("ms " + grantKey(name) + " " + record.length() + " T" + ttlSeconds, record)));
                 return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
             });
         });
