@@ -47,10 +47,11 @@ import org.jspecify.annotations.Nullable;
  * missed by both is seen at the next inspection. Per holder it shows the
  * client id and, from the client's info key ({@code dlock:c:<client id>}, written once per
  * connection), its host and pid; the lease time left (the key's TTL, whole seconds). The fencing
- * token and the grant time: the holder writes them to a grant record ({@code <prefix>:g:<name>},
- * one command per grant, not waited for, expiring with the lease) once its add has landed, and its
- * renewals write them into the lock key itself; a holder that died between its add and that write
- * shows token 0 and no grant time. Waiters
+ * token and the grant time: a holder still holding {@link MemcachedLockProtocol#RECORD_DELAY_NANOS}
+ * after its grant writes them to a grant record ({@code <prefix>:g:<name>}, one command, not waited
+ * for, expiring with the lease; a shorter grant writes none, which keeps it off the uncontended
+ * cycle), and its renewals write them into the lock key itself; a holder seen within that delay, or
+ * one that died within it, shows token 0 and no grant time. Waiters
  * are the waiter keys, shown in the order they started waiting; memcached keeps no queue, so the
  * next grant goes to whichever waiter polls first, not necessarily the first shown. Whether a
  * holder's client is still connected cannot be told (a crashed holder's key lives until its TTL).
@@ -69,6 +70,10 @@ final class MemcachedInspector implements LockInspector {
     private static final int BUSY_RETRIES = 100;
 
     private static final long BUSY_SLEEP_MS = 20;
+
+    /** How long a watch waits for a new holder's token before it reports the holder without one. */
+    private static final long TOKENLESS_REPORT_NANOS =
+            4 * MemcachedLockProtocol.RECORD_DELAY_NANOS + TimeUnit.MILLISECONDS.toNanos(500);
 
     private final MemcachedBackend backend;
     private final MemcachedLockProtocol protocol;
@@ -309,8 +314,9 @@ final class MemcachedInspector implements LockInspector {
         private final Consumer<Throwable> onError;
         private final ScheduledExecutorService thread;
         private final AtomicBoolean closed = new AtomicBoolean();
-        // Only the watch's thread touches this.
+        // Only the watch's thread touches these.
         private @Nullable List<String> last;
+        private long tokenlessSince = -1;
 
         Poller(String name, Duration interval, Consumer<List<LockSnapshot>> listener, Consumer<Throwable> onError) {
             this.name = name;
@@ -334,11 +340,24 @@ final class MemcachedInspector implements LockInspector {
                         .filter(l -> l.name().equals(name))
                         .toList();
                 List<String> signature = new ArrayList<>();
+                boolean tokenless = false;
                 for (LockSnapshot l : now) {
-                    l.holders().forEach(e -> signature.add("H " + e.key()));
+                    for (EntrySnapshot e : l.holders()) {
+                        signature.add("H " + e.key() + " " + e.leaseToken());
+                        tokenless |= e.leaseToken() == 0;
+                    }
                     l.waiters().forEach(e -> signature.add("W " + e.key()));
                 }
-                if (!signature.equals(last) && !closed.get()) {
+                // A grant's token is recorded a moment after it (RECORD_DELAY_NANOS): report the grant
+                // with its token, unless it stays without one (its holder died first).
+                long t = System.nanoTime();
+                if (!tokenless) {
+                    tokenlessSince = -1;
+                } else if (tokenlessSince < 0) {
+                    tokenlessSince = t;
+                }
+                boolean settled = tokenlessSince < 0 || t - tokenlessSince > TOKENLESS_REPORT_NANOS;
+                if (settled && !signature.equals(last) && !closed.get()) {
                     last = signature;
                     listener.accept(now);
                 }

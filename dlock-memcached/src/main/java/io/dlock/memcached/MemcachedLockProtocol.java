@@ -23,9 +23,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,8 +39,10 @@ import org.slf4j.LoggerFactory;
  * "<acquisition id> <client id>"} with an expiry a little over the lease time; {@code p:t:<name>},
  * the fencing counter; {@code p:w:<name>:<id>}, one per waiting acquisition (so that waiters can be
  * seen and cleaned up; memcached has no queue), with the same expiry, refreshed at each poll; {@code
- * p:g:<name>}, the last grant's acquisition id, token and time, written (not waited for) after each
- * grant, for {@code dlock inspect} (see {@link MemcachedInspector}).
+ * p:g:<name>}, the grant record: the acquisition id, token and time of a grant still held {@link
+ * #RECORD_DELAY_NANOS} after it was made (not waited for; shorter grants write none), for {@code
+ * dlock inspect} until the first renewal writes them into the lock key (see {@link
+ * MemcachedInspector}).
  *
  * <p>Acquire: one pipeline of three commands on the name's server, answered in order: read the
  * boot marker ({@link DataLossGuard}); {@code ms <lock> ME} (an {@code add}) returning the item's
@@ -75,6 +79,11 @@ final class MemcachedLockProtocol implements LockProtocol {
     static final long COUNTER_TTL_SECONDS = 7L * 24 * 3600;
     static final long MIN_POLL_MS = 5;
     static final int LAST_TOKENS = 10_000;
+    /**
+     * How long a grant must be held before its grant record is written (see {@link #recordLater}):
+     * a grant released sooner never writes one.
+     */
+    static final long RECORD_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private final MemcachedBackend backend;
     private final Ticker ticker;
@@ -86,6 +95,10 @@ final class MemcachedLockProtocol implements LockProtocol {
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
     /** Our grants by acquisition id: the CAS of our item and the connection it was read on. */
     private final Map<String, Held> held = new ConcurrentHashMap<>();
+    /** Grants whose record is not written yet, oldest first (see {@link #recordLater}). */
+    private final ConcurrentLinkedQueue<PendingRecord> pendingRecords = new ConcurrentLinkedQueue<>();
+
+    private final AtomicBoolean sweepScheduled = new AtomicBoolean();
 
     @GuardedBy("lastTokens")
     private final Map<String, Long> lastTokens = new LinkedHashMap<>(16, 0.75f, true) {
@@ -288,12 +301,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 noteToken(name, t);
                 long now = System.currentTimeMillis();
                 held.put(entry.acquisitionId(), new Held(server, generation, cas, now));
-                // Not waited for: the grant's token and time for inspection until the first renewal
-                // writes them into the lock key. The lock key cannot carry them from the start, since
-                // the token is only known once the add has landed, and rewriting it costs a round trip.
-                String record = entry.acquisitionId() + " " + t + " " + now;
-                server.send(List.of(
-                        Command.withData("ms " + grantKey(name) + " " + record.length() + " T" + ttlSeconds, record)));
+                recordLater(new PendingRecord(name, entry.acquisitionId(), t, now, ticker.read() + RECORD_DELAY_NANOS));
                 return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
             });
         });
@@ -315,6 +323,58 @@ final class MemcachedLockProtocol implements LockProtocol {
                     return Long.parseLong(java.util.Objects.requireNonNull(reply.value(), "VA without a value")
                             .trim());
                 });
+    }
+
+    // ---- the grant record
+
+    /**
+     * A grant whose record is not written yet: written once the grant has been held for {@link
+     * #RECORD_DELAY_NANOS}, dropped if it was released before.
+     */
+    private record PendingRecord(String name, String acquisitionId, long token, long sinceMillis, long dueNanos) {}
+
+    /*
+     * Why the record waits: the token is known only once the add's pipeline has answered, so it needs
+     * a command of its own (~90 bytes to memcached). Most grants (an uncontended acquire and release,
+     * benchmark W1) end long before anyone could inspect them, so writing the record only for a grant
+     * still held after RECORD_DELAY_NANOS keeps it off the short cycles. The sweep runs on the timer
+     * thread only while records are pending; a grant costs one queue node, no task of its own (a
+     * scheduled task per grant would wake the timer thread on every cycle).
+     */
+    private void recordLater(PendingRecord record) {
+        pendingRecords.add(record);
+        if (sweepScheduled.compareAndSet(false, true)
+                && backend.schedule(this::writeDueRecords, RECORD_DELAY_NANOS / 1_000_000) == null) {
+            sweepScheduled.set(false); // closed: nothing more is written
+        }
+    }
+
+    private void writeDueRecords() {
+        long now = ticker.read();
+        PendingRecord r;
+        while ((r = pendingRecords.peek()) != null && now - r.dueNanos() >= 0) {
+            pendingRecords.poll();
+            if (held.containsKey(r.acquisitionId())) {
+                String value = r.acquisitionId() + " " + r.token() + " " + r.sinceMillis();
+                backend.serverFor(r.name())
+                        .send(List.of(Command.withData(
+                                "ms " + grantKey(r.name()) + " " + value.length() + " T" + ttlSeconds, value)));
+            }
+        }
+        PendingRecord next = pendingRecords.peek();
+        if (next != null) {
+            if (backend.schedule(this::writeDueRecords, Math.max(1, (next.dueNanos() - now) / 1_000_000)) == null) {
+                sweepScheduled.set(false);
+            }
+            return;
+        }
+        sweepScheduled.set(false);
+        // A grant queued after the peek above but before the flag went down scheduled nothing.
+        if (!pendingRecords.isEmpty() && sweepScheduled.compareAndSet(false, true)) {
+            if (backend.schedule(this::writeDueRecords, 1) == null) {
+                sweepScheduled.set(false);
+            }
+        }
     }
 
     private CompletableFuture<Void> undo(Server server, String name, boolean added, long cas) {
@@ -677,6 +737,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         waiters.clear();
         held.clear();
+        pendingRecords.clear();
     }
 
     // ---- helpers
