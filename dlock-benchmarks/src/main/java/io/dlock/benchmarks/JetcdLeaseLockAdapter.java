@@ -37,8 +37,7 @@ final class JetcdLeaseLockAdapter implements BenchClient {
     }
 
     private long grant() {
-        return JetcdLockAdapter.await(
-                        client.getLeaseClient().grant(JetcdLockAdapter.LEASE_SECONDS), "lease grant")
+        return JetcdLockAdapter.await(client.getLeaseClient().grant(JetcdLockAdapter.LEASE_SECONDS), "lease grant")
                 .getID();
     }
 
