@@ -28,6 +28,8 @@ final class EtcdMetrics {
     /** Counters whose per-cycle delta COST reports, under these names. */
     private static final Map<String, String> COUNTERS = Map.of(
             "etcd_disk_wal_fsync_duration_seconds_count", "walFsyncs",
+            "etcd_disk_wal_fsync_duration_seconds_sum", "walFsyncSeconds",
+            "etcd_server_proposals_committed_total", "raftProposals",
             "etcd_mvcc_put_total", "mvccPuts",
             "etcd_mvcc_delete_total", "mvccDeletes",
             "etcd_mvcc_range_total", "mvccRanges",

@@ -193,6 +193,13 @@ public enum LockImpl {
                     "etcd://" + s.address(Backend.ETCD) + "/" + DlockAdapter.NAMESPACE, LockOptions.defaults())),
     /** jetcd's {@code Lock} client (etcd's server-side v3lock), one lease per thread. */
     JETCD_LOCK("jetcd-lock", Backend.ETCD, Role.ANCHOR, true, s -> new JetcdLockAdapter(s.address(Backend.ETCD))),
+    /** jetcd's {@code Lock} client as its own test shows it: a lease granted per acquisition, revoked at release. */
+    JETCD_LOCK_LEASE(
+            "jetcd-lock-lease",
+            Backend.ETCD,
+            Role.ANCHOR,
+            true,
+            s -> new JetcdLeaseLockAdapter(s.address(Backend.ETCD))),
     /** The bare protocol: a transaction "absent → put with the lease", then a delete. W1 and cost only. */
     ETCD_FLOOR("etcd-floor", Backend.ETCD, Role.FLOOR, false, s -> new EtcdFloorAdapter(s.address(Backend.ETCD)));
 

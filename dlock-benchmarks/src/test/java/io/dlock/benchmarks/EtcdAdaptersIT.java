@@ -56,7 +56,7 @@ class EtcdAdaptersIT {
     @ParameterizedTest
     @EnumSource(
             value = LockImpl.class,
-            names = {"JETCD_LOCK", "ETCD_FLOOR", "DLOCK_ETCD"})
+            names = {"JETCD_LOCK", "JETCD_LOCK_LEASE", "ETCD_FLOOR", "DLOCK_ETCD"})
     void acquire_twoThreadsOneClient_excludeEachOtherAndLeaveNoKey(LockImpl impl) throws Exception {
         Servers servers = new Servers(null, null, null, null, null, server.connectString());
         try (BenchClient client = impl.open(servers)) {
@@ -102,6 +102,34 @@ class EtcdAdaptersIT {
             assertThat(extra.get("walFsyncsPerCycle")).isEqualTo(2.0);
             assertThat(extra.get("mvccPutsPerCycle")).isEqualTo(1.0);
             assertThat(extra.get("mvccDeletesPerCycle")).isEqualTo(1.0);
+        }
+    }
+
+    @Test
+    void cost_dlockEtcd_sendsTwoTxnsAndTwoRaftWritesPerCycle_asTheFloor() throws Exception {
+        Servers servers = new Servers(null, null, null, null, null, server.connectString());
+        try (BenchClient dlock = LockImpl.DLOCK_ETCD.open(servers)) {
+            Map<String, Object> extra = new java.util.LinkedHashMap<>();
+            double requests = EtcdMetrics.cost(server.connectString(), dlock.lock("cost-dlock"), 20, extra);
+            assertThat(requests).isEqualTo(2.0);
+            assertThat(extra.get("requests")).isEqualTo("KV/Txn:2.00");
+            assertThat(extra.get("raftProposalsPerCycle")).isEqualTo(2.0);
+            assertThat(extra.get("walFsyncsPerCycle")).isEqualTo(2.0);
+            assertThat(extra.get("mvccPutsPerCycle")).isEqualTo(1.0);
+            assertThat(extra.get("mvccDeletesPerCycle")).isEqualTo(1.0);
+        }
+    }
+
+    @Test
+    void cost_jetcdLockWithALeasePerAcquisition_writesFourTimesPerCycle() throws Exception {
+        try (JetcdLeaseLockAdapter jetcd = new JetcdLeaseLockAdapter(server.connectString())) {
+            Map<String, Object> extra = new java.util.LinkedHashMap<>();
+            double requests = EtcdMetrics.cost(server.connectString(), jetcd.lock("cost-lease"), 20, extra);
+            assertThat(requests).isEqualTo(2.0);
+            assertThat(extra.get("requests")).isEqualTo("Lock/Lock:1.00 Lock/Unlock:1.00");
+            assertThat(extra.get("leaseRequests")).isEqualTo("Lease/LeaseGrant:1.00 Lease/LeaseRevoke:1.00");
+            assertThat(extra.get("raftProposalsPerCycle")).isEqualTo(4.0);
+            assertThat(extra.get("walFsyncsPerCycle")).isEqualTo(4.0);
         }
     }
 }
