@@ -56,15 +56,45 @@ final class Acquisition {
     final @Nullable Thread owner;
     /** Whether the owner thread may re-enter, and only it may close the lease. */
     final boolean reentrant;
-    /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
-    private volatile @Nullable Acquisition downgradeOf;
-    /** How many downgraded reads were taken under this write grant; each gets its own token. */
-    @SuppressWarnings("UnusedVariable") // read and written through DOWNGRADES only
-    private volatile int downgrades;
+    /**
+     * Fields most acquisitions never set (a wait's timer, a cancel's or loss's cause, onLost
+     * listeners, downgrades, a renewal failure), in an object made on first use, so that a plain held
+     * lock does not pay for them (W4). Installed once by a CAS on {@link #rare}; its fields are
+     * volatile and keep the CAS discipline they had as fields of this class.
+     */
+    static final class Rare {
+        /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
+        volatile @Nullable Acquisition downgradeOf;
+        /** How many downgraded reads were taken under this write grant; each gets its own token. */
+        volatile int downgrades;
+
+        volatile @Nullable Throwable cancelCause;
+        volatile @Nullable LockLostException lostCause;
+        volatile @Nullable ScheduledFuture<?> timer;
+        volatile boolean deadlineArmed;
+        /** Why the last renewal failed, reported as the cause if the lease runs out. */
+        volatile @Nullable Throwable lastRenewalFailure;
+        /** Created on the first {@code onLost} registration. */
+        volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
+        /** A timed acquisition's wait (for its timeout's message); set at construction. */
+        volatile @Nullable Duration wait;
+    }
+
+    private volatile @Nullable Rare rare;
+
+    /** The side object, made (once, by CAS) if it does not exist yet. */
+    private Rare rare() {
+        Rare r = rare;
+        if (r != null) {
+            return r;
+        }
+        Rare fresh = new Rare();
+        Rare won = (Rare) RARE.compareAndExchange(this, null, fresh);
+        return won != null ? won : fresh;
+    }
 
     private final boolean timed;
     private final long deadlineNanos;
-    private final @Nullable Duration wait;
 
     // Plain volatile fields updated through VarHandles rather than Atomic* objects: a held lock costs
     // a few hundred bytes of heap, not a dozen small objects (see the W4 benchmark).
@@ -83,8 +113,6 @@ final class Acquisition {
 
     /** {@link Registry} flags; written only inside the registry's compute for this name. */
     volatile int registered;
-    /** Created on the first {@code onLost} registration. */
-    private volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
 
     private static final VarHandle STATE;
     private static final VarHandle HOLDS;
@@ -92,6 +120,7 @@ final class Acquisition {
     private static final VarHandle RENEWING;
     private static final VarHandle LOCAL_PHASE;
     private static final VarHandle LOST_LISTENERS;
+    private static final VarHandle RARE;
     private static final VarHandle DOWNGRADES;
     private static final VarHandle CANCEL_CAUSE;
 
@@ -103,9 +132,10 @@ final class Acquisition {
             WITHDRAWN = l.findVarHandle(Acquisition.class, "withdrawn", QueueEntry.class);
             RENEWING = l.findVarHandle(Acquisition.class, "renewing", boolean.class);
             LOCAL_PHASE = l.findVarHandle(Acquisition.class, "localPhase", int.class);
-            LOST_LISTENERS = l.findVarHandle(Acquisition.class, "lostListeners", Queue.class);
-            DOWNGRADES = l.findVarHandle(Acquisition.class, "downgrades", int.class);
-            CANCEL_CAUSE = l.findVarHandle(Acquisition.class, "cancelCause", Throwable.class);
+            LOST_LISTENERS = l.findVarHandle(Rare.class, "lostListeners", Queue.class);
+            DOWNGRADES = l.findVarHandle(Rare.class, "downgrades", int.class);
+            CANCEL_CAUSE = l.findVarHandle(Rare.class, "cancelCause", Throwable.class);
+            RARE = l.findVarHandle(Acquisition.class, "rare", Rare.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -129,16 +159,24 @@ final class Acquisition {
     private volatile long backendToken;
 
     private volatile long validUntilNanos;
-    private volatile @Nullable Throwable cancelCause;
-    private volatile @Nullable LockLostException lostCause;
-    private volatile @Nullable ScheduledFuture<?> timer;
-    private volatile boolean deadlineArmed;
     private volatile @Nullable CompletableFuture<Void> released;
 
     /** Renewal bookkeeping, owned by {@link Renewer}: when the last successful renewal was sent. */
     volatile long renewedAt;
-    /** Why the last renewal failed, reported as the cause if the lease runs out. */
-    volatile @Nullable Throwable lastRenewalFailure;
+    /** Why the last renewal failed, or null. */
+    @Nullable
+    Throwable lastRenewalFailure() {
+        Rare r = rare;
+        return r == null ? null : r.lastRenewalFailure;
+    }
+
+    /** Records a renewal's failure (null: it succeeded); makes the side object only for a failure. */
+    void lastRenewalFailure(@Nullable Throwable failure) {
+        Rare r = failure == null ? rare : rare();
+        if (r != null) {
+            r.lastRenewalFailure = failure;
+        }
+    }
 
     /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
     static final int LOCAL_BITS = 10;
@@ -175,7 +213,12 @@ final class Acquisition {
         this.maxPermits = maxPermits;
         this.owner = owner;
         this.reentrant = reentrant && owner != null;
-        this.wait = wait;
+        if (wait != null) {
+            // A timed acquisition makes the side object anyway (its timer): the wait goes there too.
+            Rare r = new Rare();
+            r.wait = wait;
+            this.rare = r;
+        }
         this.timed = wait != null;
         this.deadlineNanos = wait != null ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
     }
@@ -185,7 +228,8 @@ final class Acquisition {
     }
 
     private LockTimeoutException timedOut() {
-        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(wait, "wait"));
+        Rare r = Objects.requireNonNull(rare, "rare");
+        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(r.wait, "wait"));
     }
 
     /**
@@ -247,7 +291,7 @@ final class Acquisition {
             long backstop = Math.max(0, deadlineNanos - client.ticker.read())
                     + client.options.connectTimeout().toNanos();
             cancelTimer();
-            timer = client.schedule(
+            rare().timer = client.schedule(
                     () -> {
                         if (entry == null) {
                             cancel(timedOut());
@@ -280,7 +324,7 @@ final class Acquisition {
             cancel(timedOut());
             return;
         }
-        timer = client.schedule(() -> cancel(timedOut()), remaining);
+        rare().timer = client.schedule(() -> cancel(timedOut()), remaining);
     }
 
     /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
@@ -352,11 +396,12 @@ final class Acquisition {
 
     /** Makes this read a downgrade of {@code write}, held by the same thread. */
     void downgradeOf(Acquisition write) {
-        downgradeOf = write;
+        rare().downgradeOf = write;
     }
 
     private LockRequest request() {
-        Acquisition write = downgradeOf;
+        Rare r = rare;
+        Acquisition write = r == null ? null : r.downgradeOf;
         return new LockRequest(
                 name,
                 id,
@@ -373,9 +418,10 @@ final class Acquisition {
      * and tokens must rise in grant order (a queued writer is granted only after this read).
      */
     private long tokenOf(Grant g) {
-        Acquisition write = downgradeOf;
+        Rare r = rare;
+        Acquisition write = r == null ? null : r.downgradeOf;
         if (write != null && write.state == LockState.HELD) {
-            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write, 1) + 1;
+            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write.rare(), 1) + 1;
         }
         return g.fencingToken() << LOCAL_BITS;
     }
@@ -426,10 +472,11 @@ final class Acquisition {
                 cancel(timedOut());
                 return;
             }
-            if (!deadlineArmed) {
-                deadlineArmed = true;
+            Rare r = rare();
+            if (!r.deadlineArmed) {
+                r.deadlineArmed = true;
                 cancelTimer();
-                timer = client.schedule(() -> cancel(timedOut()), remaining);
+                r.timer = client.schedule(() -> cancel(timedOut()), remaining);
             }
         }
         client.protocol.awaitTurn(position).whenComplete(this::onPosition);
@@ -611,7 +658,7 @@ final class Acquisition {
         }
         cancelTimer();
         if (!outcome().isDone()) {
-            Throwable cause = cancelCause;
+            Throwable cause = cancelCause();
             outcome().completeExceptionally(cause != null ? cause : closed);
         }
     }
@@ -624,7 +671,7 @@ final class Acquisition {
         if (state != from) {
             return false;
         }
-        CANCEL_CAUSE.compareAndSet(this, null, cause);
+        CANCEL_CAUSE.compareAndSet(rare(), null, cause);
         return transition(from, LockState.CANCELLED);
     }
 
@@ -636,7 +683,7 @@ final class Acquisition {
     }
 
     private void completeCancelled() {
-        Throwable cause = cancelCause;
+        Throwable cause = cancelCause();
         outcome().completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
     }
 
@@ -706,7 +753,8 @@ final class Acquisition {
             return r != null ? r : CompletableFuture.completedFuture(null);
         }
         holds = 0;
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare rr = rare;
+        Queue<Consumer<LockLostException>> listeners = rr == null ? null : rr.lostListeners;
         if (listeners != null) {
             listeners.clear();
         }
@@ -753,7 +801,7 @@ final class Acquisition {
             return;
         }
         client.metrics.leaseLost(this, why);
-        lostCause = new LockLostException(name, client.backendName, reason, cause);
+        rare().lostCause = new LockLostException(name, client.backendName, reason, cause);
         log.warn("[lock={} state=LOST] fencing token {}: {}", name, fencingToken, reason);
         client.onLost(this);
         // Local waiters need not wait for the owner to close a lost lease: the next one queues in
@@ -763,10 +811,11 @@ final class Acquisition {
     }
 
     void addLostListener(Consumer<LockLostException> listener) {
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare r = rare();
+        Queue<Consumer<LockLostException>> listeners = r.lostListeners;
         if (listeners == null) {
             Queue<Consumer<LockLostException>> fresh = new ConcurrentLinkedQueue<>();
-            listeners = LOST_LISTENERS.compareAndSet(this, null, fresh) ? fresh : Objects.requireNonNull(lostListeners);
+            listeners = LOST_LISTENERS.compareAndSet(r, null, fresh) ? fresh : Objects.requireNonNull(r.lostListeners);
         }
         listeners.add(listener);
         if (state == LockState.LOST) {
@@ -775,8 +824,12 @@ final class Acquisition {
     }
 
     private void runLostListeners() {
-        LockLostException cause = lostCause;
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare r = rare;
+        if (r == null) {
+            return;
+        }
+        LockLostException cause = r.lostCause;
+        Queue<Consumer<LockLostException>> listeners = r.lostListeners;
         if (listeners == null) {
             return;
         }
@@ -792,7 +845,13 @@ final class Acquisition {
 
     @Nullable
     LockLostException lostCause() {
-        return lostCause;
+        Rare r = rare;
+        return r == null ? null : r.lostCause;
+    }
+
+    private @Nullable Throwable cancelCause() {
+        Rare r = rare;
+        return r == null ? null : r.cancelCause;
     }
 
     boolean isValid() {
@@ -858,7 +917,8 @@ final class Acquisition {
     }
 
     private void cancelTimer() {
-        ScheduledFuture<?> t = timer;
+        Rare r = rare;
+        ScheduledFuture<?> t = r == null ? null : r.timer;
         if (t != null) {
             t.cancel(false);
         }

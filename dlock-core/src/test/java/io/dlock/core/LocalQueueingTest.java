@@ -203,6 +203,8 @@ class LocalQueueingTest {
         first.close();
         Lease next = second.get(5, TimeUnit.SECONDS);
         assertThat(next.fencingToken()).isEqualTo(token + 1); // handed off locally through the queue
+        // A lease reads its token from its own acquisition: the hand-off leaves the closed one's alone.
+        assertThat(first.fencingToken()).isEqualTo(token);
         assertThat(server.totalEntries()).isEqualTo(1);
         next.close();
         assertThat(server.totalEntries()).isZero();
