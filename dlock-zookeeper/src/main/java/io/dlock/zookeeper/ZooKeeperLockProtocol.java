@@ -178,7 +178,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                             // connects, and an entry recorded with 0 looked "ended" to every later check,
                             // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
                             QueueEntry entry = new QueueEntry(
-                                    lockName, id, name, createdStat.getEphemeralOwner(), createdStat.getCzxid());
+                                    lockName,
+                                    id,
+                                    nodeName(name),
+                                    createdStat.getEphemeralOwner(),
+                                    createdStat.getCzxid());
                             remember(entry.key(), request);
                             if (Code.get(rc) == Code.OK) {
                                 complete(result, entry, children);
@@ -217,7 +221,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk, String parent) {
         String lockName = request.lockName();
         List<Op> ops = List.of(
-                Op.check(request.grantedDespite(), -1),
+                Op.check(parent + "/" + request.grantedDespite(), -1),
                 Op.create(
                         parent + "/" + LockNodes.downgradePrefix(request.acquisitionId()),
                         backend.nodeData,
@@ -268,7 +272,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     QueueEntry entry = new QueueEntry(
                             request.lockName(),
                             request.acquisitionId(),
-                            name,
+                            nodeName(name),
                             node.getEphemeralOwner(),
                             node.getCzxid());
                     remember(entry.key(), request);
@@ -373,7 +377,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (zk == null) {
             return;
         }
-        String predecessor = key.substring(0, key.lastIndexOf('/') + 1) + waiting.predecessor();
+        String predecessor = backend.lockPath(entry.lockName()) + "/" + waiting.predecessor();
         Wait[] self = new Wait[1];
         Watcher watcher = event -> {
             Wait mine = self[0];
@@ -477,7 +481,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (zk == null) {
             return;
         }
-        String parent = parentOf(entry.key());
+        String parent = backend.lockPath(entry.lockName());
         zk.getChildren(
                 parent,
                 false,
@@ -569,7 +573,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Where {@code entry} stands among {@code children}, by the rule of its mode. */
     private Position position(QueueEntry entry, List<String> children) {
-        String own = entry.key().substring(entry.key().lastIndexOf('/') + 1);
+        String own = entry.key();
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
@@ -636,7 +640,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return CompletableFuture.completedFuture(extended);
         }
         zk.exists(
-                entry.key(),
+                path(entry),
                 false,
                 (rc, path, ctx, stat) -> {
                     if (rc == Code.NONODE.intValue()) {
@@ -662,7 +666,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (zk == null) {
             return;
         }
-        String parent = parentOf(key);
+        String parent = backend.lockPath(entry.lockName());
         Wait[] self = new Wait[1];
         Watcher watcher = event -> {
             Wait mine = self[0];
@@ -850,7 +854,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         zk.delete(
-                entry.key(),
+                path(entry),
                 -1,
                 (rc, path, ctx) -> {
                     Code code = Code.get(rc);
@@ -865,7 +869,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> delete(entry, done, attempt + 1));
                         default -> done.completeExceptionally(
-                                failure(entry.lockName(), "deleting " + entry.key(), code));
+                                failure(entry.lockName(), "deleting " + path(entry), code));
                     }
                 },
                 null);
@@ -989,8 +993,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     switch (code) {
                         case OK -> {
                             if (stat.getEphemeralOwner() == session) {
-                                result.complete(
-                                        Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
+                                result.complete(Optional.of(
+                                        new QueueEntry(lockName, id, candidates.get(i), session, stat.getCzxid())));
                                 return;
                             }
                             log.debug(
@@ -1116,8 +1120,16 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         return Math.max(1, backend.options.retryPolicy().maxRetries());
     }
 
-    private static String parentOf(String path) {
-        return path.substring(0, path.lastIndexOf('/'));
+    /**
+     * An entry's key is its node's name only, not its path: the parent is the lock's path, which the
+     * entry's lock name gives, and a held lock keeps one string the shorter for it (W4).
+     */
+    private String path(QueueEntry entry) {
+        return backend.lockPath(entry.lockName()) + "/" + entry.key();
+    }
+
+    private static String nodeName(String path) {
+        return path.substring(path.lastIndexOf('/') + 1);
     }
 
     private static LockBackendException failure(String lockName, String what, Code code) {

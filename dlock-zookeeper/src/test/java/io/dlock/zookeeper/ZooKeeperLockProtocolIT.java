@@ -40,7 +40,8 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
                 .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isPresent();
-        assertThat(found.get().key()).isEqualTo(created);
+        // The key is the node's name; its path is the lock's path and that name.
+        assertThat(found.get().key()).isEqualTo(created.substring(created.lastIndexOf('/') + 1));
         assertThat(found.get().token())
                 .isEqualTo(backend.zk().exists(created, false).getCzxid());
         assertThat(found.get().session()).isEqualTo(backend.zk().getSessionId());
@@ -76,7 +77,9 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
                 .get(10, TimeUnit.SECONDS);
         assertThat(first.isGranted()).isTrue();
         assertThat(first.grant().fencingToken())
-                .isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
+                .isEqualTo(backend.zk()
+                        .exists("/" + namespace + "/fresh/" + first.entry().key(), false)
+                        .getCzxid());
         backend.protocol().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("fresh")).isEmpty();
         backend.zk().delete("/" + namespace + "/fresh", -1);
