@@ -63,10 +63,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     static final String WATCH_CHILDREN = "*";
 
     private final ZooKeeperBackend backend;
-    /** The request behind each live semaphore entry of this client, by entry key (its total). */
+    /** The request behind each live semaphore entry of this client, by node name (its total). */
     private final Map<String, LockRequest> requests = new ConcurrentHashMap<>();
     /**
-     * Each waiting entry of this client, by key: added when a waiting position is handed out,
+     * Each waiting entry of this client, by node name (unique: it carries the acquisition id): added when a waiting position is handed out,
      * replaced by the watch while one is set, removed when the entry is granted, lost or released.
      * An entry released before its wait started has none, so no watch is set for it.
      */
@@ -180,10 +180,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                             QueueEntry entry = new QueueEntry(
                                     lockName,
                                     id,
-                                    nodeName(name),
+                                    LockNodes.key(nodeName(name), id),
                                     createdStat.getEphemeralOwner(),
                                     createdStat.getCzxid());
-                            remember(entry.key(), request);
+                            remember(entry, request);
                             if (Code.get(rc) == Code.OK) {
                                 complete(result, entry, children);
                             } else {
@@ -272,10 +272,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     QueueEntry entry = new QueueEntry(
                             request.lockName(),
                             request.acquisitionId(),
-                            nodeName(name),
+                            LockNodes.key(nodeName(name), request.acquisitionId()),
                             node.getEphemeralOwner(),
                             node.getCzxid());
-                    remember(entry.key(), request);
+                    remember(entry, request);
                     complete(result, entry, children);
                 },
                 null);
@@ -316,8 +316,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     log.debug(
                             "[lock={} state=QUEUED] adopted own node {} after a lost reply",
                             lockName,
-                            found.get().key());
-                    remember(found.get().key(), request);
+                            LockNodes.nodeName(found.get()));
+                    remember(found.get(), request);
                     readPosition(found.get(), result, 0);
                 } else {
                     createAndRead(request, result, attempt + 1);
@@ -372,7 +372,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     private void watchPredecessor(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchPredecessor(waiting, result, attempt + 1));
         if (zk == null) {
             return;
@@ -438,7 +438,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * entry has none: it was released (withdrawn) or lost, and no watch must be set for it.
      */
     private boolean startWait(QueueEntry entry, Wait mine, CompletableFuture<Position> result) {
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         while (true) {
             Wait current = waits.get(key);
             if (current == null) {
@@ -500,9 +500,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     /** Keeps what {@link #position} needs beyond the node name: only semaphores need it (the total). */
-    private void remember(String key, LockRequest request) {
+    private void remember(QueueEntry entry, LockRequest request) {
         if (request.mode() == LockMode.SEMAPHORE) {
-            requests.put(key, request);
+            requests.put(LockNodes.nodeName(entry), request);
         }
     }
 
@@ -516,7 +516,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         try {
             now = position(entry, children);
         } catch (EntryLostException e) {
-            forget(entry.key());
+            forget(LockNodes.nodeName(entry));
             result.completeExceptionally(e);
             return;
         }
@@ -524,7 +524,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     private void handOut(CompletableFuture<Position> result, Position now) {
-        String key = now.entry().key();
+        String key = LockNodes.nodeName(now.entry());
         if (now.isGranted()) {
             waits.remove(key);
             result.complete(now);
@@ -539,7 +539,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** The entry is gone (its session ended, or it left the queue): forget it and tell the engine. */
     private void lose(QueueEntry entry, CompletableFuture<Position> result, String why) {
-        forget(entry.key());
+        forget(LockNodes.nodeName(entry));
         result.completeExceptionally(new EntryLostException(entry, why));
     }
 
@@ -556,7 +556,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** A wait that cannot go on: its watch goes too. */
     private void fail(QueueEntry entry, CompletableFuture<Position> result, Throwable error) {
-        Wait w = waits.remove(entry.key());
+        Wait w = waits.remove(LockNodes.nodeName(entry));
         if (w != null) {
             removeWatch(w);
         }
@@ -573,12 +573,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Where {@code entry} stands among {@code children}, by the rule of its mode. */
     private Position position(QueueEntry entry, List<String> children) {
-        String own = entry.key();
+        String own = LockNodes.nodeName(entry);
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
         LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
-        LockRequest request = requests.get(entry.key());
+        LockRequest request = requests.get(own);
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor =
                 switch (node.mode()) {
@@ -661,7 +661,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     private void watchChildren(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchChildren(waiting, result, attempt + 1));
         if (zk == null) {
             return;
@@ -815,8 +815,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
-        requests.remove(entry.key());
-        Wait w = waits.remove(entry.key());
+        String node = LockNodes.nodeName(entry);
+        requests.remove(node);
+        Wait w = waits.remove(node);
         if (w != null) {
             removeWatch(w);
             if (w.result != null) {
@@ -993,8 +994,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     switch (code) {
                         case OK -> {
                             if (stat.getEphemeralOwner() == session) {
-                                result.complete(Optional.of(
-                                        new QueueEntry(lockName, id, candidates.get(i), session, stat.getCzxid())));
+                                result.complete(Optional.of(new QueueEntry(
+                                        lockName, id, LockNodes.key(candidates.get(i), id), session, stat.getCzxid())));
                                 return;
                             }
                             log.debug(
@@ -1121,11 +1122,11 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     /**
-     * An entry's key is its node's name only, not its path: the parent is the lock's path, which the
-     * entry's lock name gives, and a held lock keeps one string the shorter for it (W4).
+     * An entry's key is not its path (see {@link LockNodes#key}): the parent is the lock's path, which
+     * the entry's lock name gives, and the node's name follows from the key and the acquisition id.
      */
     private String path(QueueEntry entry) {
-        return backend.lockPath(entry.lockName()) + "/" + entry.key();
+        return backend.lockPath(entry.lockName()) + "/" + LockNodes.nodeName(entry);
     }
 
     private static String nodeName(String path) {

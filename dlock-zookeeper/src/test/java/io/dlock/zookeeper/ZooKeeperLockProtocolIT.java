@@ -40,8 +40,11 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
                 .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isPresent();
-        // The key is the node's name; its path is the lock's path and that name.
-        assertThat(found.get().key()).isEqualTo(created.substring(created.lastIndexOf('/') + 1));
+        // An exclusive entry's key is its node's sequence; the node's name follows from it and the id.
+        String name = created.substring(created.lastIndexOf('/') + 1);
+        assertThat(found.get().key())
+                .isEqualTo(name.substring(LockNodes.prefix(id).length()));
+        assertThat(LockNodes.nodeName(found.get())).isEqualTo(name);
         assertThat(found.get().token())
                 .isEqualTo(backend.zk().exists(created, false).getCzxid());
         assertThat(found.get().session()).isEqualTo(backend.zk().getSessionId());
@@ -78,7 +81,7 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         assertThat(first.isGranted()).isTrue();
         assertThat(first.grant().fencingToken())
                 .isEqualTo(backend.zk()
-                        .exists("/" + namespace + "/fresh/" + first.entry().key(), false)
+                        .exists("/" + namespace + "/fresh/" + LockNodes.nodeName(first.entry()), false)
                         .getCzxid());
         backend.protocol().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("fresh")).isEmpty();
