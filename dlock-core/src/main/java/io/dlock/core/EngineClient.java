@@ -142,7 +142,7 @@ final class EngineClient implements LockClient {
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
         this.stallDetector.start(timer);
         this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
-        this.local = new LocalQueues(options.maxLocalHandoffs());
+        this.local = new LocalQueues(options.maxLocalHandoffs(), registry);
         backend.onConnectionState(this::onConnectionState);
     }
 

@@ -196,8 +196,14 @@ class LocalQueueingTest {
         assertThat(local.hasQueue("job")).isFalse();
         Acquisition granted = ((EngineLease) first).acquisition();
         assertThat(granted.outcome().getNow(null)).isSameAs(granted); // dropped, still answers
+        // A lone carrier is a flag of its registry entry, not an entry of a map of the local queues.
+        assertThat(granted.registered & Registry.CARRIER).isNotZero();
         CompletableFuture<Lease> second = a.lock("job").acquireAsync(LONG);
         eventually().until(() -> local.hasQueue("job") && ((EngineClient) a).liveCount() == 2);
+        assertThat(granted.registered & Registry.CARRIER)
+                .as("the queue's carrier now")
+                .isZero();
+        assertThat(local.size()).isEqualTo(1);
         assertThat(second).isNotDone();
         long token = first.fencingToken();
         first.close();

@@ -68,6 +68,7 @@ final class RedisLockProtocol implements LockProtocol {
     private final long waitTimeoutMs;
     /** Waiting entries by acquisition id (a wake-up names {@code base#id}). */
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
+
     private final Map<String, Grant> held = new ConcurrentHashMap<>();
     private final String standaloneEpochKey;
 
