@@ -49,18 +49,18 @@ final class Acquisition {
     final EngineClient client;
     final String name;
     final LockMode mode;
-    final int permits;
-    final int maxPermits;
     final String id;
     /** The acquiring thread for blocking acquisitions; null when the lease owns itself. */
     final @Nullable Thread owner;
     /** Whether the owner thread may re-enter, and only it may close the lease. */
     final boolean reentrant;
     /**
-     * Fields most acquisitions never set (a wait's timer, a cancel's or loss's cause, onLost
-     * listeners, downgrades, a renewal failure), in an object made on first use, so that a plain held
-     * lock does not pay for them (W4). Installed once by a CAS on {@link #rare}; its fields are
-     * volatile and keep the CAS discipline they had as fields of this class.
+     * Fields a plain held lock does not need (a timed wait's deadline and timer, a semaphore's
+     * permits, a cancel's or loss's cause, onLost listeners, downgrades, a renewal failure, a
+     * withdrawal's guard, a local queue), in an object made on first use, or at construction for a
+     * timed acquisition or a semaphore, so that a plain held lock does not pay for them (W4).
+     * Installed once by a CAS on {@link #rare} (or in the constructor); its fields are volatile and
+     * keep the CAS discipline they had as fields of this class.
      */
     static final class Rare {
         /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
@@ -78,6 +78,23 @@ final class Acquisition {
         volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
         /** A timed acquisition's wait (for its timeout's message); set at construction. */
         volatile @Nullable Duration wait;
+        /** A timed acquisition's deadline ({@link EngineClient#ticker}); set at construction. */
+        volatile long deadlineNanos;
+        /**
+         * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per
+         * acquisition, since an acquisition whose entry was lost stands in the queue again with a new
+         * one.
+         */
+        volatile @Nullable QueueEntry withdrawn;
+        /**
+         * The local queue this acquisition waited in; null when it never waited locally (a carrier
+         * finds its queue by name).
+         */
+        volatile LocalQueues.@Nullable Queue localQueue;
+        /** A semaphore's permits and total, set at construction; a lock's are 1 and 1. */
+        volatile int permits = 1;
+
+        volatile int maxPermits = 1;
     }
 
     private volatile @Nullable Rare rare;
@@ -93,18 +110,21 @@ final class Acquisition {
         return won != null ? won : fresh;
     }
 
-    private final boolean timed;
-    private final long deadlineNanos;
+    /** Whether the acquisition waits at most a given time: it has a wait, set at construction. */
+    private boolean timed() {
+        Rare r = rare;
+        return r != null && r.wait != null;
+    }
+
+    /** The deadline of a {@link #timed()} acquisition. */
+    private long deadlineNanos() {
+        return Objects.requireNonNull(rare, "rare").deadlineNanos;
+    }
 
     // Plain volatile fields updated through VarHandles rather than Atomic* objects: a held lock costs
     // a few hundred bytes of heap, not a dozen small objects (see the W4 benchmark).
     private volatile LockState state = LockState.IDLE;
     private volatile int holds;
-    /**
-     * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per acquisition,
-     * since an acquisition whose entry was lost stands in the queue again with a new one.
-     */
-    private volatile @Nullable QueueEntry withdrawn;
 
     @SuppressWarnings("UnusedVariable") // read and written through RENEWING only
     private volatile boolean renewing;
@@ -129,7 +149,7 @@ final class Acquisition {
             MethodHandles.Lookup l = MethodHandles.lookup();
             STATE = l.findVarHandle(Acquisition.class, "state", LockState.class);
             HOLDS = l.findVarHandle(Acquisition.class, "holds", int.class);
-            WITHDRAWN = l.findVarHandle(Acquisition.class, "withdrawn", QueueEntry.class);
+            WITHDRAWN = l.findVarHandle(Rare.class, "withdrawn", QueueEntry.class);
             RENEWING = l.findVarHandle(Acquisition.class, "renewing", boolean.class);
             LOCAL_PHASE = l.findVarHandle(Acquisition.class, "localPhase", int.class);
             LOST_LISTENERS = l.findVarHandle(Rare.class, "lostListeners", Queue.class);
@@ -186,11 +206,16 @@ final class Acquisition {
     static final int LOCAL_HANDED = 2;
     static final int LOCAL_PROMOTED = 3;
     static final int LOCAL_CANCELLED = 4;
-    /**
-     * The local queue this acquisition waited in; null when it never waited locally (a carrier finds
-     * its queue by name).
-     */
-    volatile LocalQueues.@Nullable Queue localQueue;
+    /** The local queue this acquisition waited in, or null (see {@link Rare#localQueue}). */
+    LocalQueues.@Nullable Queue localQueue() {
+        Rare r = rare;
+        return r == null ? null : r.localQueue;
+    }
+
+    /** Records the local queue this acquisition joined (as a waiter or the queue's carrier). */
+    void localQueue(LocalQueues.Queue q) {
+        rare().localQueue = q;
+    }
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
 
@@ -209,18 +234,20 @@ final class Acquisition {
         this.id = client.nextAcquisitionId();
         this.name = name;
         this.mode = mode;
-        this.permits = permits;
-        this.maxPermits = maxPermits;
         this.owner = owner;
         this.reentrant = reentrant && owner != null;
-        if (wait != null) {
-            // A timed acquisition makes the side object anyway (its timer): the wait goes there too.
+        if (wait != null || permits != 1 || maxPermits != 1) {
+            // A timed acquisition makes the side object anyway (its timer): wait and deadline go
+            // there; so do a semaphore's permits (a lock's are 1 of 1).
             Rare r = new Rare();
-            r.wait = wait;
+            if (wait != null) {
+                r.wait = wait;
+                r.deadlineNanos = client.ticker.read() + EngineLock.saturatedNanos(wait);
+            }
+            r.permits = permits;
+            r.maxPermits = maxPermits;
             this.rare = r;
         }
-        this.timed = wait != null;
-        this.deadlineNanos = wait != null ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
     }
 
     LockState state() {
@@ -285,10 +312,10 @@ final class Acquisition {
     }
 
     private void send() {
-        if (timed) {
+        if (timed()) {
             // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
             // this backstop bounds the overrun when the backend is slow to answer at all.
-            long backstop = Math.max(0, deadlineNanos - client.ticker.read())
+            long backstop = Math.max(0, deadlineNanos() - client.ticker.read())
                     + client.options.connectTimeout().toNanos();
             cancelTimer();
             rare().timer = client.schedule(
@@ -316,10 +343,10 @@ final class Acquisition {
 
     /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
     void armLocalDeadline() {
-        if (!timed) {
+        if (!timed()) {
             return;
         }
-        long remaining = deadlineNanos - client.ticker.read();
+        long remaining = deadlineNanos() - client.ticker.read();
         if (remaining <= 0) {
             cancel(timedOut());
             return;
@@ -406,8 +433,8 @@ final class Acquisition {
                 name,
                 id,
                 mode,
-                permits,
-                maxPermits,
+                r == null ? 1 : r.permits,
+                r == null ? 1 : r.maxPermits,
                 write == null ? null : write.entry().key());
     }
 
@@ -466,8 +493,8 @@ final class Acquisition {
             }
             return;
         }
-        if (timed) {
-            long remaining = deadlineNanos - client.ticker.read();
+        if (timed()) {
+            long remaining = deadlineNanos() - client.ticker.read();
             if (remaining <= 0) {
                 cancel(timedOut());
                 return;
@@ -496,7 +523,7 @@ final class Acquisition {
             }
             // A cancel landed after the first check: it saw the lost entry or none, and nothing new
             // was sent. If it is withdrawing the lost entry, that withdrawal finishes.
-            if (lostEntry == null || withdrawn != lostEntry) {
+            if (lostEntry == null || withdrawn() != lostEntry) {
                 finishCancelled();
             }
             return;
@@ -510,7 +537,7 @@ final class Acquisition {
         if (state != LockState.CANCELLED) {
             return;
         }
-        if (lostEntry != null && withdrawn == lostEntry) {
+        if (lostEntry != null && withdrawn() == lostEntry) {
             // This entry's withdrawal is under way (a protocol may fail the pending wait of an
             // entry it is asked to remove): the withdrawal answers the caller once it is done.
             return;
@@ -555,14 +582,20 @@ final class Acquisition {
     /** Claims {@code e} for removal; false if it was claimed already (each entry goes once). */
     @SuppressWarnings("ReferenceEquality") // entries are claimed by identity: a re-enqueued one is a new object
     private boolean claimWithdrawal(QueueEntry e) {
+        Rare r = rare();
         QueueEntry last;
         do {
-            last = withdrawn;
+            last = r.withdrawn;
             if (last == e) {
                 return false;
             }
-        } while (!WITHDRAWN.compareAndSet(this, last, e));
+        } while (!WITHDRAWN.compareAndSet(r, last, e));
         return true;
+    }
+
+    private @Nullable QueueEntry withdrawn() {
+        Rare r = rare;
+        return r == null ? null : r.withdrawn;
     }
 
     private void withdraw() {

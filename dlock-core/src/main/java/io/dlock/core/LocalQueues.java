@@ -82,7 +82,7 @@ final class LocalQueues {
                 if (q.dead) {
                     continue;
                 }
-                a.localQueue = q;
+                a.localQueue(q);
                 carrier = q.carrier == null;
                 if (carrier) {
                     q.carrier = a;
@@ -175,7 +175,7 @@ final class LocalQueues {
 
     /** Forgets a cancelled local waiter. */
     void removeWaiter(Acquisition a) {
-        Queue q = a.localQueue;
+        Queue q = a.localQueue();
         if (q == null) {
             return;
         }
