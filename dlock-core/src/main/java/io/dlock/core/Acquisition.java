@@ -49,32 +49,82 @@ final class Acquisition {
     final EngineClient client;
     final String name;
     final LockMode mode;
-    final int permits;
-    final int maxPermits;
     final String id;
     /** The acquiring thread for blocking acquisitions; null when the lease owns itself. */
     final @Nullable Thread owner;
     /** Whether the owner thread may re-enter, and only it may close the lease. */
     final boolean reentrant;
-    /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
-    private volatile @Nullable Acquisition downgradeOf;
-    /** How many downgraded reads were taken under this write grant; each gets its own token. */
-    @SuppressWarnings("UnusedVariable") // read and written through DOWNGRADES only
-    private volatile int downgrades;
+    /**
+     * Fields a plain held lock does not need (a timed wait's deadline and timer, a semaphore's
+     * permits, a cancel's or loss's cause, onLost listeners, downgrades, a renewal failure, a
+     * withdrawal's guard, a local queue), in an object made on first use, or at construction for a
+     * timed acquisition or a semaphore, so that a plain held lock does not pay for them (W4).
+     * Installed once by a CAS on {@link #rare} (or in the constructor); its fields are volatile and
+     * keep the CAS discipline they had as fields of this class.
+     */
+    static final class Rare {
+        /** For a read acquired under the same thread's write lock (a downgrade): that write acquisition. */
+        volatile @Nullable Acquisition downgradeOf;
+        /** How many downgraded reads were taken under this write grant; each gets its own token. */
+        volatile int downgrades;
 
-    private final boolean timed;
-    private final long deadlineNanos;
-    private final @Nullable Duration wait;
+        volatile @Nullable Throwable cancelCause;
+        volatile @Nullable LockLostException lostCause;
+        volatile @Nullable ScheduledFuture<?> timer;
+        volatile boolean deadlineArmed;
+        /** Why the last renewal failed, reported as the cause if the lease runs out. */
+        volatile @Nullable Throwable lastRenewalFailure;
+        /** Created on the first {@code onLost} registration. */
+        volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
+        /** A timed acquisition's wait (for its timeout's message); set at construction. */
+        volatile @Nullable Duration wait;
+        /** A timed acquisition's deadline ({@link EngineClient#ticker}); set at construction. */
+        volatile long deadlineNanos;
+        /**
+         * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per
+         * acquisition, since an acquisition whose entry was lost stands in the queue again with a new
+         * one.
+         */
+        volatile @Nullable QueueEntry withdrawn;
+        /**
+         * The local queue this acquisition waited in; null when it never waited locally (a carrier
+         * finds its queue by name).
+         */
+        volatile LocalQueues.@Nullable Queue localQueue;
+        /** A semaphore's permits and total, set at construction; a lock's are 1 and 1. */
+        volatile int permits = 1;
+
+        volatile int maxPermits = 1;
+    }
+
+    private volatile @Nullable Rare rare;
+
+    /** The side object, made (once, by CAS) if it does not exist yet. */
+    private Rare rare() {
+        Rare r = rare;
+        if (r != null) {
+            return r;
+        }
+        Rare fresh = new Rare();
+        Rare won = (Rare) RARE.compareAndExchange(this, null, fresh);
+        return won != null ? won : fresh;
+    }
+
+    /** Whether the acquisition waits at most a given time: it has a wait, set at construction. */
+    private boolean timed() {
+        Rare r = rare;
+        return r != null && r.wait != null;
+    }
+
+    /** The deadline of a {@link #timed()} acquisition. */
+    private long deadlineNanos() {
+        return Objects.requireNonNull(rare, "rare").deadlineNanos;
+    }
 
     // Plain volatile fields updated through VarHandles rather than Atomic* objects: a held lock costs
     // a few hundred bytes of heap, not a dozen small objects (see the W4 benchmark).
     private volatile LockState state = LockState.IDLE;
     private volatile int holds;
-    /**
-     * The last entry claimed for withdrawal or cleanup: the guard is per entry, not per acquisition,
-     * since an acquisition whose entry was lost stands in the queue again with a new one.
-     */
-    private volatile @Nullable QueueEntry withdrawn;
 
     @SuppressWarnings("UnusedVariable") // read and written through RENEWING only
     private volatile boolean renewing;
@@ -83,8 +133,6 @@ final class Acquisition {
 
     /** {@link Registry} flags; written only inside the registry's compute for this name. */
     volatile int registered;
-    /** Created on the first {@code onLost} registration. */
-    private volatile @Nullable Queue<Consumer<LockLostException>> lostListeners;
 
     private static final VarHandle STATE;
     private static final VarHandle HOLDS;
@@ -92,6 +140,7 @@ final class Acquisition {
     private static final VarHandle RENEWING;
     private static final VarHandle LOCAL_PHASE;
     private static final VarHandle LOST_LISTENERS;
+    private static final VarHandle RARE;
     private static final VarHandle DOWNGRADES;
     private static final VarHandle CANCEL_CAUSE;
 
@@ -100,12 +149,13 @@ final class Acquisition {
             MethodHandles.Lookup l = MethodHandles.lookup();
             STATE = l.findVarHandle(Acquisition.class, "state", LockState.class);
             HOLDS = l.findVarHandle(Acquisition.class, "holds", int.class);
-            WITHDRAWN = l.findVarHandle(Acquisition.class, "withdrawn", QueueEntry.class);
+            WITHDRAWN = l.findVarHandle(Rare.class, "withdrawn", QueueEntry.class);
             RENEWING = l.findVarHandle(Acquisition.class, "renewing", boolean.class);
             LOCAL_PHASE = l.findVarHandle(Acquisition.class, "localPhase", int.class);
-            LOST_LISTENERS = l.findVarHandle(Acquisition.class, "lostListeners", Queue.class);
-            DOWNGRADES = l.findVarHandle(Acquisition.class, "downgrades", int.class);
-            CANCEL_CAUSE = l.findVarHandle(Acquisition.class, "cancelCause", Throwable.class);
+            LOST_LISTENERS = l.findVarHandle(Rare.class, "lostListeners", Queue.class);
+            DOWNGRADES = l.findVarHandle(Rare.class, "downgrades", int.class);
+            CANCEL_CAUSE = l.findVarHandle(Rare.class, "cancelCause", Throwable.class);
+            RARE = l.findVarHandle(Acquisition.class, "rare", Rare.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -129,16 +179,24 @@ final class Acquisition {
     private volatile long backendToken;
 
     private volatile long validUntilNanos;
-    private volatile @Nullable Throwable cancelCause;
-    private volatile @Nullable LockLostException lostCause;
-    private volatile @Nullable ScheduledFuture<?> timer;
-    private volatile boolean deadlineArmed;
     private volatile @Nullable CompletableFuture<Void> released;
 
     /** Renewal bookkeeping, owned by {@link Renewer}: when the last successful renewal was sent. */
     volatile long renewedAt;
-    /** Why the last renewal failed, reported as the cause if the lease runs out. */
-    volatile @Nullable Throwable lastRenewalFailure;
+    /** Why the last renewal failed, or null. */
+    @Nullable
+    Throwable lastRenewalFailure() {
+        Rare r = rare;
+        return r == null ? null : r.lastRenewalFailure;
+    }
+
+    /** Records a renewal's failure (null: it succeeded); makes the side object only for a failure. */
+    void lastRenewalFailure(@Nullable Throwable failure) {
+        Rare r = failure == null ? rare : rare();
+        if (r != null) {
+            r.lastRenewalFailure = failure;
+        }
+    }
 
     /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
     static final int LOCAL_BITS = 10;
@@ -148,11 +206,16 @@ final class Acquisition {
     static final int LOCAL_HANDED = 2;
     static final int LOCAL_PROMOTED = 3;
     static final int LOCAL_CANCELLED = 4;
-    /**
-     * The local queue this acquisition waited in; null when it never waited locally (a carrier finds
-     * its queue by name).
-     */
-    volatile LocalQueues.@Nullable Queue localQueue;
+    /** The local queue this acquisition waited in, or null (see {@link Rare#localQueue}). */
+    LocalQueues.@Nullable Queue localQueue() {
+        Rare r = rare;
+        return r == null ? null : r.localQueue;
+    }
+
+    /** Records the local queue this acquisition joined (as a waiter or the queue's carrier). */
+    void localQueue(LocalQueues.Queue q) {
+        rare().localQueue = q;
+    }
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
 
@@ -171,13 +234,20 @@ final class Acquisition {
         this.id = client.nextAcquisitionId();
         this.name = name;
         this.mode = mode;
-        this.permits = permits;
-        this.maxPermits = maxPermits;
         this.owner = owner;
         this.reentrant = reentrant && owner != null;
-        this.wait = wait;
-        this.timed = wait != null;
-        this.deadlineNanos = wait != null ? client.ticker.read() + EngineLock.saturatedNanos(wait) : 0;
+        if (wait != null || permits != 1 || maxPermits != 1) {
+            // A timed acquisition makes the side object anyway (its timer): wait and deadline go
+            // there; so do a semaphore's permits (a lock's are 1 of 1).
+            Rare r = new Rare();
+            if (wait != null) {
+                r.wait = wait;
+                r.deadlineNanos = client.ticker.read() + EngineLock.saturatedNanos(wait);
+            }
+            r.permits = permits;
+            r.maxPermits = maxPermits;
+            this.rare = r;
+        }
     }
 
     LockState state() {
@@ -185,7 +255,8 @@ final class Acquisition {
     }
 
     private LockTimeoutException timedOut() {
-        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(wait, "wait"));
+        Rare r = Objects.requireNonNull(rare, "rare");
+        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(r.wait, "wait"));
     }
 
     /**
@@ -241,13 +312,13 @@ final class Acquisition {
     }
 
     private void send() {
-        if (timed) {
+        if (timed()) {
             // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
             // this backstop bounds the overrun when the backend is slow to answer at all.
-            long backstop = Math.max(0, deadlineNanos - client.ticker.read())
+            long backstop = Math.max(0, deadlineNanos() - client.ticker.read())
                     + client.options.connectTimeout().toNanos();
             cancelTimer();
-            timer = client.schedule(
+            rare().timer = client.schedule(
                     () -> {
                         if (entry == null) {
                             cancel(timedOut());
@@ -272,15 +343,15 @@ final class Acquisition {
 
     /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
     void armLocalDeadline() {
-        if (!timed) {
+        if (!timed()) {
             return;
         }
-        long remaining = deadlineNanos - client.ticker.read();
+        long remaining = deadlineNanos() - client.ticker.read();
         if (remaining <= 0) {
             cancel(timedOut());
             return;
         }
-        timer = client.schedule(() -> cancel(timedOut()), remaining);
+        rare().timer = client.schedule(() -> cancel(timedOut()), remaining);
     }
 
     /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
@@ -352,17 +423,18 @@ final class Acquisition {
 
     /** Makes this read a downgrade of {@code write}, held by the same thread. */
     void downgradeOf(Acquisition write) {
-        downgradeOf = write;
+        rare().downgradeOf = write;
     }
 
     private LockRequest request() {
-        Acquisition write = downgradeOf;
+        Rare r = rare;
+        Acquisition write = r == null ? null : r.downgradeOf;
         return new LockRequest(
                 name,
                 id,
                 mode,
-                permits,
-                maxPermits,
+                r == null ? 1 : r.permits,
+                r == null ? 1 : r.maxPermits,
                 write == null ? null : write.entry().key());
     }
 
@@ -373,9 +445,10 @@ final class Acquisition {
      * and tokens must rise in grant order (a queued writer is granted only after this read).
      */
     private long tokenOf(Grant g) {
-        Acquisition write = downgradeOf;
+        Rare r = rare;
+        Acquisition write = r == null ? null : r.downgradeOf;
         if (write != null && write.state == LockState.HELD) {
-            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write, 1) + 1;
+            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write.rare(), 1) + 1;
         }
         return g.fencingToken() << LOCAL_BITS;
     }
@@ -420,16 +493,17 @@ final class Acquisition {
             }
             return;
         }
-        if (timed) {
-            long remaining = deadlineNanos - client.ticker.read();
+        if (timed()) {
+            long remaining = deadlineNanos() - client.ticker.read();
             if (remaining <= 0) {
                 cancel(timedOut());
                 return;
             }
-            if (!deadlineArmed) {
-                deadlineArmed = true;
+            Rare r = rare();
+            if (!r.deadlineArmed) {
+                r.deadlineArmed = true;
                 cancelTimer();
-                timer = client.schedule(() -> cancel(timedOut()), remaining);
+                r.timer = client.schedule(() -> cancel(timedOut()), remaining);
             }
         }
         client.protocol.awaitTurn(position).whenComplete(this::onPosition);
@@ -449,7 +523,7 @@ final class Acquisition {
             }
             // A cancel landed after the first check: it saw the lost entry or none, and nothing new
             // was sent. If it is withdrawing the lost entry, that withdrawal finishes.
-            if (lostEntry == null || withdrawn != lostEntry) {
+            if (lostEntry == null || withdrawn() != lostEntry) {
                 finishCancelled();
             }
             return;
@@ -463,7 +537,7 @@ final class Acquisition {
         if (state != LockState.CANCELLED) {
             return;
         }
-        if (lostEntry != null && withdrawn == lostEntry) {
+        if (lostEntry != null && withdrawn() == lostEntry) {
             // This entry's withdrawal is under way (a protocol may fail the pending wait of an
             // entry it is asked to remove): the withdrawal answers the caller once it is done.
             return;
@@ -508,14 +582,20 @@ final class Acquisition {
     /** Claims {@code e} for removal; false if it was claimed already (each entry goes once). */
     @SuppressWarnings("ReferenceEquality") // entries are claimed by identity: a re-enqueued one is a new object
     private boolean claimWithdrawal(QueueEntry e) {
+        Rare r = rare();
         QueueEntry last;
         do {
-            last = withdrawn;
+            last = r.withdrawn;
             if (last == e) {
                 return false;
             }
-        } while (!WITHDRAWN.compareAndSet(this, last, e));
+        } while (!WITHDRAWN.compareAndSet(r, last, e));
         return true;
+    }
+
+    private @Nullable QueueEntry withdrawn() {
+        Rare r = rare;
+        return r == null ? null : r.withdrawn;
     }
 
     private void withdraw() {
@@ -611,7 +691,7 @@ final class Acquisition {
         }
         cancelTimer();
         if (!outcome().isDone()) {
-            Throwable cause = cancelCause;
+            Throwable cause = cancelCause();
             outcome().completeExceptionally(cause != null ? cause : closed);
         }
     }
@@ -624,7 +704,7 @@ final class Acquisition {
         if (state != from) {
             return false;
         }
-        CANCEL_CAUSE.compareAndSet(this, null, cause);
+        CANCEL_CAUSE.compareAndSet(rare(), null, cause);
         return transition(from, LockState.CANCELLED);
     }
 
@@ -636,7 +716,7 @@ final class Acquisition {
     }
 
     private void completeCancelled() {
-        Throwable cause = cancelCause;
+        Throwable cause = cancelCause();
         outcome().completeExceptionally(cause != null ? cause : new IllegalStateException("cancelled"));
     }
 
@@ -706,7 +786,8 @@ final class Acquisition {
             return r != null ? r : CompletableFuture.completedFuture(null);
         }
         holds = 0;
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare rr = rare;
+        Queue<Consumer<LockLostException>> listeners = rr == null ? null : rr.lostListeners;
         if (listeners != null) {
             listeners.clear();
         }
@@ -753,7 +834,7 @@ final class Acquisition {
             return;
         }
         client.metrics.leaseLost(this, why);
-        lostCause = new LockLostException(name, client.backendName, reason, cause);
+        rare().lostCause = new LockLostException(name, client.backendName, reason, cause);
         log.warn("[lock={} state=LOST] fencing token {}: {}", name, fencingToken, reason);
         client.onLost(this);
         // Local waiters need not wait for the owner to close a lost lease: the next one queues in
@@ -763,10 +844,11 @@ final class Acquisition {
     }
 
     void addLostListener(Consumer<LockLostException> listener) {
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare r = rare();
+        Queue<Consumer<LockLostException>> listeners = r.lostListeners;
         if (listeners == null) {
             Queue<Consumer<LockLostException>> fresh = new ConcurrentLinkedQueue<>();
-            listeners = LOST_LISTENERS.compareAndSet(this, null, fresh) ? fresh : Objects.requireNonNull(lostListeners);
+            listeners = LOST_LISTENERS.compareAndSet(r, null, fresh) ? fresh : Objects.requireNonNull(r.lostListeners);
         }
         listeners.add(listener);
         if (state == LockState.LOST) {
@@ -775,8 +857,12 @@ final class Acquisition {
     }
 
     private void runLostListeners() {
-        LockLostException cause = lostCause;
-        Queue<Consumer<LockLostException>> listeners = lostListeners;
+        Rare r = rare;
+        if (r == null) {
+            return;
+        }
+        LockLostException cause = r.lostCause;
+        Queue<Consumer<LockLostException>> listeners = r.lostListeners;
         if (listeners == null) {
             return;
         }
@@ -792,7 +878,13 @@ final class Acquisition {
 
     @Nullable
     LockLostException lostCause() {
-        return lostCause;
+        Rare r = rare;
+        return r == null ? null : r.lostCause;
+    }
+
+    private @Nullable Throwable cancelCause() {
+        Rare r = rare;
+        return r == null ? null : r.cancelCause;
     }
 
     boolean isValid() {
@@ -858,7 +950,8 @@ final class Acquisition {
     }
 
     private void cancelTimer() {
-        ScheduledFuture<?> t = timer;
+        Rare r = rare;
+        ScheduledFuture<?> t = r == null ? null : r.timer;
         if (t != null) {
             t.cancel(false);
         }

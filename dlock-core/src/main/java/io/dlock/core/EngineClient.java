@@ -51,8 +51,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: the lifecycle ({@link Lifecycle}) moves by CAS. Thread holds and live
  * acquisitions are kept in one concurrent map by lock name ({@link Registry}); an acquisition adds
- * itself when created (and its hold when granted) and removes itself when it ends. Connection events arrive in order on the backend's event thread; the suspension timer
- * runs on the client's timer thread and acts only if its suspension epoch is still current.
+ * itself when created (and its hold when granted) and removes itself when it ends. Connection events
+ * arrive in order on the backend's event thread; the suspension timer runs on the client's timer
+ * thread and acts only if its suspension epoch is still current.
  *
  * <p>Failure: SUSPENDED longer than the backend's {@link LockBackend#maxSuspension()} or LOST
  * makes every held lease LOST, and its listeners run once. A JVM stall (GC pause, SIGSTOP) longer
@@ -141,7 +142,7 @@ final class EngineClient implements LockClient {
         this.stallDetector = new StallDetector(ticker, backend.maxSuspension(), this::onStall);
         this.stallDetector.start(timer);
         this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
-        this.local = new LocalQueues(options.maxLocalHandoffs());
+        this.local = new LocalQueues(options.maxLocalHandoffs(), registry);
         backend.onConnectionState(this::onConnectionState);
     }
 

@@ -21,7 +21,6 @@ import java.util.function.Consumer;
  */
 final class EngineLease implements Lease {
     private final Acquisition acquisition;
-    private final long fencingToken;
 
     private volatile boolean closed;
 
@@ -36,8 +35,9 @@ final class EngineLease implements Lease {
     }
 
     EngineLease(Acquisition acquisition) {
+        // The token is the acquisition's, written once before its grant (a local hand-off takes a
+        // new acquisition), so the handle does not copy it (8 B per held lock, W4).
         this.acquisition = acquisition;
-        this.fencingToken = acquisition.fencingToken();
     }
 
     Acquisition acquisition() {
@@ -51,7 +51,7 @@ final class EngineLease implements Lease {
 
     @Override
     public long fencingToken() {
-        return fencingToken;
+        return acquisition.fencingToken();
     }
 
     @Override
@@ -115,6 +115,7 @@ final class EngineLease implements Lease {
 
     @Override
     public String toString() {
-        return "Lease[lock=" + acquisition.name + ", token=" + fencingToken + ", valid=" + isValid() + "]";
+        return "Lease[lock=" + acquisition.name + ", token=" + acquisition.fencingToken() + ", valid=" + isValid()
+                + "]";
     }
 }

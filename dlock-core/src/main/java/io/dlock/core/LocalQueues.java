@@ -17,15 +17,16 @@ import org.jspecify.annotations.Nullable;
  * local or not, and stay below the next backend grant's.
  *
  * <p>Memory: while one acquisition of a name is alone here (the usual case: a lock held with no
- * other thread of this client waiting for it), the map's value is that carrier itself; the {@link
- * Queue} is made when a second acquisition of the name arrives (a local queue object less per held
- * lock, W4).
+ * other thread of this client waiting for it), it is only flagged as the name's lone carrier in the
+ * client's {@link Registry}, where it is anyway; the {@link Queue} (and this map's entry) is made
+ * when a second acquisition of the name arrives (W4: no local queue object, and no node of a map of
+ * its own, per held lock).
  *
- * <p>Concurrency: a name's value goes from absent to a lone carrier ({@code putIfAbsent}), from a
- * lone carrier to a queue with that carrier ({@code replace}, by the second arrival) or back to
- * absent (the lone carrier's {@code remove}); the map's atomic operations decide each race, so a lone
- * carrier that ends while a second arrival makes the queue either removes itself first (the arrival
- * retries) or finds the queue and ends as its carrier. Each {@link Queue}'s monitor guards its
+ * <p>Concurrency: a name goes from nothing to a lone carrier, from a lone carrier to a queue with
+ * that carrier (by the second arrival) or back to nothing (the lone carrier's end), each inside the
+ * registry's compute for the name ({@link Registry#claimCarrier}, {@link Registry#dropCarrier}),
+ * which decides each race: a lone carrier that ends while a second arrival makes the queue either
+ * drops its flag first (the arrival then claims) or finds the queue and ends as its carrier. Each {@link Queue}'s monitor guards its
  * fields; the monitor is held only for a few field updates and CASes, never across I/O or a wait. A
  * waiter is claimed exactly once, by a CAS on {@link Acquisition#claimLocal}: a hand-off, a
  * promotion to carrier or its own cancellation. Queues with no carrier are removed from the map and
@@ -44,36 +45,36 @@ final class LocalQueues {
         boolean dead;
     }
 
-    /** By lock name: the lone carrier (an {@link Acquisition}) or the name's {@link Queue}. */
-    private final ConcurrentHashMap<String, Object> queues = new ConcurrentHashMap<>();
+    /** By lock name: the name's {@link Queue}, where one was made (lone carriers are in the registry). */
+    private final ConcurrentHashMap<String, Queue> queues = new ConcurrentHashMap<>();
 
     private final int maxHandoffs;
+    private final Registry registry;
 
-    LocalQueues(int maxHandoffs) {
+    LocalQueues(int maxHandoffs, Registry registry) {
         this.maxHandoffs = maxHandoffs;
+        this.registry = registry;
     }
 
     /** Starts {@code a}: in the backend if no one here has the lock, else as a local waiter. */
     void start(Acquisition a) {
         while (true) {
-            Object v = queues.get(a.name);
-            if (v == null) {
-                if (queues.putIfAbsent(a.name, a) != null) {
-                    continue; // another one came first
+            Queue q = queues.get(a.name);
+            if (q == null) {
+                // No queue: a becomes the lone carrier, or, as a second acquisition of the name, makes
+                // the queue (now worth making) with the lone carrier as its carrier, and joins it.
+                int claimed = registry.claimCarrier(a, () -> queues.containsKey(a.name), carrier -> {
+                    Queue made = new Queue();
+                    made.carrier = carrier;
+                    queues.put(a.name, made);
+                });
+                if (claimed == Registry.CLAIMED) {
+                    a.start(); // alone: the carrier, with no queue made
+                    return;
                 }
-                a.start(); // alone: the carrier, with no queue made
-                return;
-            }
-            Queue q;
-            if (v instanceof Queue existing) {
-                q = existing;
-            } else {
-                // A second acquisition of this name: now a queue is worth making, with the lone
-                // carrier as its carrier. If that carrier ended meanwhile, it removed itself first.
-                q = new Queue();
-                q.carrier = (Acquisition) v;
-                if (!queues.replace(a.name, v, q)) {
-                    continue;
+                q = queues.get(a.name);
+                if (q == null) {
+                    continue; // the queue made or found ended meanwhile
                 }
             }
             boolean carrier;
@@ -81,7 +82,7 @@ final class LocalQueues {
                 if (q.dead) {
                     continue;
                 }
-                a.localQueue = q;
+                a.localQueue(q);
                 carrier = q.carrier == null;
                 if (carrier) {
                     q.carrier = a;
@@ -111,7 +112,8 @@ final class LocalQueues {
      * @return true if a waiter now holds the grant (the backend entry stays)
      */
     boolean handOff(Acquisition from) {
-        if (from.localSeq >= maxHandoffs || !(queues.get(from.name) instanceof Queue q)) {
+        Queue q = queues.get(from.name);
+        if (from.localSeq >= maxHandoffs || q == null) {
             return false; // a lone carrier has no one to hand off to
         }
         while (true) {
@@ -144,15 +146,14 @@ final class LocalQueues {
      * grant cleaned up): the next local waiter, if any, enqueues in the backend. Idempotent.
      */
     void ended(Acquisition a) {
-        Object v;
-        while ((v = queues.get(a.name)) == a) {
-            if (queues.remove(a.name, a)) {
-                return; // a lone carrier: nobody waits
-            }
-            // a second arrival made a queue meanwhile: end as its carrier
+        if (registry.dropCarrier(a)) {
+            return; // a lone carrier: nobody waits
         }
-        if (!(v instanceof Queue q)) {
-            return; // not a carrier here (another mode, or local queueing does not apply)
+        // Else a queue's carrier (a second arrival may have made the queue meanwhile), or no carrier
+        // here at all (another mode, local queueing off, or ended already).
+        Queue q = queues.get(a.name);
+        if (q == null) {
+            return;
         }
         Acquisition next;
         synchronized (q) {
@@ -174,7 +175,7 @@ final class LocalQueues {
 
     /** Forgets a cancelled local waiter. */
     void removeWaiter(Acquisition a) {
-        Queue q = a.localQueue;
+        Queue q = a.localQueue();
         if (q == null) {
             return;
         }
@@ -201,10 +202,11 @@ final class LocalQueues {
 
     /** Whether a {@link Queue} object exists for {@code name} (not only a lone carrier). */
     boolean hasQueue(String name) {
-        return queues.get(name) instanceof Queue;
+        return queues.containsKey(name);
     }
 
+    /** Names with a lone carrier or a queue (tests). */
     int size() {
-        return queues.size();
+        return queues.size() + registry.carriers();
     }
 }

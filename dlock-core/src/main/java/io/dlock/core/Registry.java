@@ -28,6 +28,17 @@ final class Registry {
     static final int LIVE = 1;
     /** Registered to its owner thread as that thread's grant of its name and mode. */
     static final int HOLD = 2;
+    /**
+     * The lone carrier of its name's JVM-local queue ({@link LocalQueues}): it stands in the backend
+     * for this client and no {@link LocalQueues.Queue} has been made for the name. A flag here
+     * rather than an entry in a map of its own: a held lock costs one map node, not two (W4).
+     */
+    static final int CARRIER = 4;
+
+    /** {@link #claimCarrier}: {@code a} is now the name's lone carrier. */
+    static final int CLAIMED = 0;
+    /** {@link #claimCarrier}: the name has a local queue (made now, or found): use it. */
+    static final int QUEUED = 1;
 
     private final ConcurrentHashMap<String, Object> byName = new ConcurrentHashMap<>();
     private final AtomicInteger liveCount = new AtomicInteger();
@@ -58,6 +69,71 @@ final class Registry {
             }
             return before != 0 ? value : with(value, a);
         });
+    }
+
+    /**
+     * Makes {@code a} its name's lone carrier, unless the name has one already or a local queue. All
+     * inside the name's compute, so that it is atomic against another arrival and against the lone
+     * carrier's {@link #dropCarrier}: a lone carrier found here gives its flag up to {@code
+     * makeQueue}, which publishes the name's queue with it as carrier before the flag is cleared (a
+     * carrier that then finds its flag gone finds the queue).
+     *
+     * @param hasQueue whether the name has a local queue now
+     * @return {@link #CLAIMED} or {@link #QUEUED}
+     */
+    int claimCarrier(
+            Acquisition a,
+            java.util.function.BooleanSupplier hasQueue,
+            java.util.function.Consumer<Acquisition> makeQueue) {
+        int[] outcome = {QUEUED};
+        byName.compute(a.name, (n, v) -> {
+            if (hasQueue.getAsBoolean()) {
+                return v;
+            }
+            Acquisition carrier = null;
+            if (v instanceof Acquisition b) {
+                carrier = (b.registered & CARRIER) != 0 ? b : null;
+            } else if (v instanceof Acquisition[] all) {
+                for (Acquisition b : all) {
+                    if ((b.registered & CARRIER) != 0) {
+                        carrier = b;
+                    }
+                }
+            }
+            if (carrier != null) {
+                makeQueue.accept(carrier);
+                return clear(v, carrier, CARRIER);
+            }
+            outcome[0] = CLAIMED;
+            int before = a.registered;
+            a.registered = before | CARRIER;
+            return before != 0 ? v : with(v, a);
+        });
+        return outcome[0];
+    }
+
+    /** Clears {@code a}'s {@link #CARRIER} flag; false if it had none (it is no lone carrier now). */
+    boolean dropCarrier(Acquisition a) {
+        if ((a.registered & CARRIER) == 0) {
+            return false; // cleared, if ever set, only after its queue was published
+        }
+        boolean[] dropped = {false};
+        byName.computeIfPresent(a.name, (n, v) -> {
+            dropped[0] = (a.registered & CARRIER) != 0;
+            return clear(v, a, CARRIER);
+        });
+        return dropped[0];
+    }
+
+    /** How many lone carriers there are (tests). */
+    int carriers() {
+        int n = 0;
+        for (Object v : byName.values()) {
+            for (Acquisition a : members(v)) {
+                n += (a.registered & CARRIER) != 0 ? 1 : 0;
+            }
+        }
+        return n;
     }
 
     /** Clears {@code flags} of {@code a}; it leaves the registry once it has none. */

@@ -101,7 +101,7 @@ final class Renewer {
                         renewal
                                 ? "the lease could not be renewed before it ran out"
                                 : "the lease ran out (renewal is off)",
-                        a.lastRenewalFailure);
+                        a.lastRenewalFailure());
             } else if (renewal && now - a.renewedAt >= intervalNanos && a.startRenewal()) {
                 renew(a, a.grant(), now);
             }
@@ -115,7 +115,7 @@ final class Renewer {
             a.endRenewal();
             client.metrics.renewal(a, error == null);
             if (error == null) {
-                a.lastRenewalFailure = null;
+                a.lastRenewalFailure(null);
                 a.renewed(renewed, sentAt);
                 return;
             }
@@ -126,7 +126,7 @@ final class Renewer {
                         "renewal found the lock gone on the server: " + cause.getMessage(),
                         cause);
             } else {
-                a.lastRenewalFailure = cause;
+                a.lastRenewalFailure(cause);
                 log.debug("[lock={} state=HELD] renewal failed, retrying: {}", a.name, cause.toString());
             }
         });

@@ -196,13 +196,21 @@ class LocalQueueingTest {
         assertThat(local.hasQueue("job")).isFalse();
         Acquisition granted = ((EngineLease) first).acquisition();
         assertThat(granted.outcome().getNow(null)).isSameAs(granted); // dropped, still answers
+        // A lone carrier is a flag of its registry entry, not an entry of a map of the local queues.
+        assertThat(granted.registered & Registry.CARRIER).isNotZero();
         CompletableFuture<Lease> second = a.lock("job").acquireAsync(LONG);
         eventually().until(() -> local.hasQueue("job") && ((EngineClient) a).liveCount() == 2);
+        assertThat(granted.registered & Registry.CARRIER)
+                .as("the queue's carrier now")
+                .isZero();
+        assertThat(local.size()).isEqualTo(1);
         assertThat(second).isNotDone();
         long token = first.fencingToken();
         first.close();
         Lease next = second.get(5, TimeUnit.SECONDS);
         assertThat(next.fencingToken()).isEqualTo(token + 1); // handed off locally through the queue
+        // A lease reads its token from its own acquisition: the hand-off leaves the closed one's alone.
+        assertThat(first.fencingToken()).isEqualTo(token);
         assertThat(server.totalEntries()).isEqualTo(1);
         next.close();
         assertThat(server.totalEntries()).isZero();

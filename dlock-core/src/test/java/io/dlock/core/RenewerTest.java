@@ -118,9 +118,11 @@ class RenewerTest {
         Lease lease = open(true).lock("job").acquire();
         long[] lostAt = {0};
         long[] validUntilAtLoss = {0};
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
         lease.onLost(e -> {
             lostAt[0] = now.get();
             validUntilAtLoss[0] = validUntil(lease);
+            lost.add(e);
         });
         backend.failRenewals(true);
         long deadline = validUntil(lease);
@@ -130,6 +132,8 @@ class RenewerTest {
         now.set(deadline - TimeUnit.MILLISECONDS.toNanos(30)); // less than two ticks left
         eventually().until(() -> lostAt[0] != 0);
         assertThat(lostAt[0]).as("onLost fires before the grant runs out").isLessThan(validUntilAtLoss[0]);
+        // The last renewal's failure is kept (in the acquisition's side object) and reported as the cause.
+        assertThat(lost.get(0).getCause()).hasMessageContaining("renewal refused (test)");
         assertThat(lease.isValid()).isFalse();
         assertThat(server.renewals.get()).isZero();
         backend.failRenewals(false);

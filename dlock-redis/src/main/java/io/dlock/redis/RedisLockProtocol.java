@@ -66,7 +66,9 @@ final class RedisLockProtocol implements LockProtocol {
     private final String fair;
     private final int waitReplicas;
     private final long waitTimeoutMs;
+    /** Waiting entries by acquisition id (a wake-up names {@code base#id}). */
     private final Map<String, Waiter> waiters = new ConcurrentHashMap<>();
+
     private final Map<String, Grant> held = new ConcurrentHashMap<>();
     private final String standaloneEpochKey;
 
@@ -149,8 +151,25 @@ final class RedisLockProtocol implements LockProtocol {
         }
     }
 
-    static String baseOf(String entryKey) {
-        return entryKey.substring(0, entryKey.lastIndexOf('#'));
+    /**
+     * An entry's key: for an exclusive lock the acquisition id itself (the very string the engine
+     * keeps, so a held lock pays for no key of its own, W4); else {@code rw#id} or {@code s#id}. The
+     * queue's base key follows from the lock name and that family ({@link #baseOf(QueueEntry)}).
+     */
+    static String entryKey(LockMode mode, String acquisitionId) {
+        return switch (mode) {
+            case EXCLUSIVE -> acquisitionId;
+            case READ, WRITE -> "rw#" + acquisitionId;
+            case SEMAPHORE -> "s#" + acquisitionId;
+        };
+    }
+
+    /** The base key of the queue that holds {@code entry}. */
+    String baseOf(QueueEntry entry) {
+        String key = entry.key();
+        LockMode family =
+                key.startsWith("rw#") ? LockMode.WRITE : key.startsWith("s#") ? LockMode.SEMAPHORE : LockMode.EXCLUSIVE;
+        return base(entry.lockName(), family);
     }
 
     static String idOf(String entryKey) {
@@ -172,12 +191,12 @@ final class RedisLockProtocol implements LockProtocol {
     public CompletionStage<Position> enqueue(LockRequest request) {
         CompletableFuture<Position> result = new CompletableFuture<>();
         String base = base(request.lockName(), request.mode());
-        QueueEntry entry =
-                new QueueEntry(request.lockName(), request.acquisitionId(), base + "#" + request.acquisitionId(), 0, 0);
+        QueueEntry entry = new QueueEntry(
+                request.lockName(), request.acquisitionId(), entryKey(request.mode(), request.acquisitionId()), 0, 0);
         // Registered before the request goes out, so a wake-up published between the reply and
         // the engine's awaitTurn is remembered (as `kicked`) instead of lost.
         Waiter w = new Waiter(request, entry);
-        waiters.put(entry.key(), w);
+        waiters.put(entry.acquisitionId(), w);
         enqueue(w, result, 0);
         return result;
     }
@@ -222,7 +241,7 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     private void forget(Waiter w) {
-        waiters.remove(w.entry.key(), w);
+        waiters.remove(w.entry.acquisitionId(), w);
         w.cancel();
     }
 
@@ -231,7 +250,7 @@ final class RedisLockProtocol implements LockProtocol {
         return backend.eval(
                 RedisBackend.ACQUIRE,
                 ScriptOutputType.MULTI,
-                acquireKeys(baseOf(entry.key())),
+                acquireKeys(baseOf(entry)),
                 entry.acquisitionId(),
                 letter(request.mode()),
                 Integer.toString(request.permits()),
@@ -243,7 +262,7 @@ final class RedisLockProtocol implements LockProtocol {
                 create ? "1" : "0",
                 despite,
                 backend.channelPrefix,
-                baseOf(entry.key()));
+                baseOf(entry));
     }
 
     /**
@@ -409,7 +428,7 @@ final class RedisLockProtocol implements LockProtocol {
                                     : "unexpected reply " + reply);
                 }
             }
-            waiters.remove(entry.key(), this);
+            waiters.remove(entry.acquisitionId(), this);
             if (done == null) {
                 return; // no caller was waiting on this check
             }
@@ -472,7 +491,7 @@ final class RedisLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Position> awaitTurn(Position waiting) {
         CompletableFuture<Position> result = new CompletableFuture<>();
-        Waiter w = waiters.get(waiting.entry().key());
+        Waiter w = waiters.get(waiting.entry().acquisitionId());
         if (w == null) {
             result.completeExceptionally(new EntryLostException(waiting.entry(), "it is not waiting here"));
             return result;
@@ -482,8 +501,8 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     /** A message on this client's channel: the entry it names may proceed. */
-    void onWake(String entryKey) {
-        Waiter w = waiters.get(entryKey);
+    void onWake(String message) {
+        Waiter w = waiters.get(idOf(message)); // the scripts publish base#id
         if (w != null) {
             w.check();
         }
@@ -500,7 +519,7 @@ final class RedisLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
-        Waiter w = waiters.remove(entry.key());
+        Waiter w = waiters.remove(entry.acquisitionId());
         if (w != null) {
             w.cancel();
         }
@@ -511,7 +530,7 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     private void release(QueueEntry entry, CompletableFuture<Void> done, int attempt, long startNanos) {
-        String base = baseOf(entry.key());
+        String base = baseOf(entry);
         backend.<Long>eval(
                         RedisBackend.RELEASE,
                         ScriptOutputType.INTEGER,
@@ -544,7 +563,7 @@ final class RedisLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
         QueueEntry entry = grant.entry();
-        String base = baseOf(entry.key());
+        String base = baseOf(entry);
         long t0 = ticker.read();
         return backend.<Long>eval(
                         RedisBackend.RENEW,
@@ -612,7 +631,7 @@ final class RedisLockProtocol implements LockProtocol {
                             return Optional.<QueueEntry>empty();
                         }
                         return Optional.of(new QueueEntry(
-                                lockName, acquisitionId, base + "#" + acquisitionId, 0, Long.parseLong(parts[3])));
+                                lockName, acquisitionId, entryKey(mode, acquisitionId), 0, Long.parseLong(parts[3])));
                     }));
         }
         return CompletableFuture.allOf(lookups.toArray(new CompletableFuture<?>[0]))
@@ -644,7 +663,7 @@ final class RedisLockProtocol implements LockProtocol {
             if (g.validUntilNanos() - now <= 0) {
                 continue;
             }
-            String base = baseOf(g.entry().key());
+            String base = baseOf(g.entry());
             checked.add(g);
             checks.add(backend.<Long>eval(
                     RedisBackend.HOLDS,

@@ -1,6 +1,7 @@
 package io.dlock.zookeeper;
 
 import io.dlock.spi.LockMode;
+import io.dlock.spi.QueueEntry;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -60,6 +61,22 @@ final class LockNodes {
     /** The prefix of a downgrade's read node. */
     static String downgradePrefix(String acquisitionId) {
         return PROTECTED_PREFIX + acquisitionId + "-" + DOWNGRADE_FLAG + READ_MARKER;
+    }
+
+    /**
+     * An entry's key for the node {@code nodeName} of acquisition {@code acquisitionId}: an
+     * exclusive node's sequence number alone (its name is {@link #prefix(String)} and that), any
+     * other node's whole name. A held exclusive lock so keeps a 10-character key (W4).
+     */
+    static String key(String nodeName, String acquisitionId) {
+        String exclusive = prefix(acquisitionId);
+        return nodeName.startsWith(exclusive) ? nodeName.substring(exclusive.length()) : nodeName;
+    }
+
+    /** The node's name of {@code entry}, from its {@link #key}. */
+    static String nodeName(QueueEntry entry) {
+        String key = entry.key();
+        return key.startsWith(PROTECTED_PREFIX) ? key : prefix(entry.acquisitionId()) + key;
     }
 
     /** The exclusive-lock prefix. */

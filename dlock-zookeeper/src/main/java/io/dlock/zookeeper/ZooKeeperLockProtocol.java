@@ -63,10 +63,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     static final String WATCH_CHILDREN = "*";
 
     private final ZooKeeperBackend backend;
-    /** The request behind each live semaphore entry of this client, by entry key (its total). */
+    /** The request behind each live semaphore entry of this client, by node name (its total). */
     private final Map<String, LockRequest> requests = new ConcurrentHashMap<>();
     /**
-     * Each waiting entry of this client, by key: added when a waiting position is handed out,
+     * Each waiting entry of this client, by node name (unique: it carries the acquisition id): added when a waiting position is handed out,
      * replaced by the watch while one is set, removed when the entry is granted, lost or released.
      * An entry released before its wait started has none, so no watch is set for it.
      */
@@ -178,8 +178,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                             // connects, and an entry recorded with 0 looked "ended" to every later check,
                             // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
                             QueueEntry entry = new QueueEntry(
-                                    lockName, id, name, createdStat.getEphemeralOwner(), createdStat.getCzxid());
-                            remember(entry.key(), request);
+                                    lockName,
+                                    id,
+                                    LockNodes.key(nodeName(name), id),
+                                    createdStat.getEphemeralOwner(),
+                                    createdStat.getCzxid());
+                            remember(entry, request);
                             if (Code.get(rc) == Code.OK) {
                                 complete(result, entry, children);
                             } else {
@@ -217,7 +221,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             LockRequest request, CompletableFuture<Position> result, int attempt, ZooKeeper zk, String parent) {
         String lockName = request.lockName();
         List<Op> ops = List.of(
-                Op.check(request.grantedDespite(), -1),
+                Op.check(parent + "/" + request.grantedDespite(), -1),
                 Op.create(
                         parent + "/" + LockNodes.downgradePrefix(request.acquisitionId()),
                         backend.nodeData,
@@ -268,10 +272,10 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     QueueEntry entry = new QueueEntry(
                             request.lockName(),
                             request.acquisitionId(),
-                            name,
+                            LockNodes.key(nodeName(name), request.acquisitionId()),
                             node.getEphemeralOwner(),
                             node.getCzxid());
-                    remember(entry.key(), request);
+                    remember(entry, request);
                     complete(result, entry, children);
                 },
                 null);
@@ -312,8 +316,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     log.debug(
                             "[lock={} state=QUEUED] adopted own node {} after a lost reply",
                             lockName,
-                            found.get().key());
-                    remember(found.get().key(), request);
+                            LockNodes.nodeName(found.get()));
+                    remember(found.get(), request);
                     readPosition(found.get(), result, 0);
                 } else {
                     createAndRead(request, result, attempt + 1);
@@ -368,12 +372,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     private void watchPredecessor(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchPredecessor(waiting, result, attempt + 1));
         if (zk == null) {
             return;
         }
-        String predecessor = key.substring(0, key.lastIndexOf('/') + 1) + waiting.predecessor();
+        String predecessor = backend.lockPath(entry.lockName()) + "/" + waiting.predecessor();
         Wait[] self = new Wait[1];
         Watcher watcher = event -> {
             Wait mine = self[0];
@@ -434,7 +438,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * entry has none: it was released (withdrawn) or lost, and no watch must be set for it.
      */
     private boolean startWait(QueueEntry entry, Wait mine, CompletableFuture<Position> result) {
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         while (true) {
             Wait current = waits.get(key);
             if (current == null) {
@@ -477,7 +481,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         if (zk == null) {
             return;
         }
-        String parent = parentOf(entry.key());
+        String parent = backend.lockPath(entry.lockName());
         zk.getChildren(
                 parent,
                 false,
@@ -496,9 +500,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     /** Keeps what {@link #position} needs beyond the node name: only semaphores need it (the total). */
-    private void remember(String key, LockRequest request) {
+    private void remember(QueueEntry entry, LockRequest request) {
         if (request.mode() == LockMode.SEMAPHORE) {
-            requests.put(key, request);
+            requests.put(LockNodes.nodeName(entry), request);
         }
     }
 
@@ -512,7 +516,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         try {
             now = position(entry, children);
         } catch (EntryLostException e) {
-            forget(entry.key());
+            forget(LockNodes.nodeName(entry));
             result.completeExceptionally(e);
             return;
         }
@@ -520,7 +524,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     }
 
     private void handOut(CompletableFuture<Position> result, Position now) {
-        String key = now.entry().key();
+        String key = LockNodes.nodeName(now.entry());
         if (now.isGranted()) {
             waits.remove(key);
             result.complete(now);
@@ -535,7 +539,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** The entry is gone (its session ended, or it left the queue): forget it and tell the engine. */
     private void lose(QueueEntry entry, CompletableFuture<Position> result, String why) {
-        forget(entry.key());
+        forget(LockNodes.nodeName(entry));
         result.completeExceptionally(new EntryLostException(entry, why));
     }
 
@@ -552,7 +556,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** A wait that cannot go on: its watch goes too. */
     private void fail(QueueEntry entry, CompletableFuture<Position> result, Throwable error) {
-        Wait w = waits.remove(entry.key());
+        Wait w = waits.remove(LockNodes.nodeName(entry));
         if (w != null) {
             removeWatch(w);
         }
@@ -569,12 +573,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     /** Where {@code entry} stands among {@code children}, by the rule of its mode. */
     private Position position(QueueEntry entry, List<String> children) {
-        String own = entry.key().substring(entry.key().lastIndexOf('/') + 1);
+        String own = LockNodes.nodeName(entry);
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
         LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
-        LockRequest request = requests.get(entry.key());
+        LockRequest request = requests.get(own);
         List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor =
                 switch (node.mode()) {
@@ -636,7 +640,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return CompletableFuture.completedFuture(extended);
         }
         zk.exists(
-                entry.key(),
+                path(entry),
                 false,
                 (rc, path, ctx, stat) -> {
                     if (rc == Code.NONODE.intValue()) {
@@ -657,12 +661,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     private void watchChildren(Position waiting, CompletableFuture<Position> result, int attempt) {
         QueueEntry entry = waiting.entry();
-        String key = entry.key();
+        String key = LockNodes.nodeName(entry);
         ZooKeeper zk = sessionOf(entry, result, attempt, () -> watchChildren(waiting, result, attempt + 1));
         if (zk == null) {
             return;
         }
-        String parent = parentOf(key);
+        String parent = backend.lockPath(entry.lockName());
         Wait[] self = new Wait[1];
         Watcher watcher = event -> {
             Wait mine = self[0];
@@ -811,8 +815,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      */
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
-        requests.remove(entry.key());
-        Wait w = waits.remove(entry.key());
+        String node = LockNodes.nodeName(entry);
+        requests.remove(node);
+        Wait w = waits.remove(node);
         if (w != null) {
             removeWatch(w);
             if (w.result != null) {
@@ -850,7 +855,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         zk.delete(
-                entry.key(),
+                path(entry),
                 -1,
                 (rc, path, ctx) -> {
                     Code code = Code.get(rc);
@@ -865,7 +870,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
                                 attempt, () -> delete(entry, done, attempt + 1));
                         default -> done.completeExceptionally(
-                                failure(entry.lockName(), "deleting " + entry.key(), code));
+                                failure(entry.lockName(), "deleting " + path(entry), code));
                     }
                 },
                 null);
@@ -989,8 +994,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                     switch (code) {
                         case OK -> {
                             if (stat.getEphemeralOwner() == session) {
-                                result.complete(
-                                        Optional.of(new QueueEntry(lockName, id, path, session, stat.getCzxid())));
+                                result.complete(Optional.of(new QueueEntry(
+                                        lockName, id, LockNodes.key(candidates.get(i), id), session, stat.getCzxid())));
                                 return;
                             }
                             log.debug(
@@ -1116,8 +1121,16 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         return Math.max(1, backend.options.retryPolicy().maxRetries());
     }
 
-    private static String parentOf(String path) {
-        return path.substring(0, path.lastIndexOf('/'));
+    /**
+     * An entry's key is not its path (see {@link LockNodes#key}): the parent is the lock's path, which
+     * the entry's lock name gives, and the node's name follows from the key and the acquisition id.
+     */
+    private String path(QueueEntry entry) {
+        return backend.lockPath(entry.lockName()) + "/" + LockNodes.nodeName(entry);
+    }
+
+    private static String nodeName(String path) {
+        return path.substring(path.lastIndexOf('/') + 1);
     }
 
     private static LockBackendException failure(String lockName, String what, Code code) {

@@ -11,6 +11,27 @@ class LockNodesTest {
     }
 
     @Test
+    void key_exclusiveNodeKeepsItsSequenceOnly_othersTheirName_andTheNameComesBack() {
+        String id = "0123456789abcdef-42";
+        String exclusive = node(id, 7);
+        String negative = node(id, Integer.MIN_VALUE);
+        String write = LockNodes.prefix(id, io.dlock.spi.LockMode.WRITE, 1) + "0000000008";
+        String downgrade = LockNodes.downgradePrefix(id) + "0000000009";
+        String semaphore = LockNodes.prefix(id, io.dlock.spi.LockMode.SEMAPHORE, 3) + "0000000010";
+        assertThat(LockNodes.key(exclusive, id)).isEqualTo("0000000007");
+        assertThat(LockNodes.key(negative, id)).isEqualTo("-2147483648");
+        // Another acquisition's exclusive node is not shortened by this id's prefix.
+        assertThat(LockNodes.key(node("fedcba9876543210-1", 5), id)).isEqualTo(node("fedcba9876543210-1", 5));
+        for (String name : List.of(exclusive, negative, write, downgrade, semaphore)) {
+            io.dlock.spi.QueueEntry entry = new io.dlock.spi.QueueEntry("lock", id, LockNodes.key(name, id), 1, 2);
+            assertThat(LockNodes.nodeName(entry)).as(name).isEqualTo(name);
+        }
+        assertThat(LockNodes.key(write, id)).isEqualTo(write);
+        assertThat(LockNodes.key(downgrade, id)).isEqualTo(downgrade);
+        assertThat(LockNodes.key(semaphore, id)).isEqualTo(semaphore);
+    }
+
+    @Test
     void predecessor_plainSequences_isNextLower() {
         List<String> children = List.of(node("c", 3), node("a", 1), node("b", 2));
         assertThat(LockNodes.predecessor(node("a", 1), children)).isNull();

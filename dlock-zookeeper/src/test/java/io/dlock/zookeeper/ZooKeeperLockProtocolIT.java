@@ -40,7 +40,11 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
                 .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
         assertThat(found).isPresent();
-        assertThat(found.get().key()).isEqualTo(created);
+        // An exclusive entry's key is its node's sequence; the node's name follows from it and the id.
+        String name = created.substring(created.lastIndexOf('/') + 1);
+        assertThat(found.get().key())
+                .isEqualTo(name.substring(LockNodes.prefix(id).length()));
+        assertThat(LockNodes.nodeName(found.get())).isEqualTo(name);
         assertThat(found.get().token())
                 .isEqualTo(backend.zk().exists(created, false).getCzxid());
         assertThat(found.get().session()).isEqualTo(backend.zk().getSessionId());
@@ -76,7 +80,9 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
                 .get(10, TimeUnit.SECONDS);
         assertThat(first.isGranted()).isTrue();
         assertThat(first.grant().fencingToken())
-                .isEqualTo(backend.zk().exists(first.entry().key(), false).getCzxid());
+                .isEqualTo(backend.zk()
+                        .exists("/" + namespace + "/fresh/" + LockNodes.nodeName(first.entry()), false)
+                        .getCzxid());
         backend.protocol().release(first.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("fresh")).isEmpty();
         backend.zk().delete("/" + namespace + "/fresh", -1);
