@@ -6,6 +6,7 @@ import io.dlock.cli.internal.Progress;
 import io.dlock.cli.internal.report.Timeline;
 import io.dlock.cli.internal.torture.BackendTargets;
 import io.dlock.cli.internal.torture.FaultKind;
+import io.dlock.cli.internal.torture.Library;
 import io.dlock.cli.internal.torture.Network;
 import io.dlock.cli.internal.torture.Primitive;
 import io.dlock.cli.internal.torture.TortureConfig;
@@ -116,6 +117,15 @@ public final class TortureCommand implements Callable<Integer> {
                     + " longer valid, as a careful user without fencing would; with --no-fenced the run counts the"
                     + " stale writes that still got through, per fault kind.")
     private boolean checkValid;
+
+    @Option(
+            names = "--library",
+            paramLabel = "LIB",
+            defaultValue = "dlock",
+            description = "Whose lock the workers take: dlock, or for comparison curator (InterProcessMutex, on"
+                    + " ZooKeeper) or redisson (RLock, on Redis); the last two need the anchors' jar:"
+                    + " ./dlock torture --library ... runs from dlock-benchmarks (default: ${DEFAULT-VALUE}).")
+    private String library;
 
     @Option(
             names = "--workers",
@@ -271,7 +281,7 @@ public final class TortureCommand implements Callable<Integer> {
             result = new TortureRun(config, runOut, network(), listener).run();
         } catch (TortureRun.UnsupportedPrimitive e) {
             out.flush();
-            err.println("Invalid value for option '--primitive': " + e.getMessage());
+            err.println("Invalid value for option '" + e.option() + "': " + e.getMessage());
             err.flush();
             return 2;
         } catch (RuntimeException e) {
@@ -338,6 +348,15 @@ public final class TortureCommand implements Callable<Integer> {
             chosen = Primitive.parse(primitive);
         } catch (IllegalArgumentException e) {
             throw bad("--primitive", e.getMessage());
+        }
+        Library lib;
+        try {
+            lib = Library.parse(library);
+        } catch (IllegalArgumentException e) {
+            throw bad("--library", e.getMessage());
+        }
+        if (lib != Library.DLOCK && chosen != Primitive.EXCLUSIVE) {
+            throw bad("--library", lib.cliName() + " workers take an exclusive lock only; drop --primitive");
         }
         if (readPercent < 0 || readPercent > 100) {
             throw bad("--read-percent", "must be between 0 and 100, was " + readPercent);
@@ -436,7 +455,8 @@ public final class TortureCommand implements Callable<Integer> {
                 readPercent,
                 permits != null ? permits : Math.max(1, workers - 1),
                 parts,
-                checkValid);
+                checkValid,
+                lib);
     }
 
     private CommandLine.ParameterException bad(String option, @Nullable String message) {

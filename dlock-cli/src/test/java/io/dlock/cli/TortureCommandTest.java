@@ -48,6 +48,7 @@ class TortureCommandTest {
                 "--read-percent|101|Invalid value for option '--read-percent': must be between 0 and 100, was 101",
                 "--permits|0|Invalid value for option '--permits': must be between 1 and 16, was 0",
                 "--parts|9|Invalid value for option '--parts': must be between 1 and 8, was 9",
+                "--library|hazelcast|Invalid value for option '--library': must be dlock, curator or redisson, was 'hazelcast'",
             })
     void torture_invalidOption_usageErrorNamingIt(String option, String value, String message) {
         String[] args = option.equals("--uri") && value.startsWith("zookeeper://")
@@ -58,6 +59,26 @@ class TortureCommandTest {
         assertThat(status).isEqualTo(CommandLine.ExitCode.USAGE);
         assertThat(err.toString()).contains(message).contains("Usage: dlock torture");
         assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void torture_anchorLibraryWithSharedPrimitive_usageError() {
+        int status = execute("torture", "--library", "curator", "--primitive", "read-write");
+
+        assertThat(status).isEqualTo(CommandLine.ExitCode.USAGE);
+        assertThat(err.toString())
+                .contains("Invalid value for option '--library': curator workers take an exclusive lock only");
+    }
+
+    @Test
+    void torture_anchorLibraryWithoutItsJar_usageErrorSayingWhereItIs() {
+        // dlock-cli's own classpath has no anchor workers: they are in dlock-benchmarks.
+        int status = execute("torture", "--library", "redisson", "--uri", "embedded:redis", "--duration", "5s");
+
+        assertThat(status).isEqualTo(CommandLine.ExitCode.USAGE);
+        assertThat(err.toString())
+                .contains("--library redisson needs its workers (io.dlock.benchmarks.torture.RedissonTortureWorker)")
+                .contains("./dlock torture --library redisson");
     }
 
     @Test

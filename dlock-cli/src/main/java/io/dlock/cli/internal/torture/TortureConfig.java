@@ -32,6 +32,7 @@ import java.util.Set;
  * @param parts for {@link Primitive#MULTI}: how many names the multi-lock spans
  * @param checkValid whether workers check {@code Lease.isValid()} right before each write and skip
  *     it when the lease is no longer valid (what a careful user without fencing does)
+ * @param library whose lock the workers take (dlock, or an anchor library for comparison)
  */
 public record TortureConfig(
         String uri,
@@ -52,7 +53,8 @@ public record TortureConfig(
         int readPercent,
         int permits,
         int parts,
-        boolean checkValid) {
+        boolean checkValid,
+        Library library) {
 
     /** Default {@link #readPercent()}. */
     public static final int DEFAULT_READ_PERCENT = 50;
@@ -94,6 +96,11 @@ public record TortureConfig(
             throw new IllegalArgumentException("restartMargin must be >= 0, was " + restartMargin);
         }
         Objects.requireNonNull(primitive, "primitive");
+        Objects.requireNonNull(library, "library");
+        if (library != Library.DLOCK && primitive != Primitive.EXCLUSIVE) {
+            throw new IllegalArgumentException(
+                    library.cliName() + " workers take an exclusive lock only, not " + primitive.cliName());
+        }
         if (readPercent < 0 || readPercent > 100) {
             throw new IllegalArgumentException("readPercent must be 0 to 100, was " + readPercent);
         }
@@ -138,7 +145,8 @@ public record TortureConfig(
                 DEFAULT_READ_PERCENT,
                 Math.max(1, workers - 1),
                 DEFAULT_PARTS,
-                false);
+                false,
+                Library.DLOCK);
     }
 
     /**
@@ -170,7 +178,8 @@ public record TortureConfig(
                 readPercent,
                 permits,
                 parts,
-                checkValid);
+                checkValid,
+                library);
     }
 
     /**
@@ -199,7 +208,39 @@ public record TortureConfig(
                 readPercent,
                 permits,
                 parts,
-                check);
+                check,
+                library);
+    }
+
+    /**
+     * Returns a copy of this run whose workers take {@code lib}'s lock.
+     *
+     * @param lib whose lock
+     * @return the copy
+     * @throws IllegalArgumentException if {@code lib} is an anchor and the primitive is not exclusive
+     */
+    public TortureConfig withLibrary(Library lib) {
+        return new TortureConfig(
+                uri,
+                workers,
+                duration,
+                faults,
+                fenced,
+                seed,
+                sessionTimeout,
+                recoveryMargin,
+                workMs,
+                maxFaults,
+                backToBack,
+                downtimeMin,
+                downtimeMax,
+                restartMargin,
+                primitive,
+                readPercent,
+                permits,
+                parts,
+                checkValid,
+                lib);
     }
 
     /**

@@ -367,7 +367,12 @@ public record TortureResult(
             row(t, "occupancy misuses", occ.misuses());
         }
         if (config.checkValid()) {
-            row(t, "writes skipped (isValid() false)", skippedWrites);
+            row(
+                    t,
+                    config.library() == Library.DLOCK
+                            ? "writes skipped (isValid() false)"
+                            : "writes skipped (" + config.library().cliName() + "'s check false)",
+                    skippedWrites);
         }
         for (Map.Entry<String, Long> e : new java.util.TreeMap<>(staleByFault).entrySet()) {
             row(t, "stale writes accepted after " + e.getKey(), e.getValue());
@@ -477,6 +482,9 @@ public record TortureResult(
                                     + ",\"maxReaders\":" + occ.maxReaders() + ",\"maxPermits\":"
                                     + occ.maxPermits() + ",\"misuses\":" + occ.misuses() + "}")
                     .append(',');
+        }
+        if (config.library() != Library.DLOCK) {
+            field(j, "library", quote(config.library().cliName())).append(',');
         }
         if (config.checkValid()) {
             field(j, "checkValid", "true").append(',');

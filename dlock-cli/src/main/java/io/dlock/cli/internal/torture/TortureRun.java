@@ -66,8 +66,20 @@ public final class TortureRun {
     private static final long QUIET_MAX_MS = 2_000;
     private static final double FAULT_MIN = 0.25; // fault lengths, as multiples of the session timeout
     private static final double FAULT_MAX = 2.5;
-    private static final List<String> WORKER_JVM_OPTIONS =
-            List.of("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto");
+    private static final List<String> WORKER_JVM_OPTIONS = List.of(
+            "-Xmx96m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Xshare:auto",
+            // Log lines with the wall clock, to line them up with the faults in a failed run's log.
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
+
+    /**
+     * A system property: the log level of {@code io.dlock} in the workers ({@code debug} shows every
+     * state change), for diagnosing a failed run from the worker log it writes.
+     */
+    static final String WORKER_LOG_LEVEL = "dlock.torture.workerLogLevel";
 
     private final TortureConfig config;
     private final PrintWriter out;
@@ -90,6 +102,9 @@ public final class TortureRun {
     private final List<FencedStoreServer> storeServers = new ArrayList<>();
 
     private @Nullable OccupancyStore occupancy;
+    /** The workers' main class: {@link TortureWorker}, or an anchor library's (see {@link Library}). */
+    private Class<?> workerClass = TortureWorker.class;
+
     private int nextWorker = 1;
     private long t0;
 
@@ -223,6 +238,7 @@ public final class TortureRun {
         long started = System.nanoTime();
         try {
             listener.phase("starting");
+            workerClass = workerClass();
             target = BackendTargets.open(config.uri());
             if (config.faults().contains(FaultKind.SERVER_RESTART) && !target.canRestartServer()) {
                 throw new IllegalArgumentException("server-restart needs a server the torture starts (--uri embedded)");
@@ -233,10 +249,14 @@ public final class TortureRun {
             }
             String partitions = choosePartitions();
             checkCapability();
+            checkLibraryBackend();
             startStores();
             listener.store(store);
             out.printf(
-                    "dlock torture: %s%s, %d workers, %s, %s, faults %s, seed %d%n",
+                    "dlock torture: %s%s%s, %d workers, %s, %s, faults %s, seed %d%n",
+                    config.library() == Library.DLOCK
+                            ? ""
+                            : config.library().cliName() + " workers (for comparison) on ",
                     primitiveDescription(),
                     target.description(),
                     config.workers(),
@@ -291,7 +311,7 @@ public final class TortureRun {
             listener.finished(new TortureRecording(store, t0, t0 + faultPhase, List.copyOf(faults), everyoneLines()));
             OccupancyStore occ = occupancy;
             Map<String, Long> staleByFault = config.primitive() == Primitive.SEMAPHORE ? Map.of() : staleByFault();
-            return TortureResult.of(
+            TortureResult result = TortureResult.of(
                             config,
                             target.backend(),
                             target.description(),
@@ -306,6 +326,13 @@ public final class TortureRun {
                             target.failoverMayGrantTwice(),
                             occ == null ? null : occ.report())
                     .withStaleByFault(staleByFault);
+            if (!result.passed()) {
+                writeWorkerLog(result).ifPresent(file -> {
+                    out.printf("worker log (every worker's output, for the diagnosis): %s%n", file);
+                    out.flush();
+                });
+            }
+            return result;
         } finally {
             closeAll();
         }
@@ -339,12 +366,27 @@ public final class TortureRun {
         return byKind;
     }
 
-    /** A backend that lacks the primitive's capability: a usage error, not a failed run. */
+    /**
+     * A backend that lacks the primitive's capability, or an anchor library the run cannot use: a
+     * usage error, not a failed run.
+     */
     public static final class UnsupportedPrimitive extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;
 
+        private final String option;
+
         UnsupportedPrimitive(String message) {
+            this("--primitive", message);
+        }
+
+        UnsupportedPrimitive(String option, String message) {
             super(message);
+            this.option = option;
+        }
+
+        /** The option the user should change. */
+        public String option() {
+            return option;
         }
     }
 
@@ -362,6 +404,41 @@ public final class TortureRun {
                 throw new UnsupportedPrimitive(p.cliName() + " is not supported by " + target.backend()
                         + " (its capabilities " + client.capabilities() + " lack " + p.capability() + ")");
             }
+        }
+    }
+
+    /**
+     * Finds the main class of the workers of {@link TortureConfig#library()}; an anchor library's
+     * must be on the classpath (dlock-benchmarks) and fit the target's backend.
+     */
+    private Class<?> workerClass() {
+        Library lib = config.library();
+        if (lib == Library.DLOCK) {
+            return TortureWorker.class;
+        }
+        try {
+            return Class.forName(lib.workerClass());
+        } catch (ClassNotFoundException e) {
+            throw new UnsupportedPrimitive(
+                    "--library",
+                    "--library " + lib.cliName() + " needs its workers ("
+                            + lib.workerClass() + ") on the classpath: they are in dlock-benchmarks, which carries "
+                            + lib.cliName() + "; run ./dlock torture --library " + lib.cliName()
+                            + " (it then runs from dlock-benchmarks' jar)");
+        }
+    }
+
+    /** An anchor library's workers run on a single server of their backend. */
+    private void checkLibraryBackend() {
+        Library lib = config.library();
+        if (lib != Library.DLOCK
+                && (!lib.backend().equals(target.backend())
+                        || target instanceof ZooKeeperEnsembleTarget
+                        || target instanceof RedisSentinelTarget)) {
+            throw new UnsupportedPrimitive(
+                    "--library",
+                    "--library " + lib.cliName() + " runs on a single " + lib.backend() + " server, not on "
+                            + target.description());
         }
     }
 
@@ -859,7 +936,7 @@ public final class TortureRun {
         ChildJvm jvm;
         try {
             jvm = ChildJvm.start(
-                    TortureWorker.class, args, WORKER_JVM_OPTIONS, netns == null ? List.of() : netns.commandPrefix());
+                    workerClass, args, workerJvmOptions(), netns == null ? List.of() : netns.commandPrefix());
         } catch (RuntimeException e) {
             closeNetwork(proxy, storeProxies, netns);
             throw e;
@@ -868,6 +945,45 @@ public final class TortureRun {
         live.add(w);
         everyone.add(w);
         return w;
+    }
+
+    private static List<String> workerJvmOptions() {
+        String level = System.getProperty(WORKER_LOG_LEVEL);
+        if (level == null || level.isBlank()) {
+            return WORKER_JVM_OPTIONS;
+        }
+        List<String> options = new ArrayList<>(WORKER_JVM_OPTIONS);
+        options.add("-Dorg.slf4j.simpleLogger.log.io.dlock=" + level.trim());
+        return options;
+    }
+
+    /**
+     * Writes every worker's output (its protocol lines and its log) and the faults to a file in the
+     * temporary directory, for a run that failed; returns the file, or empty if it cannot be
+     * written.
+     */
+    private java.util.Optional<java.nio.file.Path> writeWorkerLog(TortureResult result) {
+        StringBuilder text = new StringBuilder("dlock torture worker log; the fault phase began at ")
+                .append(java.time.Instant.ofEpochMilli(
+                        System.currentTimeMillis() - (System.nanoTime() - t0) / 1_000_000))
+                .append(" (UTC)\n\nproblems:\n");
+        result.problems().forEach(p -> text.append("  ").append(p).append('\n'));
+        text.append("\nfaults (seconds since the fault phase began):\n");
+        for (FaultRecord f : faults) {
+            text.append("  ").append(f).append('\n');
+        }
+        for (Map.Entry<String, List<String>> e : everyoneLines().entrySet()) {
+            text.append("\nworker ").append(e.getKey()).append(":\n");
+            e.getValue().forEach(l -> text.append("  ").append(l).append('\n'));
+        }
+        try {
+            java.nio.file.Path file = java.nio.file.Files.createTempFile("dlock-torture-workers-", ".log");
+            java.nio.file.Files.writeString(file, text);
+            return java.util.Optional.of(file);
+        } catch (java.io.IOException e) {
+            LOG.warn("cannot write the worker log: {}", e.toString());
+            return java.util.Optional.empty();
+        }
     }
 
     private void awaitReady(Worker w) {

@@ -24,6 +24,9 @@ import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The main class of one {@code dlock torture} worker JVM: a lock client that, until told to stop,
@@ -95,6 +98,71 @@ public final class TortureWorker {
      * @param args {@code --name value} pairs
      */
     public static void main(String[] args) {
+        start(args, null);
+    }
+
+    /**
+     * A lock of another library, taken by an anchor worker (in dlock-benchmarks) in the same loop
+     * and protocol as dlock's, for comparison (issue 17 item 6). Used from the worker's one loop
+     * thread only.
+     */
+    public interface AnchorLock extends AutoCloseable {
+        /**
+         * Tries to take the lock.
+         *
+         * @param wait the longest wait
+         * @return the grant, or empty if it was not granted within {@code wait}
+         * @throws Exception whatever the library throws (counted as a failed operation)
+         */
+        Optional<AnchorLease> tryAcquire(Duration wait) throws Exception;
+
+        /** Closes the library's client; never throws. */
+        @Override
+        void close();
+    }
+
+    /** One grant of an {@link AnchorLock}. */
+    public interface AnchorLease {
+        /** A number that rises with every grant, used only to tell which write was stale. */
+        long token();
+
+        /** The check a careful user of the library makes right before writing. */
+        boolean stillHeld();
+
+        /**
+         * Releases the grant.
+         *
+         * @throws Exception whatever the library throws (counted as a failed operation)
+         */
+        void release() throws Exception;
+    }
+
+    /**
+     * Runs an anchor library's worker: the same options, input and output as {@link #main}, with
+     * {@code open} making the lock from the options ({@code --uri}, {@code --lock}); only the
+     * exclusive primitive. {@code --check-valid true} asks {@link AnchorLease#stillHeld()} before
+     * each write.
+     *
+     * <p>Blocking: as {@link #main}. Thread-safety: a process entry point. On failure: as {@link
+     * #main}.
+     *
+     * @param args {@code --name value} pairs
+     * @param open makes the lock (and its client) from the parsed options
+     */
+    public static void runAnchor(String[] args, Function<Map<String, String>, AnchorLock> open) {
+        start(args, Objects.requireNonNull(open, "open"));
+    }
+
+    /**
+     * Prints {@code LOST <token>}: an anchor library told its user the grant is gone.
+     *
+     * @param token the grant's token
+     */
+    public static void lost(long token) {
+        emit(LOST + " " + token);
+    }
+
+    private static void start(String[] args, @Nullable Function<Map<String, String>, AnchorLock> anchor) {
         Map<String, String> options;
         try {
             options = parse(args);
@@ -106,7 +174,11 @@ public final class TortureWorker {
         startWatchdog(Long.parseLong(options.get("max-runtime-ms")));
         int status;
         try {
-            run(options);
+            if (anchor == null) {
+                run(options);
+            } else {
+                runAnchor(options, anchor);
+            }
             status = 0;
         } catch (RuntimeException e) {
             emit(FATAL + " " + oneLine(e));
@@ -178,7 +250,7 @@ public final class TortureWorker {
                     long token = lease.fencingToken();
                     lease.onLost(e -> emit(LOST + " " + token));
                     switch (primitive) {
-                        case EXCLUSIVE -> readModifyWrite(stores.get(0), lease, token, workMs, c);
+                        case EXCLUSIVE -> readModifyWrite(stores.get(0), lease::isValid, token, workMs, c);
                         case READ_WRITE -> shared(
                                 stores.get(0),
                                 lease,
@@ -201,6 +273,60 @@ public final class TortureWorker {
         emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
     }
 
+    private static void runAnchor(Map<String, String> o, Function<Map<String, String>, AnchorLock> open) {
+        String name = required(o, "client");
+        if (Primitive.parse(o.getOrDefault("primitive", Primitive.EXCLUSIVE.cliName())) != Primitive.EXCLUSIVE) {
+            throw new IllegalArgumentException("an anchor worker takes an exclusive lock only");
+        }
+        Duration wait = Duration.ofMillis(Long.parseLong(o.get("wait-ms")));
+        long workMs = Long.parseLong(o.get("work-ms"));
+        checkValid = Boolean.parseBoolean(o.getOrDefault("check-valid", "false"));
+        Counters c = new Counters();
+        try (FencedStoreServer.Client store = FencedStoreServer.Client.connect(
+                        storeHost(o), Integer.parseInt(required(o, "store-port")), name);
+                AnchorLock lock = open.apply(o)) {
+            startStdinReader();
+            emit(READY);
+            while (!stop) {
+                Optional<AnchorLease> acquired;
+                try {
+                    acquired = lock.tryAcquire(wait);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                } catch (Exception e) {
+                    c.errors++;
+                    emit(ERROR + " acquire: " + oneLine(e));
+                    sleep(ERROR_BACKOFF_MS);
+                    continue;
+                }
+                if (acquired.isEmpty()) {
+                    emit(TIMEOUT);
+                    continue;
+                }
+                c.operations++;
+                AnchorLease lease = acquired.get();
+                try {
+                    readModifyWrite(store, lease::stillHeld, lease.token(), workMs, c);
+                } catch (RuntimeException e) {
+                    c.errors++;
+                    emit(ERROR + " " + oneLine(e));
+                }
+                try {
+                    lease.release();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                } catch (Exception e) {
+                    c.errors++;
+                    emit(ERROR + " release: " + oneLine(e));
+                    sleep(ERROR_BACKOFF_MS);
+                }
+            }
+        }
+        emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
+    }
+
     /** What one worker did, for its DONE line. */
     private static final class Counters {
         long operations;
@@ -211,15 +337,15 @@ public final class TortureWorker {
 
     /** Reads the value with the token, works (or holds), writes it plus one; false if refused. */
     private static boolean readModifyWrite(
-            FencedStoreServer.Client store, Lease lease, long token, long workMs, Counters c) {
+            FencedStoreServer.Client store, BooleanSupplier valid, long token, long workMs, Counters c) {
         OptionalLong value = store.read(token);
         if (value.isEmpty()) {
             c.refused++;
-            emit(REFUSED + " read " + token + " " + lease.isValid());
+            emit(REFUSED + " read " + token + " " + valid.getAsBoolean());
             return false;
         }
         work(token, workMs);
-        if (checkValid && !lease.isValid()) {
+        if (checkValid && !valid.getAsBoolean()) {
             emit(SKIPPED + " " + token);
             return false;
         }
@@ -228,7 +354,7 @@ public final class TortureWorker {
             return true;
         }
         c.refused++;
-        emit(REFUSED + " write " + token + " " + lease.isValid());
+        emit(REFUSED + " write " + token + " " + valid.getAsBoolean());
         return false;
     }
 
@@ -266,7 +392,7 @@ public final class TortureWorker {
         if (mode == OccupancyStore.Mode.READ) {
             work(token, workMs);
             c.writes++;
-        } else if (!readModifyWrite(store, lease, token, workMs, c)) {
+        } else if (!readModifyWrite(store, lease::isValid, token, workMs, c)) {
             store.leave(token);
             return;
         }
@@ -305,7 +431,7 @@ public final class TortureWorker {
             }
         }
         for (int i = 0; i < names.size(); i++) {
-            if (!readModifyWrite(stores.get(i), lease, tokens[i], i == 0 ? workMs : 0, c)) {
+            if (!readModifyWrite(stores.get(i), lease::isValid, tokens[i], i == 0 ? workMs : 0, c)) {
                 return;
             }
         }

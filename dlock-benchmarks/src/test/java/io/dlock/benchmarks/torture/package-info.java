@@ -1,0 +1,5 @@
+/** Tests of the torture's anchor workers. */
+@NullMarked
+package io.dlock.benchmarks.torture;
+
+import org.jspecify.annotations.NullMarked;
