@@ -5,6 +5,7 @@ import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.admin.AdminConnection;
 import io.dlock.cli.internal.admin.WatchEvents;
 import io.dlock.spi.LockInspector;
+import io.dlock.spi.LockSnapshot;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.LocalTime;
@@ -12,6 +13,8 @@ import java.time.format.DateTimeFormatter;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
@@ -26,7 +29,8 @@ import picocli.CommandLine.Spec;
  * {@code dlock watch <uri> <name>}: prints grants, releases, expiries and the queue of one lock as
  * they happen, until Ctrl-C (or {@code --duration}, or {@code --events}). ZooKeeper notifies through
  * child watches, etcd through a watch on the lock's prefix; the other backends are read every {@code
- * --poll}, so a change that comes and goes between two reads is not seen.
+ * --poll}, so a change that comes and goes between two reads is not seen. Lease times left are read
+ * again every second, so that a grant that ended is called expired only when its lease had run out.
  *
  * <p>Exit status: 0 when stopped; 1 if the server could not be reached; 2 for bad options or URI.
  *
@@ -42,6 +46,7 @@ import picocli.CommandLine.Spec;
         exitCodeList = {"0:stopped", "1:the server could not be reached", "2:invalid options or URI"})
 public final class WatchCommand implements Callable<Integer> {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
+    private static final Duration LEASE_REFRESH = Duration.ofSeconds(1);
 
     @Spec
     private CommandSpec spec;
@@ -110,38 +115,53 @@ public final class WatchCommand implements Callable<Integer> {
             CountDownLatch done = new CountDownLatch(1);
             AtomicInteger printed = new AtomicInteger();
             WatchEvents diff = new WatchEvents();
+            LockInspector inspector = admin.inspector();
             out.println("watching lock '" + name + "' on " + admin.backendName() + " (Ctrl-C to stop)");
             out.flush();
-            try (LockInspector.Watch w = admin.inspector()
-                    .watch(
-                            name,
-                            poll,
-                            locks -> {
-                                List<String> lines = diff.next(locks, System.nanoTime());
-                                synchronized (out) {
-                                    for (String line : lines) {
-                                        if (done.getCount() == 0) {
-                                            return;
-                                        }
-                                        out.println(LocalTime.now().format(TIME) + "  " + line);
-                                        if (events > 0 && printed.incrementAndGet() >= events) {
-                                            done.countDown();
-                                        }
-                                    }
-                                    out.flush();
+            ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "dlock-watch-refresh");
+                t.setDaemon(true);
+                return t;
+            });
+            refresher.scheduleWithFixedDelay(
+                    () -> refreshLeaseTimes(inspector, diff),
+                    LEASE_REFRESH.toMillis(),
+                    LEASE_REFRESH.toMillis(),
+                    TimeUnit.MILLISECONDS);
+            try (LockInspector.Watch w = inspector.watch(
+                    name,
+                    poll,
+                    locks -> {
+                        List<String> lines;
+                        synchronized (diff) {
+                            lines = diff.next(locks, System.nanoTime());
+                        }
+                        synchronized (out) {
+                            for (String line : lines) {
+                                if (done.getCount() == 0) {
+                                    return;
                                 }
-                            },
-                            e -> {
-                                synchronized (out) {
-                                    err.println(LocalTime.now().format(TIME) + "  read failed: " + e.getMessage());
-                                    err.flush();
+                                out.println(LocalTime.now().format(TIME) + "  " + line);
+                                if (events > 0 && printed.incrementAndGet() >= events) {
+                                    done.countDown();
                                 }
-                            })) {
+                            }
+                            out.flush();
+                        }
+                    },
+                    e -> {
+                        synchronized (out) {
+                            err.println(LocalTime.now().format(TIME) + "  read failed: " + e.getMessage());
+                            err.flush();
+                        }
+                    })) {
                 if (duration == null) {
                     done.await();
                 } else {
                     done.await(duration.toMillis(), TimeUnit.MILLISECONDS);
                 }
+            } finally {
+                refresher.shutdownNow();
             }
             synchronized (out) {
                 out.flush();
@@ -149,6 +169,23 @@ public final class WatchCommand implements Callable<Integer> {
             return 0;
         } catch (DistributedLockException e) {
             return Admin.failed(spec, e);
+        }
+    }
+
+    // Renewals change no key a watch sees, so without a fresh lease time left a grant held for longer
+    // than one lease would be called expired when it is released. A failed refresh only leaves the
+    // older figure in place; the watch's own reads report failures.
+    private void refreshLeaseTimes(LockInspector inspector, WatchEvents diff) {
+        try {
+            List<LockSnapshot> locks = inspector.inspect(name).stream()
+                    .filter(l -> l.name().equals(name))
+                    .toList();
+            long readAt = System.nanoTime();
+            synchronized (diff) {
+                diff.refresh(locks, readAt);
+            }
+        } catch (RuntimeException e) {
+            // see above
         }
     }
 }

@@ -163,4 +163,31 @@ class EtcdAdminCommandsIT {
         assertThat(events.get(4)).startsWith("granted").contains("token=" + granted.fencingToken());
         assertThat(events.get(5)).startsWith("released").contains("token=" + granted.fencingToken());
     }
+
+    @Test
+    void watch_grantHeldForSeveralLeaseTimesThenReleased_isReportedReleasedNotExpired() throws Exception {
+        LockClient a = client("leaseTime=2s");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CompletableFuture<Integer> watching = CompletableFuture.supplyAsync(() -> {
+            CommandLine cl = Main.commandLine();
+            cl.setOut(new PrintWriter(out, true));
+            cl.setErr(new PrintWriter(err, true));
+            return cl.execute("watch", uri, "long", "--events", "3", "--duration", "60s", "--poll", "1h");
+        });
+        await().atMost(scaled(10)).until(() -> out.toString().contains("free"));
+        Lease held = a.lock("long").acquire();
+        await().atMost(scaled(10)).until(() -> out.toString().contains("granted"));
+        // Held through three renewals: the watch sees no change meanwhile, only its lease refreshes.
+        Thread.sleep(Duration.ofSeconds(6).toMillis());
+        assertThat(held.isValid()).isTrue();
+        held.close();
+        int status = watching.get(scaled(60).toMillis(), TimeUnit.MILLISECONDS);
+
+        assertThat(status).as(err.toString()).isZero();
+        List<String> events =
+                out.toString().lines().skip(1).map(l -> l.substring(14)).toList();
+        assertThat(events).hasSize(3);
+        assertThat(events.get(2)).startsWith("released").contains("token=" + held.fencingToken());
+    }
 }

@@ -15,13 +15,18 @@ import org.jspecify.annotations.Nullable;
  * grants that ended ({@code released}, or {@code expired} where the lease had run out), then new
  * grants, then waiters that left the queue without a grant, then new waiters.
  *
- * <p>Thread-safety: not thread-safe; one watch's listener calls it, one call at a time.
+ * <p>A grant is called {@code expired} only when the lease time left that was last read for it had
+ * run out by the time it was seen gone. Watches driven by server notifications see no renewals, so
+ * the caller refreshes lease times with {@link #refresh} between changes; without it, every grant
+ * held longer than one lease time would look expired when it is released.
+ *
+ * <p>Thread-safety: not thread-safe; callers serialize {@link #next} and {@link #refresh}.
  */
 public final class WatchEvents {
     private Map<String, EntrySnapshot> holders = new LinkedHashMap<>();
     private Map<String, EntrySnapshot> waiters = new LinkedHashMap<>();
     private Map<String, String> kinds = new LinkedHashMap<>();
-    private long lastReadNanos;
+    private Map<String, Long> holderReadAt = new LinkedHashMap<>();
     private boolean first = true;
 
     /**
@@ -55,10 +60,10 @@ public final class WatchEvents {
                 out.add("free (nobody holds or waits)");
             }
         } else {
-            Duration sinceLast = Duration.ofNanos(nanoTime - lastReadNanos);
             for (EntrySnapshot e : holders.values()) {
                 if (!h.containsKey(e.key())) {
-                    boolean ranOut = e.leaseLeft() != null && e.leaseLeft().compareTo(sinceLast) <= 0;
+                    Duration sinceRead = Duration.ofNanos(nanoTime - holderReadAt.getOrDefault(e.key(), nanoTime));
+                    boolean ranOut = e.leaseLeft() != null && e.leaseLeft().compareTo(sinceRead) <= 0;
                     out.add(line(ranOut ? "expired" : "released", kinds, e));
                 }
             }
@@ -83,8 +88,30 @@ public final class WatchEvents {
         holders = h;
         waiters = w;
         kinds = k;
-        lastReadNanos = nanoTime;
+        Map<String, Long> readAt = new LinkedHashMap<>();
+        h.keySet().forEach(key -> readAt.put(key, nanoTime));
+        holderReadAt = readAt;
         return out;
+    }
+
+    /**
+     * Takes the lease times left of grants that are still known from a read made outside the
+     * watch; reports nothing, since a read that raced the watch's own may be older than its latest
+     * change. Grants, waiters and entries that are new to this object are ignored.
+     *
+     * @param now the lock's snapshots, read by the caller
+     * @param nanoTime when the read answered ({@link System#nanoTime()})
+     */
+    public void refresh(List<LockSnapshot> now, long nanoTime) {
+        for (LockSnapshot l : now) {
+            for (EntrySnapshot e : l.holders()) {
+                Long readAt = holderReadAt.get(e.key());
+                if (readAt != null && readAt - nanoTime < 0 && holders.containsKey(e.key())) {
+                    holders.put(e.key(), e);
+                    holderReadAt.put(e.key(), nanoTime);
+                }
+            }
+        }
     }
 
     private static String line(String what, Map<String, String> kinds, EntrySnapshot e) {

@@ -62,6 +62,45 @@ class WatchEventsTest {
     }
 
     @Test
+    void next_grantHeldLongerThanOneLeaseThenReleased_isReportedReleasedOnceItsLeaseTimeWasRefreshed() {
+        Duration lease = Duration.ofSeconds(5);
+        long sixSeconds = Duration.ofSeconds(6).toNanos();
+        WatchEvents refreshed = new WatchEvents();
+        WatchEvents stale = new WatchEvents();
+        for (WatchEvents events : List.of(refreshed, stale)) {
+            events.next(lock(List.of(entry("a", 5, lease)), List.of()), 0);
+        }
+
+        refreshed.refresh(
+                lock(List.of(entry("a", 5, lease)), List.of()),
+                Duration.ofSeconds(4).toNanos());
+
+        assertThat(refreshed.next(List.of(), sixSeconds))
+                .singleElement()
+                .asString()
+                .startsWith("released")
+                .contains("c-a");
+        assertThat(stale.next(List.of(), sixSeconds)).singleElement().asString().startsWith("expired");
+    }
+
+    @Test
+    void refresh_reportsNothing_andIgnoresEntriesTheWatchHasNotSeen() {
+        WatchEvents events = new WatchEvents();
+        events.next(lock(List.of(entry("a", 5, Duration.ofMillis(10))), List.of()), 0);
+
+        events.refresh(
+                lock(List.of(entry("a", 5, Duration.ofMillis(10)), entry("x", 9, Duration.ofSeconds(30))), List.of()),
+                Duration.ofMillis(1).toNanos());
+
+        assertThat(events.next(List.of(), Duration.ofSeconds(1).toNanos()))
+                .singleElement()
+                .asString()
+                .startsWith("expired")
+                .contains("c-a");
+        assertThat(events.next(List.of(), Duration.ofSeconds(2).toNanos())).isEmpty();
+    }
+
+    @Test
     void table_and_json_showEveryColumn() {
         Instant now = Instant.parse("2026-01-01T00:01:00Z");
         EntrySnapshot h = new EntrySnapshot(
