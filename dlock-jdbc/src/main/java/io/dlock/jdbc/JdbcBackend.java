@@ -83,6 +83,7 @@ final class JdbcBackend implements LockBackend {
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile @Nullable PgListener listener;
     private final JdbcInspector inspector;
+    private final @Nullable PgSessionInspector sessionInspector;
 
     private JdbcBackend(JdbcUri uri, Connections connections) {
         this.uri = uri;
@@ -134,6 +135,7 @@ final class JdbcBackend implements LockBackend {
         this.protocol = new JdbcLockProtocol(this);
         this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
         this.inspector = new JdbcInspector(this);
+        this.sessionInspector = uri.sessionMode() ? new PgSessionInspector(this) : null;
     }
 
     /**
@@ -435,12 +437,13 @@ final class JdbcBackend implements LockBackend {
     }
 
     /**
-     * The operator view of the lock tables ({@link JdbcInspector}); empty in session mode, whose
-     * advisory locks live in the server's lock manager, not in the tables (see the README).
+     * The operator view: of the lock tables ({@link JdbcInspector}), or in session mode of the
+     * advisory locks in {@code pg_locks} ({@link PgSessionInspector}).
      */
     @Override
     public Optional<LockInspector> inspector() {
-        return uri.sessionMode() ? Optional.empty() : Optional.of(inspector);
+        PgSessionInspector s = sessionInspector;
+        return Optional.of(s != null ? s : inspector);
     }
 
     @Override

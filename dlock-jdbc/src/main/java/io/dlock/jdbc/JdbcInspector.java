@@ -267,7 +267,7 @@ final class JdbcInspector implements LockInspector {
     }
 
     /** An entry from its row; {@code holder} is {@code pid@host <ms>}, {@code pid@host} or null (older rows). */
-    private static EntrySnapshot entry(
+    static EntrySnapshot entry(
             String key,
             LockMode mode,
             int permits,

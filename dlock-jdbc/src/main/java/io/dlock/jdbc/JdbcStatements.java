@@ -126,11 +126,15 @@ final class JdbcStatements {
                         + " client = (SELECT client FROM nx), token = l.token + (SELECT count(*) FROM nx),"
                         + " expires_ms = (SELECT " + now + " + ? FROM nx),"
                         + " holder = (SELECT " + stamp(dialect, "split_part(holder, ' ', 1)") + " FROM nx)"
-                        + " WHERE l.name = ? AND l.owner = ? RETURNING l.token, l.owner, l.client),"
+                        + " WHERE l.name = ? AND l.owner = ? RETURNING l.token, l.owner, l.client,"
+                        + " l.expires_ms - " + now + " AS ms),"
                         + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"
                         + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
-                        + " SELECT pg_notify('dlock_' || u.client, 'H' || u.token || ' ' || u.owner) FROM u"
-                        + " WHERE u.owner IS NOT NULL";
+                        // The payload carries the lease the grant was given (the releaser's leaseTime):
+                        // the waiter counts it from a moment it knows to precede the grant
+                        // (JdbcLockProtocol.Waiter#handedOver), so it needs no read of the row.
+                        + " SELECT pg_notify('dlock_' || u.client, 'H' || u.token || ' ' || u.owner || ' ' || u.ms)"
+                        + " FROM u WHERE u.owner IS NOT NULL";
             }
             case MARIADB -> {
                 grant = "UPDATE " + table + " l SET l.owner = ?, l.client = ?, l.token = LAST_INSERT_ID(l.token + 1),"

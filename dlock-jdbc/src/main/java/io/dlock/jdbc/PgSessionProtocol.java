@@ -41,7 +41,9 @@ import org.slf4j.LoggerFactory;
  * closed), and grants it to the next session waiting in its lock queue (FIFO, one waiter woken).
  * The fencing token comes from the lease table: the holder increments the counter row {@code
  * pg/<name>} right after the advisory lock is granted, on the same connection, so only one session
- * at a time increments it and tokens rise with every grant.
+ * at a time increments it and tokens rise with every grant. The same statement records the grant
+ * for the operator (client id, {@code pid@host <grant ms>}: {@link PgSessionInspector}), and the
+ * unlock clears that record in its own statement.
  *
  * <p>Cost: one connection pinned per held lock and per waiter (a waiter blocks in {@code
  * pg_advisory_lock} on its connection). It needs a real session: a transaction-mode pooler
@@ -65,6 +67,7 @@ final class PgSessionProtocol implements LockProtocol {
     private final long leaseNanos;
     private final long marginNanos;
     private final String tokenSql;
+    private final String unlockSql;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
     private final BlockingQueue<Connection> idle;
     private final ExecutorService threads;
@@ -82,6 +85,8 @@ final class PgSessionProtocol implements LockProtocol {
         volatile boolean locked;
         /** Whether the grant (with its token) was reported. */
         volatile boolean granted;
+        /** The grant's token, once taken. */
+        volatile long token;
         /** Whether the connection failed and must not be used again. */
         volatile boolean broken;
         /** The statement blocked in pg_advisory_lock, for cancelling it. */
@@ -109,8 +114,14 @@ final class PgSessionProtocol implements LockProtocol {
         this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
         this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
         String table = backend.uri.table();
-        this.tokenSql = "INSERT INTO " + table + " AS l (name, token) VALUES (?, 1) ON CONFLICT (name) DO UPDATE"
-                + " SET token = l.token + 1 RETURNING l.token";
+        // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>.
+        this.tokenSql = "INSERT INTO " + table + " AS l (name, token, client, holder) VALUES (?, 1, ?, "
+                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ") ON CONFLICT (name) DO UPDATE"
+                + " SET token = l.token + 1, client = EXCLUDED.client, holder = EXCLUDED.holder RETURNING l.token";
+        // Unlocks and clears the record in one statement, so that a forced release keyed by this grant
+        // can no longer match once it is released (the next grant on this very connection included).
+        this.unlockSql = "WITH c AS (UPDATE " + table
+                + " SET client = NULL, holder = NULL WHERE name = ? AND token = ?)" + " SELECT pg_advisory_unlock(?)";
         this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
         AtomicInteger n = new AtomicInteger();
         // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.
@@ -178,7 +189,7 @@ final class PgSessionProtocol implements LockProtocol {
         CompletableFuture<Position> f = onLane(s, "acquire", () -> {
             boolean got;
             Connection kept = idle.poll();
-            s.connection = kept != null ? kept : backend.dedicatedConnection();
+            s.connection = kept != null ? kept : newConnection();
             try {
                 got = tryLock(s);
             } catch (SQLException e) {
@@ -188,7 +199,7 @@ final class PgSessionProtocol implements LockProtocol {
                 }
                 // A kept connection that died while idle: once more on a new one.
                 discard(kept);
-                s.connection = backend.dedicatedConnection();
+                s.connection = newConnection();
                 try {
                     got = tryLock(s);
                 } catch (SQLException again) {
@@ -211,6 +222,24 @@ final class PgSessionProtocol implements LockProtocol {
             }
         });
         return f;
+    }
+
+    /**
+     * A new pinned connection, named {@code dlock_<client> <pid>} for the operator's view of its
+     * waits ({@link PgSessionInspector}); a DataSource's connection keeps the application's name.
+     */
+    private Connection newConnection() throws SQLException {
+        Connection c = backend.dedicatedConnection();
+        if (!backend.borrowsConnections()) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT set_config('application_name', ?, false)")) {
+                ps.setString(1, PgSessionInspector.applicationName(backend.clientId));
+                ps.executeQuery().close();
+            } catch (SQLException e) {
+                discard(c);
+                throw e;
+            }
+        }
+        return c;
     }
 
     /** The session's connection, set by its first step. */
@@ -237,11 +266,14 @@ final class PgSessionProtocol implements LockProtocol {
         long token;
         try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
             ps.setString(1, "pg/" + s.entry.lockName());
+            ps.setString(2, backend.clientId);
+            ps.setString(3, backend.holder);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 token = rs.getLong(1);
             }
         }
+        s.token = token;
         s.granted = true;
         return new Grant(s.entry, token, t0 + leaseNanos - marginNanos);
     }
@@ -358,8 +390,10 @@ final class PgSessionProtocol implements LockProtocol {
             return;
         }
         if (s.locked && !s.broken) {
-            try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
-                ps.setLong(1, s.key);
+            try (PreparedStatement ps = c.prepareStatement(unlockSql)) {
+                ps.setString(1, "pg/" + s.entry.lockName());
+                ps.setLong(2, s.token);
+                ps.setLong(3, s.key);
                 try (ResultSet rs = ps.executeQuery()) {
                     s.locked = !(rs.next() && rs.getBoolean(1));
                 }
