@@ -30,8 +30,11 @@ import picocli.CommandLine.Spec;
  *
  * <p>Workloads: W1 uncontended cycles (1 thread); W2 {@code --w2-threads} threads of one JVM on one
  * lock; W3 {@code --w3-jvms} JVMs of {@code --w3-threads} threads on one lock; W4 {@code
- * --w4-locks} distinct locks held at once by one client, with client heap per held lock; COST the
- * server's requests per uncontended cycle. Every contended workload also checks mutual exclusion
+ * --w4-locks} distinct locks held at once by one client, with client heap per held lock; W5 {@code
+ * --w5-threads} threads over {@code --w5-names} lock names chosen at random; W6 {@code
+ * --w6-threads} virtual threads over {@code --w6-locks} locks in a worker JVM of JDK 21+ ({@code
+ * --jdk21}), with pinned-thread events and heap per waiting virtual thread; COST the server's
+ * requests per uncontended cycle. Every contended workload also checks mutual exclusion
  * (overlapping critical sections are counted and must be 0).
  *
  * <p>Run it alone with {@code java -cp dlock-benchmarks/target/benchmarks.jar
@@ -58,7 +61,10 @@ import picocli.CommandLine.Spec;
 public final class BenchCommand implements Callable<Integer> {
 
     /** Every workload, in the order they run. */
-    public static final List<String> WORKLOADS = List.of("W1", "W2", "W3", "W4", "COST");
+    public static final List<String> WORKLOADS = List.of("W1", "W2", "W3", "W4", "W5", "W6", "COST");
+
+    /** Where W6 looks for a JDK 21+ unless told: the build machines' JDK 25. */
+    static final String DEFAULT_JDK21 = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
     @Spec
     private CommandSpec spec;
@@ -67,7 +73,7 @@ public final class BenchCommand implements Callable<Integer> {
             names = "--workloads",
             split = ",",
             paramLabel = "W",
-            description = "Workloads to run, of W1, W2, W3, W4, COST (default: all).")
+            description = "Workloads to run, of W1, W2, W3, W4, W5, W6, COST (default: all).")
     private List<String> workloads = new ArrayList<>(WORKLOADS);
 
     @Option(
@@ -151,6 +157,41 @@ public final class BenchCommand implements Callable<Integer> {
     private int w4Threads;
 
     @Option(
+            names = "--w5-threads",
+            paramLabel = "N",
+            defaultValue = "64",
+            description = "W5 threads (default: ${DEFAULT-VALUE}).")
+    private int w5Threads;
+
+    @Option(
+            names = "--w5-names",
+            paramLabel = "N",
+            defaultValue = "10000",
+            description = "W5 lock names, one chosen at random per cycle (default: ${DEFAULT-VALUE}).")
+    private int w5Names;
+
+    @Option(
+            names = "--w6-threads",
+            paramLabel = "N",
+            defaultValue = "10000",
+            description = "W6 virtual threads (default: ${DEFAULT-VALUE}).")
+    private int w6Threads;
+
+    @Option(
+            names = "--w6-locks",
+            paramLabel = "N",
+            defaultValue = "100",
+            description = "W6 locks, one chosen at random per cycle (default: ${DEFAULT-VALUE}).")
+    private int w6Locks;
+
+    @Option(
+            names = "--jdk21",
+            paramLabel = "DIR",
+            description =
+                    "A JDK 21 or newer for W6's virtual threads (default: $DLOCK_JDK21, else " + DEFAULT_JDK21 + ").")
+    private Path jdk21;
+
+    @Option(
             names = "--cost-cycles",
             paramLabel = "N",
             defaultValue = "5000",
@@ -159,7 +200,8 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--quick",
-            description = "Smoke-test sizes: 500ms warm-up, 1 round of 1s, 10,000 W4 locks, 200 COST cycles"
+            description = "Smoke-test sizes: 500ms warm-up, 1 round of 1s, 10,000 W4 locks, 1,000 W5 names,"
+                    + " 1,000 W6 virtual threads, 200 COST cycles"
                     + " (overrides those options).")
     private boolean quick;
 
@@ -333,6 +375,8 @@ public final class BenchCommand implements Callable<Integer> {
                 case "W2" -> results.addAll(w.w2(contendable));
                 case "W3" -> results.addAll(w.w3(contendable));
                 case "W4" -> results.addAll(w.w4(contendable));
+                case "W5" -> results.addAll(w.w5(chosen));
+                case "W6" -> results.addAll(w.w6(contendable));
                 default -> results.addAll(w.cost(chosen));
             }
             results.subList(before, results.size()).forEach(progress::measured);
@@ -367,7 +411,36 @@ public final class BenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(
                     spec.commandLine(), "--w4-threads (" + w4Threads + ") must not exceed --w4-locks (" + w4 + ")");
         }
-        return new RunConfig(wu, d, r, w2Threads, w3Jvms, w3Threads, w4, w4Threads, cc);
+        int w5n = quick ? 1_000 : w5Names;
+        int w6t = quick ? 1_000 : w6Threads;
+        positive("--w5-threads", w5Threads);
+        positive("--w5-names", w5n);
+        positive("--w6-locks", w6Locks);
+        if (w6t <= w6Locks) {
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(),
+                    "--w6-threads (" + w6t + ") must exceed --w6-locks (" + w6Locks + "): the others queue");
+        }
+        return new RunConfig(
+                wu, d, r, w2Threads, w3Jvms, w3Threads, w4, w4Threads, cc, w5Threads, w5n, w6t, w6Locks, jdk21Java());
+    }
+
+    /** W6's {@code java}, checked only when W6 runs: a missing JDK says how to get one. */
+    private Path jdk21Java() {
+        String fromEnv = System.getenv("DLOCK_JDK21");
+        Path home = jdk21 != null ? jdk21 : Path.of(fromEnv != null && !fromEnv.isBlank() ? fromEnv : DEFAULT_JDK21);
+        Path java = home.resolve("bin").resolve("java");
+        if (workloads.contains("W6") && !Files.isExecutable(java)) {
+            String why = "W6 runs virtual threads on a JDK 21 or newer, and " + java + " is not executable: install"
+                    + " one (Debian: temurin-25-jdk from Adoptium, or openjdk-21-jdk) and pass --jdk21 DIR or set"
+                    + " DLOCK_JDK21";
+            if (spec.commandLine().getParseResult().hasMatchedOption("--workloads")) {
+                throw new CommandLine.ParameterException(spec.commandLine(), why + ", or leave W6 out of --workloads");
+            }
+            workloads.remove("W6");
+            spec.commandLine().getErr().println("dlock bench: W6 left out. " + why + ".");
+        }
+        return java;
     }
 
     private void positive(String option, int value) {

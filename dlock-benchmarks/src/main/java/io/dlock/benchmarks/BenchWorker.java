@@ -10,14 +10,17 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * W3's worker: a child JVM that opens one client per implementation and, on each command from its
- * parent, runs the contended loop ({@link Loops#contended}) on one lock, the same code W2 runs in
- * one JVM.
+ * W3's and W6's worker: a child JVM that opens one client per implementation and, on each command
+ * from its parent, runs the contended loop ({@link Loops#contended}) on one lock, the same code W2
+ * runs in one JVM, or (W6, on a JDK 21+) the spread loop on virtual threads over several locks, or
+ * W6's heap per waiting virtual thread, counting JFR's pinned-thread events meanwhile.
  *
  * <p>Arguments: {@code <zookeeper address or -> <redis address or -> <impl,impl,...>}. Protocol on
  * stdin/stdout, one line each:
@@ -25,6 +28,11 @@ import java.util.Map;
  * -> READY                                                     (clients connected)
  * <- RUN <impl> <lock> <threads> <startAtNanos> <endAtNanos> <file>
  * -> DONE <impl> <ops>  |  FAILED <impl> <message>            (samples written to <file>)
+ * <- VRUN <impl> <name-prefix> <locks> <threads> <startAtNanos> <endAtNanos> <file>
+ * -> DONE <impl> <ops> <pinned> <pinned-loading-classes> <pinned-by-dlock>   (locks <name-prefix>-<i>)
+ * <- VHEAP <impl> <name-prefix> <locks> <threads>
+ * -> DONE <impl> <bytes-per-waiting-thread> <pinned> <pinned-loading-classes> <pinned-by-dlock>
+ *    (after VRUN and VHEAP, up to three lines "PINNED-BY-DLOCK <impl> <stack>" come before DONE)
  * <- QUIT
  * }</pre>
  * Windows are given as {@code System.nanoTime()} readings, which on Linux are comparable across
@@ -63,20 +71,17 @@ public final class BenchWorker {
             String line;
             while ((line = in.readLine()) != null && !line.equals("QUIT")) {
                 String[] w = line.split(" ");
-                if (!w[0].equals("RUN") || w.length != 7) {
+                boolean known = (w[0].equals("RUN") && w.length == 7)
+                        || (w[0].equals("VRUN") && w.length == 8)
+                        || (w[0].equals("VHEAP") && w.length == 5);
+                if (!known) {
                     System.out.println("FAILED ? unknown command: " + line);
                     continue;
                 }
-                LockImpl impl = LockImpl.parse(w[1]);
+                BenchClient client = java.util.Objects.requireNonNull(clients.get(LockImpl.parse(w[1])));
                 try {
-                    BenchLock lock = locks.computeIfAbsent(
-                            w[1] + "/" + w[2], k -> java.util.Objects.requireNonNull(clients.get(impl))
-                                    .lock(w[2]));
-                    Measurement m = Loops.contended(
-                            lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
-                    write(m, Path.of(w[6]));
-                    System.out.println("DONE " + w[1] + " " + m.ops);
-                } catch (RuntimeException | InterruptedException e) {
+                    System.out.println(execute(w, client, locks));
+                } catch (RuntimeException | InterruptedException | IOException e) {
                     System.out.println("FAILED " + w[1] + " " + e.toString().replace('\n', ' '));
                 }
             }
@@ -89,6 +94,46 @@ public final class BenchWorker {
             }
         }
         System.exit(status);
+    }
+
+    /**
+     * Runs one command and returns its {@code DONE} line. A method of its own so that nothing a run
+     * measured stays reachable from the command loop's frame into the next one: W6's heap figure
+     * would count it as freed.
+     */
+    private static String execute(String[] w, BenchClient client, Map<String, BenchLock> locks)
+            throws InterruptedException, IOException {
+        if (w[0].equals("RUN")) {
+            BenchLock lock = locks.computeIfAbsent(w[1] + "/" + w[2], k -> client.lock(w[2]));
+            Measurement m = Loops.contended(
+                    lock, Integer.parseInt(w[3]), Long.parseLong(w[4]), Long.parseLong(w[5]), "w3-" + w[1]);
+            write(m, Path.of(w[6]));
+            return "DONE " + w[1] + " " + m.ops;
+        }
+        List<BenchLock> some = new ArrayList<>();
+        for (int i = 0; i < Integer.parseInt(w[3]); i++) {
+            String name = w[2] + "-" + i;
+            some.add(locks.computeIfAbsent(w[1] + "/" + name, k -> client.lock(name)));
+        }
+        VirtualThreads.Pins pins = new VirtualThreads.Pins();
+        String figure = w[0].equals("VRUN")
+                ? Long.toString(virtualRun(w, some))
+                : Double.toString(VirtualThreads.heapPerWaiter(some, Integer.parseInt(w[4])));
+        long[] pinned = pins.stop();
+        pins.dlockStacks().forEach(stack -> System.out.println("PINNED-BY-DLOCK " + w[1] + " " + stack));
+        return "DONE " + w[1] + " " + figure + " " + pinned[0] + " " + pinned[1] + " " + pinned[2];
+    }
+
+    private static long virtualRun(String[] w, List<BenchLock> some) throws InterruptedException, IOException {
+        Measurement m = Loops.spread(
+                some,
+                Integer.parseInt(w[4]),
+                Long.parseLong(w[5]),
+                Long.parseLong(w[6]),
+                "w6-" + w[1],
+                VirtualThreads.starter());
+        write(m, Path.of(w[7]));
+        return m.ops;
     }
 
     static void write(Measurement m, Path file) throws IOException {

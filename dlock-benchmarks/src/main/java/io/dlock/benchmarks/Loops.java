@@ -2,13 +2,14 @@ package io.dlock.benchmarks;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The measured loops: W1's single-threaded acquire-release cycle and the contended loop of W2 and
- * W3 (several threads on one lock). Both run inside a window {@code [startAt, endAt)} of {@link
+ * The measured loops: W1's single-threaded acquire-release cycle, the contended loop of W2 and W3
+ * (several threads on one lock) and its spread form of W5 and W6 (many threads over many locks). Both run inside a window {@code [startAt, endAt)} of {@link
  * System#nanoTime()} readings and count only what completed inside it.
  *
  * <p>Thread-safety: stateless; each call uses its own threads and lists.
@@ -47,6 +48,19 @@ final class Loops {
         return new Measurement(ops, window, latencies.toArray(), new long[0], new long[0], 0);
     }
 
+    /** Starts the threads of a loop: platform threads, or virtual ones on JDK 21+ ({@link VirtualThreads}). */
+    interface Starter {
+        Thread start(Runnable body, String name);
+    }
+
+    /** Daemon platform threads. */
+    static final Starter PLATFORM = (body, name) -> {
+        Thread t = new Thread(body, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    };
+
     /**
      * W2 and W3: {@code threads} threads take turns on {@code lock} until {@code endAt}. The latency
      * is the wait for the lock; each critical section is stamped on entry and exit, and an in-JVM
@@ -58,16 +72,36 @@ final class Loops {
      */
     static Measurement contended(BenchLock lock, int threads, long startAt, long endAt, String what)
             throws InterruptedException {
+        return spread(List.of(lock), threads, startAt, endAt, what, PLATFORM);
+    }
+
+    /**
+     * W5 and W6 (and, with one lock, W2 and W3): {@code threads} threads each pick one of {@code
+     * locks} at random per cycle and acquire and release it until {@code endAt}. The latency is the
+     * wait for the lock; an in-JVM counter per lock checks that nobody else is inside. With one lock
+     * the critical sections are also stamped on entry and exit, for the check across processes.
+     *
+     * <p>Blocking: until every thread has finished its last cycle, at most {@link #DRAIN_NANOS}
+     * after {@code endAt}. On failure: {@link IllegalStateException} if a thread failed or is still
+     * waiting then (a lock that never hands over).
+     */
+    static Measurement spread(
+            List<BenchLock> locks, int threads, long startAt, long endAt, String what, Starter starter)
+            throws InterruptedException {
         Measurement.Collector collector = new Measurement.Collector();
-        AtomicInteger inside = new AtomicInteger();
+        AtomicIntegerArray inside = new AtomicIntegerArray(locks.size());
+        boolean stamps = locks.size() == 1;
+        // Thousands of virtual threads: small lists that grow, not 3 x 16,384 longs each.
+        int capacity = threads > 256 ? 64 : 1 << 14;
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
-            LongList[] lists = collector.newThread(1 << 14);
-            Thread worker = new Thread(
+            LongList[] lists = collector.newThread(capacity);
+            workers.add(starter.start(
                     () -> {
                         long ops = 0;
                         long overlaps = 0;
+                        ThreadLocalRandom random = ThreadLocalRandom.current();
                         try {
                             waitUntil(startAt);
                             while (true) {
@@ -75,20 +109,23 @@ final class Loops {
                                 if (t0 - endAt >= 0) {
                                     break;
                                 }
-                                BenchLock.Held held = lock.acquire();
+                                int i = stamps ? 0 : random.nextInt(locks.size());
+                                BenchLock.Held held = locks.get(i).acquire();
                                 long t1 = System.nanoTime();
-                                if (inside.incrementAndGet() != 1) {
+                                if (inside.incrementAndGet(i) != 1) {
                                     overlaps++;
                                 }
-                                inside.decrementAndGet();
+                                inside.decrementAndGet(i);
                                 long t2 = System.nanoTime();
                                 held.release();
                                 if (t1 - endAt > 0) {
                                     break;
                                 }
                                 lists[0].add(t1 - t0);
-                                lists[1].add(t1);
-                                lists[2].add(t2);
+                                if (stamps) {
+                                    lists[1].add(t1);
+                                    lists[2].add(t2);
+                                }
                                 ops++;
                             }
                         } catch (Throwable e) {
@@ -97,10 +134,7 @@ final class Loops {
                             collector.addOps(ops, overlaps);
                         }
                     },
-                    "bench-" + what + "-" + t);
-            worker.setDaemon(true);
-            workers.add(worker);
-            worker.start();
+                    "bench-" + what + "-" + t));
         }
         long drainUntil = endAt + DRAIN_NANOS;
         for (Thread worker : workers) {

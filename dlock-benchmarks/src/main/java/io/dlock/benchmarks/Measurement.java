@@ -30,6 +30,11 @@ final class Measurement {
         this.directOverlaps = directOverlaps;
     }
 
+    /** The same figures without the critical sections, for what is not a lock (W5's floors). */
+    Measurement withoutOverlapCheck() {
+        return new Measurement(ops, windowNanos, latencies, new long[0], new long[0], 0);
+    }
+
     /** Sums periods of the same implementation (the interleaved rounds). */
     static Measurement merge(List<Measurement> parts) {
         long ops = 0;

@@ -19,6 +19,8 @@ final class Report {
             "W2", "W2 contended in one JVM: hand-offs/s; latency = wait for the lock",
             "W3", "W3 contended across JVMs: hand-offs/s; latency = wait for the lock",
             "W4", "W4 many locks: acquire all, then release all; locks/s over both phases",
+            "W5", "W5 many names: threads of one JVM over many lock names at random; cycles/s; latency = wait",
+            "W6", "W6 virtual threads over a few locks (JDK 21+): hand-offs/s; latency = wait for the lock",
             "COST", "COST server requests per uncontended cycle (lower is better)");
 
     private Report() {}

@@ -1,5 +1,6 @@
 package io.dlock.benchmarks;
 
+import java.nio.file.Path;
 import java.time.Duration;
 
 /**
@@ -14,6 +15,11 @@ import java.time.Duration;
  * @param w4Locks distinct locks held at once in W4
  * @param w4Threads threads that acquire (and release) W4's locks, each an equal share
  * @param costCycles uncontended cycles counted for the server cost
+ * @param w5Threads threads of one JVM in W5
+ * @param w5Names lock names W5's threads choose from
+ * @param w6Threads virtual threads in W6
+ * @param w6Locks locks W6's virtual threads choose from
+ * @param w6Java the {@code java} of a JDK 21+ that runs W6's worker
  */
 record RunConfig(
         Duration warmup,
@@ -24,4 +30,9 @@ record RunConfig(
         int w3Threads,
         int w4Locks,
         int w4Threads,
-        int costCycles) {}
+        int costCycles,
+        int w5Threads,
+        int w5Names,
+        int w6Threads,
+        int w6Locks,
+        Path w6Java) {}

@@ -127,26 +127,10 @@ final class Workloads {
 
     /** W3: {@code w3Jvms} worker JVMs of {@code w3Threads} threads each on one lock. */
     List<Result> w3(List<LockImpl> impls) throws InterruptedException {
-        Path dir;
-        try {
-            dir = Files.createTempDirectory("dlock-bench-w3-");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        Path dir = tempDir("dlock-bench-w3-");
         List<ChildJvm> workers = new ArrayList<>();
         try {
-            StringBuilder labels = new StringBuilder();
-            for (LockImpl impl : impls) {
-                labels.append(labels.length() == 0 ? "" : ",").append(impl.label());
-            }
-            List<String> args = List.of(
-                    orDash(servers.zookeeper()),
-                    orDash(servers.redis()),
-                    labels.toString(),
-                    orDash(servers.memcached()),
-                    orDash(servers.postgresql()),
-                    orDash(servers.mariadb()),
-                    orDash(servers.etcd()));
+            List<String> args = workerArgs(impls);
             for (int i = 0; i < config.w3Jvms(); i++) {
                 workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
             }
@@ -212,23 +196,237 @@ final class Workloads {
             }
             return results;
         } finally {
-            for (ChildJvm worker : workers) {
-                if (worker.isAlive()) {
-                    try {
-                        worker.send("QUIT");
-                        worker.waitFor(Duration.ofSeconds(20));
-                    } catch (RuntimeException e) {
-                        // killed below
-                    }
+            stop(workers, dir);
+        }
+    }
+
+    /** The arguments of a {@link BenchWorker} that opens {@code impls}. */
+    private List<String> workerArgs(List<LockImpl> impls) {
+        StringBuilder labels = new StringBuilder();
+        for (LockImpl impl : impls) {
+            labels.append(labels.length() == 0 ? "" : ",").append(impl.label());
+        }
+        return List.of(
+                orDash(servers.zookeeper()),
+                orDash(servers.redis()),
+                labels.toString(),
+                orDash(servers.memcached()),
+                orDash(servers.postgresql()),
+                orDash(servers.mariadb()),
+                orDash(servers.etcd()));
+    }
+
+    private static Path tempDir(String prefix) {
+        try {
+            return Files.createTempDirectory(prefix);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void stop(List<ChildJvm> workers, Path dir) {
+        for (ChildJvm worker : workers) {
+            if (worker.isAlive()) {
+                try {
+                    worker.send("QUIT");
+                    worker.waitFor(Duration.ofSeconds(20));
+                } catch (RuntimeException e) {
+                    // killed below
                 }
-                worker.close();
             }
-            try (var files = Files.list(dir)) {
-                files.forEach(f -> f.toFile().delete());
-            } catch (IOException e) {
-                // left in the temp directory
+            worker.close();
+        }
+        try (var files = Files.list(dir)) {
+            files.forEach(f -> f.toFile().delete());
+        } catch (IOException e) {
+            // left in the temp directory
+        }
+        dir.toFile().delete();
+    }
+
+    /**
+     * W5: {@code w5Threads} threads of this JVM over {@code w5Names} lock names, a name chosen at
+     * random for each cycle: little contention, many requests in flight on one connection. Every
+     * name is taken once before the warm-up, so that what a backend makes per name exists. The
+     * floors are not all locks (ZooKeeper's is a create and a delete), so their critical sections
+     * are not checked; everyone else's are, per name.
+     */
+    List<Result> w5(List<LockImpl> impls) throws InterruptedException {
+        Map<LockImpl, List<BenchLock>> locks = new EnumMap<>(LockImpl.class);
+        for (LockImpl impl : impls) {
+            List<BenchLock> names = new ArrayList<>(config.w5Names());
+            for (int i = 0; i < config.w5Names(); i++) {
+                names.add(client(impl).lock("w5-" + i));
             }
-            dir.toFile().delete();
+            locks.put(impl, names);
+            log.printf("W5 %s: taking each of %d names once%n", impl.label(), names.size());
+            log.flush();
+            touchAll(names, config.w5Threads());
+        }
+        return interleaved("W5", impls, (impl, length) -> {
+            long[] w = window(length, 50_000_000L);
+            List<BenchLock> names = java.util.Objects.requireNonNull(locks.get(impl));
+            Measurement m = Loops.spread(names, config.w5Threads(), w[0], w[1], "w5-" + impl.label(), Loops.PLATFORM);
+            return impl.role() == LockImpl.Role.FLOOR ? m.withoutOverlapCheck() : m;
+        });
+    }
+
+    private static void touchAll(List<BenchLock> names, int threads) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> touching = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int first = t;
+            touching.add(Loops.PLATFORM.start(
+                    () -> {
+                        try {
+                            for (int i = first; i < names.size(); i += threads) {
+                                names.get(i).acquire().release();
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        }
+                    },
+                    "bench-w5-touch-" + t));
+        }
+        for (Thread t : touching) {
+            t.join(TimeUnit.MINUTES.toMillis(10));
+            if (t.isAlive()) {
+                touching.forEach(Thread::interrupt);
+                throw new IllegalStateException("W5: taking every name once did not finish in 10 minutes");
+            }
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("W5 failed: " + failure.get(), failure.get());
+        }
+    }
+
+    /**
+     * W6: {@code w6Threads} virtual threads in one worker JVM of JDK 21+ over {@code w6Locks}
+     * locks, a lock chosen at random for each cycle: hand-offs per second and their wait, JFR's
+     * pinned-thread events over the measured rounds (apart: those while a class loads, which the JVM
+     * pins whoever asked, and the others with a dlock frame), and the heap per waiting virtual thread
+     * (every lock held, the other threads queued behind them). Each implementation has names of its
+     * own, so that one that failed (an anchor is left out and the run goes on) leaves nothing in the
+     * others' way.
+     */
+    List<Result> w6(List<LockImpl> impls) throws InterruptedException {
+        Path dir = tempDir("dlock-bench-w6-");
+        List<ChildJvm> workers = new ArrayList<>();
+        try {
+            ChildJvm worker = ChildJvm.startOn(
+                    config.w6Java(), BenchWorker.class, workerArgs(impls), List.of("-Xmx1g", "-XX:+UseSerialGC"));
+            workers.add(worker);
+            worker.awaitLine("READY", WORKER_START);
+            Map<LockImpl, long[]> pins = new EnumMap<>(LockImpl.class);
+            Map<LockImpl, String> failed = new EnumMap<>(LockImpl.class);
+            int[] runs = {0};
+            int[] periods = {0};
+            List<Result> results = interleaved("W6", impls, (impl, length) -> {
+                // Warm-up periods come first, one per implementation: their pins (first calls that
+                // link call sites and load classes) are left out.
+                boolean measured = periods[0]++ >= impls.size();
+                if (failed.containsKey(impl)) {
+                    return new Measurement(0, length.toNanos(), new long[0], new long[0], new long[0], 0);
+                }
+                // Thousands of threads to start after the command arrives: a second's head start.
+                long[] w = window(length, 1_000_000_000L);
+                Path file = dir.resolve("run-" + (runs[0]++) + ".bin");
+                String[] done;
+                try {
+                    done = w6Command(
+                            worker,
+                            String.format(
+                                    Locale.ROOT,
+                                    "VRUN %s w6-%s %d %d %d %d %s",
+                                    impl.label(),
+                                    impl.label(),
+                                    config.w6Locks(),
+                                    config.w6Threads(),
+                                    w[0],
+                                    w[1],
+                                    file),
+                            length.plus(Duration.ofSeconds(90)));
+                } catch (IllegalStateException e) {
+                    if (impl.role() == LockImpl.Role.DLOCK) {
+                        throw e;
+                    }
+                    // An anchor that cannot take this load is a finding, not a reason to lose the run.
+                    log.printf("W6 %s failed and is left out: %s%n", impl.label(), e.getMessage());
+                    failed.put(impl, String.valueOf(e.getMessage()));
+                    return new Measurement(0, length.toNanos(), new long[0], new long[0], new long[0], 0);
+                }
+                if (measured) {
+                    addPins(pins, impl, done);
+                }
+                try {
+                    Measurement m = BenchWorker.read(file);
+                    Files.deleteIfExists(file);
+                    return m;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            for (Result r : results) {
+                String failure = failed.get(r.impl());
+                if (failure != null) {
+                    r.extra().put("failed", failure);
+                    continue;
+                }
+                log.printf(
+                        "W6 %s: heap per waiting virtual thread, in a JVM of its own%n",
+                        r.impl().label());
+                log.flush();
+                // A fresh JVM: in the one that ran the rounds, the heap kept shrinking for a while
+                // after them, which no before-and-after difference can tell from the waiters' share.
+                ChildJvm fresh = ChildJvm.startOn(
+                        config.w6Java(),
+                        BenchWorker.class,
+                        workerArgs(List.of(r.impl())),
+                        List.of("-Xmx1g", "-XX:+UseSerialGC"));
+                workers.add(fresh);
+                fresh.awaitLine("READY", WORKER_START);
+                String[] done = w6Command(
+                        fresh,
+                        String.format(
+                                Locale.ROOT,
+                                "VHEAP %s w6-%s %d %d",
+                                r.impl().label(),
+                                r.impl().label(),
+                                config.w6Locks(),
+                                config.w6Threads()),
+                        Duration.ofMinutes(10));
+                fresh.send("QUIT");
+                fresh.waitFor(Duration.ofSeconds(20));
+                long[] p = pins.getOrDefault(r.impl(), new long[3]);
+                r.extra().put("heapPerWaitingThread", Math.round(Double.parseDouble(done[2])));
+                r.extra().put("pinned", p[0]);
+                r.extra().put("pinnedLoadingClasses", p[1]);
+                r.extra().put("pinnedByDlock", p[2]);
+            }
+            worker.lines().stream()
+                    .filter(l -> l.startsWith("PINNED-BY-DLOCK "))
+                    .distinct()
+                    .limit(10)
+                    .forEach(log::println);
+            return results;
+        } finally {
+            stop(workers, dir);
+        }
+    }
+
+    private static String[] w6Command(ChildJvm worker, String command, Duration timeout) {
+        worker.send(command);
+        String line = worker.awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
+        if (line.startsWith("FAILED")) {
+            throw new IllegalStateException("W6 worker: " + line);
+        }
+        return line.split(" ");
+    }
+
+    private static void addPins(Map<LockImpl, long[]> pins, LockImpl impl, String[] done) {
+        long[] p = pins.computeIfAbsent(impl, k -> new long[3]);
+        for (int i = 0; i < p.length; i++) {
+            p[i] += Long.parseLong(done[3 + i]);
         }
     }
 

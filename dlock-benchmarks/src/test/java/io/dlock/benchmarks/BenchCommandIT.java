@@ -14,7 +14,8 @@ import picocli.CommandLine;
 
 /**
  * Smoke test of the side-by-side runner: {@code --quick} W3 on ZooKeeper (the runner starts the
- * server and four worker JVMs itself). Asserts that the output is well-formed and that every
+ * server and four worker JVMs itself), and W5 and W6 (virtual threads, in a worker JVM of JDK 25) on
+ * Redis. Asserts that the output is well-formed and that every
  * adapter completed hand-offs with no overlapping critical sections. No speed is asserted.
  */
 class BenchCommandIT {
@@ -60,5 +61,50 @@ class BenchCommandIT {
                     .isZero();
         }
         assertThat(seen).containsExactlyElementsOf(expected);
+    }
+
+    @Test
+    void call_quickW5AndW6OnRedis_dlockRunsOverManyNamesAndOnVirtualThreadsWithoutOverlapOrPinning() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new BenchCommand())
+                .setOut(new PrintWriter(out))
+                .setErr(new PrintWriter(err))
+                .execute(
+                        "--quick",
+                        "--backends",
+                        "redis",
+                        "--impls",
+                        "dlock-redis,redis-floor",
+                        "--workloads",
+                        "W5,W6",
+                        "--w6-threads",
+                        "500",
+                        "--w6-locks",
+                        "20",
+                        "--report",
+                        "none");
+
+        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        List<String> json = out.toString()
+                .lines()
+                .filter(l -> l.startsWith("{\"workload\""))
+                .toList();
+        assertThat(json)
+                .anySatisfy(l ->
+                        assertThat(l).startsWith("{\"workload\":\"W5\",\"backend\":\"redis\",\"impl\":\"dlock-redis\""))
+                .anySatisfy(l -> assertThat(l)
+                        .startsWith("{\"workload\":\"W5\",\"backend\":\"redis\",\"impl\":\"redis-floor\""));
+        String w6 = json.stream()
+                .filter(l -> l.startsWith("{\"workload\":\"W6\""))
+                .collect(java.util.stream.Collectors.joining("\n"));
+        // The floor polls, it cannot queue: it sits out W6 as it does W2.
+        assertThat(w6).contains("\"impl\":\"dlock-redis\"").doesNotContain("redis-floor");
+        assertThat(w6).containsPattern("\"ops\":[1-9]\\d*,");
+        assertThat(w6).as("%s%n%s", out, err).contains("\"overlaps\":0,").contains("\"pinnedByDlock\":0");
+        assertThat(w6).containsPattern("\"heapPerWaitingThread\":[1-9]\\d*");
+        for (String line : json) {
+            assertThat(line).as("overlaps in %s", line).contains("\"overlaps\":0,");
+        }
     }
 }

@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /** Option checking of {@code dlock bench}: bad options exit 2 with a message and start nothing. */
@@ -26,7 +28,26 @@ class BenchCommandTest {
     void call_unknownWorkload_exits2NamingIt() {
         Run r = run("--workloads", "W9");
         assertThat(r.status()).isEqualTo(2);
-        assertThat(r.err()).contains("unknown workload 'W9'").contains("W1, W2, W3, W4, COST");
+        assertThat(r.err()).contains("unknown workload 'W9'").contains("W1, W2, W3, W4, W5, W6, COST");
+        assertThat(r.out()).doesNotContain("dlock bench {");
+    }
+
+    @Test
+    void call_w6WithNoMoreThreadsThanLocks_exits2() {
+        Run r = run("--workloads", "W6", "--w6-threads", "100", "--w6-locks", "100");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("--w6-threads (100) must exceed --w6-locks (100)");
+        assertThat(r.out()).doesNotContain("dlock bench {");
+    }
+
+    @Test
+    void call_w6AskedForWithoutAJdk21_exits2SayingHowToGetOne(@TempDir Path noJdk) {
+        Run r = run("--workloads", "W6", "--jdk21", noJdk.toString());
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err())
+                .contains("W6 runs virtual threads on a JDK 21 or newer")
+                .contains(noJdk.resolve("bin").resolve("java").toString())
+                .contains("--jdk21");
         assertThat(r.out()).doesNotContain("dlock bench {");
     }
 

@@ -124,9 +124,32 @@ public final class ChildJvm implements AutoCloseable {
      * @throws UncheckedIOException if the JVM cannot be launched
      */
     public static ChildJvm start(Class<?> mainClass, List<String> args, List<String> jvmOptions, List<String> prefix) {
+        return launch(Path.of(System.getProperty("java.home"), "bin", "java"), mainClass, args, jvmOptions, prefix);
+    }
+
+    /**
+     * Starts {@code mainClass} on another JDK's {@code java} binary (a JDK 21+ for virtual threads
+     * while this JVM is a 17), with this JVM's class path, which that JDK must be able to run.
+     *
+     * <p>Blocking: until the process is launched. Thread-safety: safe from any thread. On failure:
+     * {@link UncheckedIOException} if the process cannot be launched; nothing is left running.
+     *
+     * @param java the {@code java} executable
+     * @param mainClass a class with a {@code public static void main(String[])}
+     * @param args the program arguments
+     * @param jvmOptions options placed before {@code -cp}
+     * @return the running child
+     * @throws UncheckedIOException if the JVM cannot be launched
+     */
+    public static ChildJvm startOn(Path java, Class<?> mainClass, List<String> args, List<String> jvmOptions) {
+        return launch(Objects.requireNonNull(java, "java"), mainClass, args, jvmOptions, List.of());
+    }
+
+    private static ChildJvm launch(
+            Path java, Class<?> mainClass, List<String> args, List<String> jvmOptions, List<String> prefix) {
         Objects.requireNonNull(mainClass, "mainClass");
         List<String> command = new ArrayList<>(prefix);
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add(java.toString());
         command.addAll(List.copyOf(jvmOptions));
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
