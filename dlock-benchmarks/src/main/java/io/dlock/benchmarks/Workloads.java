@@ -153,17 +153,8 @@ final class Workloads {
                 List<Measurement> parts = new ArrayList<>();
                 Duration timeout = length.plus(Duration.ofSeconds(90));
                 for (int i = 0; i < workers.size(); i++) {
-                    String line =
-                            workers.get(i).awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
-                    if (line.startsWith("FAILED")) {
-                        throw new IllegalStateException("W3 worker " + i + ": " + line);
-                    }
-                    try {
-                        parts.add(BenchWorker.read(files.get(i)));
-                        Files.deleteIfExists(files.get(i));
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
+                    awaitDone(workers.get(i), "W3 worker " + i, timeout);
+                    parts.add(readAndDelete(files.get(i)));
                 }
                 // Warm-up periods come first, one per implementation: leave them out of the shares.
                 if (periods[0]++ >= impls.size()) {
@@ -424,13 +415,7 @@ final class Workloads {
                 if (measured) {
                     addPins(pins, impl, done);
                 }
-                try {
-                    Measurement m = BenchWorker.read(file);
-                    Files.deleteIfExists(file);
-                    return m;
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return readAndDelete(file);
             });
             for (Result r : results) {
                 String failure = failed.get(r.impl());
