@@ -782,6 +782,13 @@ final class Acquisition {
                 && client.isOpen()
                 && grantOutlastsHandOff();
         if (!transition(LockState.HELD, LockState.RELEASING)) {
+            if (state == LockState.LOST) {
+                // Lost since the caller looked (the stall check inside grantOutlastsHandOff above,
+                // or the timer thread's): the entry may still be on the server, where it would
+                // block every other client, so it goes as a lost grant's does.
+                client.onEnded(this);
+                return cleanupAfterLoss();
+            }
             CompletableFuture<Void> r = released;
             return r != null ? r : CompletableFuture.completedFuture(null);
         }
