@@ -34,8 +34,10 @@ import picocli.CommandLine.Spec;
  * --w5-threads} threads over {@code --w5-names} lock names chosen at random; W6 {@code
  * --w6-threads} virtual threads over {@code --w6-locks} locks in a worker JVM of JDK 21+ ({@code
  * --jdk21}), with pinned-thread events and heap per waiting virtual thread; COST the server's
- * requests per uncontended cycle. Every contended workload also checks mutual exclusion
- * (overlapping critical sections are counted and must be 0).
+ * requests per uncontended cycle; SCALE (only when asked for) each of {@code --scale-jvms} worker
+ * JVMs × each of {@code --scale-names} lock names, {@code --scale-threads} threads per JVM. Every
+ * contended workload also checks mutual exclusion (overlapping critical sections are counted and
+ * must be 0).
  *
  * <p>Run it alone with {@code java -cp dlock-benchmarks/target/benchmarks.jar
  * io.dlock.benchmarks.BenchCommand [options]}. Exit status: 0 when every workload ran and no
@@ -61,7 +63,13 @@ import picocli.CommandLine.Spec;
 public final class BenchCommand implements Callable<Integer> {
 
     /** Every workload, in the order they run. */
-    public static final List<String> WORKLOADS = List.of("W1", "W2", "W3", "W4", "W5", "W6", "COST");
+    public static final List<String> WORKLOADS = List.of("W1", "W2", "W3", "W4", "W5", "W6", "COST", "SCALE");
+
+    /** What runs unless {@code --workloads} says otherwise: all but SCALE, which takes far longer. */
+    static final List<String> DEFAULT_WORKLOADS = WORKLOADS.subList(0, WORKLOADS.size() - 1);
+
+    /** SCALE's most worker JVMs: each opens a client per implementation; 2 cores drown long before. */
+    static final int MAX_SCALE_JVMS = 32;
 
     /** Where W6 looks for a JDK 21+ unless told: the build machines' JDK 25. */
     static final String DEFAULT_JDK21 = "/usr/lib/jvm/temurin-25-jdk-amd64";
@@ -73,8 +81,8 @@ public final class BenchCommand implements Callable<Integer> {
             names = "--workloads",
             split = ",",
             paramLabel = "W",
-            description = "Workloads to run, of W1, W2, W3, W4, W5, W6, COST (default: all).")
-    private List<String> workloads = new ArrayList<>(WORKLOADS);
+            description = "Workloads to run, of W1, W2, W3, W4, W5, W6, COST, SCALE (default: all but SCALE).")
+    private List<String> workloads = new ArrayList<>(DEFAULT_WORKLOADS);
 
     @Option(
             names = "--backends",
@@ -190,6 +198,29 @@ public final class BenchCommand implements Callable<Integer> {
             description =
                     "A JDK 21 or newer for W6's virtual threads (default: $DLOCK_JDK21, else " + DEFAULT_JDK21 + ").")
     private Path jdk21;
+
+    @Option(
+            names = "--scale-jvms",
+            split = ",",
+            paramLabel = "N",
+            defaultValue = "1,2,4,8",
+            description = "SCALE's counts of worker JVMs, one cell each (default: ${DEFAULT-VALUE}).")
+    private List<Integer> scaleJvms;
+
+    @Option(
+            names = "--scale-names",
+            split = ",",
+            paramLabel = "N",
+            defaultValue = "1,100,10000",
+            description = "SCALE's counts of lock names, one cell each (default: ${DEFAULT-VALUE}).")
+    private List<Integer> scaleNames;
+
+    @Option(
+            names = "--scale-threads",
+            paramLabel = "N",
+            defaultValue = "2",
+            description = "SCALE's threads per worker JVM (default: ${DEFAULT-VALUE}).")
+    private int scaleThreads;
 
     @Option(
             names = "--cost-cycles",
@@ -377,6 +408,7 @@ public final class BenchCommand implements Callable<Integer> {
                 case "W4" -> results.addAll(w.w4(contendable));
                 case "W5" -> results.addAll(w.w5(chosen));
                 case "W6" -> results.addAll(w.w6(contendable));
+                case "SCALE" -> results.addAll(w.scale(chosen));
                 default -> results.addAll(w.cost(chosen));
             }
             results.subList(before, results.size()).forEach(progress::measured);
@@ -416,13 +448,36 @@ public final class BenchCommand implements Callable<Integer> {
         positive("--w5-threads", w5Threads);
         positive("--w5-names", w5n);
         positive("--w6-locks", w6Locks);
+        positive("--scale-threads", scaleThreads);
+        scaleJvms.forEach(n -> positive("--scale-jvms", n));
+        scaleNames.forEach(n -> positive("--scale-names", n));
+        if (scaleJvms.stream().anyMatch(n -> n > MAX_SCALE_JVMS)) {
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--scale-jvms: at most " + MAX_SCALE_JVMS + " worker JVMs, got " + scaleJvms);
+        }
         if (w6t <= w6Locks) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(),
                     "--w6-threads (" + w6t + ") must exceed --w6-locks (" + w6Locks + "): the others queue");
         }
         return new RunConfig(
-                wu, d, r, w2Threads, w3Jvms, w3Threads, w4, w4Threads, cc, w5Threads, w5n, w6t, w6Locks, jdk21Java());
+                wu,
+                d,
+                r,
+                w2Threads,
+                w3Jvms,
+                w3Threads,
+                w4,
+                w4Threads,
+                cc,
+                w5Threads,
+                w5n,
+                w6t,
+                w6Locks,
+                jdk21Java(),
+                List.copyOf(new java.util.TreeSet<>(scaleJvms)),
+                List.copyOf(new java.util.TreeSet<>(scaleNames)),
+                scaleThreads);
     }
 
     /** W6's {@code java}, checked only when W6 runs: a missing JDK says how to get one. */

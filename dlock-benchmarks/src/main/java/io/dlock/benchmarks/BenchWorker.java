@@ -17,10 +17,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * W3's and W6's worker: a child JVM that opens one client per implementation and, on each command
- * from its parent, runs the contended loop ({@link Loops#contended}) on one lock, the same code W2
- * runs in one JVM, or (W6, on a JDK 21+) the spread loop on virtual threads over several locks, or
- * W6's heap per waiting virtual thread, counting JFR's pinned-thread events meanwhile.
+ * W3's, SCALE's and W6's worker: a child JVM that opens one client per implementation and, on each
+ * command from its parent, runs the contended loop ({@link Loops#contended}) on one lock, the same
+ * code W2 runs in one JVM, or the spread loop over several locks (SCALE on platform threads; W6 on
+ * virtual threads, on a JDK 21+), or W6's heap per waiting virtual thread, counting JFR's
+ * pinned-thread events meanwhile.
  *
  * <p>Arguments: {@code <zookeeper address or -> <redis address or -> <impl,impl,...>}. Protocol on
  * stdin/stdout, one line each:
@@ -30,6 +31,10 @@ import java.util.Map;
  * -> DONE <impl> <ops>  |  FAILED <impl> <message>            (samples written to <file>)
  * <- VRUN <impl> <name-prefix> <locks> <threads> <startAtNanos> <endAtNanos> <file>
  * -> DONE <impl> <ops> <pinned> <pinned-loading-classes> <pinned-by-dlock>   (locks <name-prefix>-<i>)
+ * <- SRUN <impl> <name-prefix> <locks> <threads> <startAtNanos> <endAtNanos> <file>
+ * -> DONE <impl> <ops>                       (platform threads over locks <name-prefix>-<i>, SCALE)
+ * <- TOUCH <impl> <name-prefix> <locks>
+ * -> DONE <impl> <locks>                     (each of those locks taken once, so that it exists)
  * <- VHEAP <impl> <name-prefix> <locks> <threads>
  * -> DONE <impl> <bytes-per-waiting-thread> <pinned> <pinned-loading-classes> <pinned-by-dlock>
  *    (after VRUN and VHEAP, up to three lines "PINNED-BY-DLOCK <impl> <stack>" come before DONE)
@@ -41,6 +46,8 @@ import java.util.Map;
  * <p>Thread-safety: a process entry point.
  */
 public final class BenchWorker {
+    private static final int TOUCH_THREADS = 8;
+
     private BenchWorker() {}
 
     /**
@@ -72,7 +79,8 @@ public final class BenchWorker {
             while ((line = in.readLine()) != null && !line.equals("QUIT")) {
                 String[] w = line.split(" ");
                 boolean known = (w[0].equals("RUN") && w.length == 7)
-                        || (w[0].equals("VRUN") && w.length == 8)
+                        || ((w[0].equals("VRUN") || w[0].equals("SRUN")) && w.length == 8)
+                        || (w[0].equals("TOUCH") && w.length == 4)
                         || (w[0].equals("VHEAP") && w.length == 5);
                 if (!known) {
                     System.out.println("FAILED ? unknown command: " + line);
@@ -114,6 +122,21 @@ public final class BenchWorker {
         for (int i = 0; i < Integer.parseInt(w[3]); i++) {
             String name = w[2] + "-" + i;
             some.add(locks.computeIfAbsent(w[1] + "/" + name, k -> client.lock(name)));
+        }
+        if (w[0].equals("TOUCH")) {
+            Loops.touchAll(some, TOUCH_THREADS, "touch-" + w[1]);
+            return "DONE " + w[1] + " " + some.size();
+        }
+        if (w[0].equals("SRUN")) {
+            Measurement m = Loops.spread(
+                    some,
+                    Integer.parseInt(w[4]),
+                    Long.parseLong(w[5]),
+                    Long.parseLong(w[6]),
+                    "scale-" + w[1],
+                    Loops.PLATFORM);
+            write(m, Path.of(w[7]));
+            return "DONE " + w[1] + " " + m.ops;
         }
         VirtualThreads.Pins pins = new VirtualThreads.Pins();
         String figure = w[0].equals("VRUN")

@@ -3,6 +3,7 @@ package io.dlock.benchmarks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -159,6 +160,42 @@ final class Loops {
                 throw new InterruptedException();
             }
             LockSupport.parkNanos(Math.min(left, 10_000_000L));
+        }
+    }
+
+    /**
+     * Takes each of {@code names} once, spread over {@code threads} threads, so that whatever a
+     * backend keeps per lock name exists before a measurement (W5, SCALE).
+     *
+     * <p>Blocking: until done, at most 10 minutes. On failure: {@link IllegalStateException} naming
+     * {@code what}, after interrupting the others.
+     */
+    static void touchAll(List<BenchLock> names, int threads, String what) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> touching = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int first = t;
+            touching.add(PLATFORM.start(
+                    () -> {
+                        try {
+                            for (int i = first; i < names.size(); i += threads) {
+                                names.get(i).acquire().release();
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        }
+                    },
+                    "bench-" + what + "-touch-" + t));
+        }
+        for (Thread t : touching) {
+            t.join(TimeUnit.MINUTES.toMillis(10));
+            if (t.isAlive()) {
+                touching.forEach(Thread::interrupt);
+                throw new IllegalStateException(what + ": taking every name once did not finish in 10 minutes");
+            }
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException(what + " failed: " + failure.get(), failure.get());
         }
     }
 }

@@ -20,6 +20,9 @@ import java.time.Duration;
  * @param w6Threads virtual threads in W6
  * @param w6Locks locks W6's virtual threads choose from
  * @param w6Java the {@code java} of a JDK 21+ that runs W6's worker
+ * @param scaleJvms SCALE's counts of worker JVMs, one cell each
+ * @param scaleNames SCALE's counts of lock names, one cell each
+ * @param scaleThreads threads per worker JVM in SCALE
  */
 record RunConfig(
         Duration warmup,
@@ -35,4 +38,7 @@ record RunConfig(
         int w5Names,
         int w6Threads,
         int w6Locks,
-        Path w6Java) {}
+        Path w6Java,
+        java.util.List<Integer> scaleJvms,
+        java.util.List<Integer> scaleNames,
+        int scaleThreads) {}

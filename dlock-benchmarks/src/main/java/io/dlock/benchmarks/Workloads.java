@@ -200,6 +200,101 @@ final class Workloads {
         }
     }
 
+    /**
+     * SCALE (issue 21 item 6), the cost as work grows: for each count of worker JVMs in {@code
+     * scaleJvms} and each count of lock names in {@code scaleNames}, every one of those JVMs runs
+     * {@code scaleThreads} threads that pick a name at random per cycle (one name: W2 and W3's
+     * contention; many: W5's spread). One result per cell and implementation, named {@code SCALE
+     * j=<jvms> n=<names>}. Every name is taken once before its cells, so that what a backend keeps
+     * per name exists. Floors that are not locks (ZooKeeper's create and delete) run only in cells
+     * of more than one name, unchecked; everyone else's critical sections are checked, across the
+     * JVMs where there is one name and per name within each JVM where there are more.
+     */
+    List<Result> scale(List<LockImpl> impls) throws InterruptedException {
+        Path dir = tempDir("dlock-bench-scale-");
+        List<ChildJvm> workers = new ArrayList<>();
+        int most = config.scaleJvms().stream().mapToInt(Integer::intValue).max().orElseThrow();
+        try {
+            List<String> args = workerArgs(impls);
+            for (int i = 0; i < most; i++) {
+                workers.add(ChildJvm.start(BenchWorker.class, args, WORKER_JVM_OPTIONS));
+            }
+            for (ChildJvm worker : workers) {
+                worker.awaitLine("READY", WORKER_START);
+            }
+            int[] runs = {0};
+            List<Result> out = new ArrayList<>();
+            for (int names : config.scaleNames()) {
+                String prefix = "scale-" + names;
+                List<LockImpl> here = impls.stream()
+                        .filter(impl -> names > 1 || impl.contendable())
+                        .toList();
+                for (LockImpl impl : here) {
+                    log.printf("SCALE %s: taking each of %d names once%n", impl.label(), names);
+                    log.flush();
+                    command(
+                            workers.get(0),
+                            "TOUCH " + impl.label() + " " + prefix + " " + names,
+                            Duration.ofMinutes(11));
+                }
+                for (int jvms : config.scaleJvms()) {
+                    List<ChildJvm> cell = workers.subList(0, jvms);
+                    String workload = "SCALE j=" + jvms + " n=" + names;
+                    out.addAll(interleaved(workload, here, (impl, length) -> {
+                        long[] w = window(length, 500_000_000L); // the commands reach every worker first
+                        List<Path> files = new ArrayList<>();
+                        for (ChildJvm worker : cell) {
+                            Path file = dir.resolve("run-" + (runs[0]++) + ".bin");
+                            files.add(file);
+                            worker.send(String.format(
+                                    Locale.ROOT,
+                                    "SRUN %s %s %d %d %d %d %s",
+                                    impl.label(),
+                                    prefix,
+                                    names,
+                                    config.scaleThreads(),
+                                    w[0],
+                                    w[1],
+                                    file));
+                        }
+                        List<Measurement> parts = new ArrayList<>();
+                        for (int i = 0; i < cell.size(); i++) {
+                            awaitDone(cell.get(i), workload + " worker " + i, length.plus(Duration.ofSeconds(90)));
+                            parts.add(readAndDelete(files.get(i)));
+                        }
+                        Measurement m = Measurement.concurrent(parts);
+                        return impl.role() == LockImpl.Role.FLOOR && !impl.contendable() ? m.withoutOverlapCheck() : m;
+                    }));
+                }
+            }
+            return out;
+        } finally {
+            stop(workers, dir);
+        }
+    }
+
+    private static void command(ChildJvm worker, String line, Duration timeout) {
+        worker.send(line);
+        awaitDone(worker, line, timeout);
+    }
+
+    private static void awaitDone(ChildJvm worker, String what, Duration timeout) {
+        String reply = worker.awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
+        if (reply.startsWith("FAILED")) {
+            throw new IllegalStateException(what + ": " + reply);
+        }
+    }
+
+    private static Measurement readAndDelete(Path file) {
+        try {
+            Measurement m = BenchWorker.read(file);
+            Files.deleteIfExists(file);
+            return m;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** The arguments of a {@link BenchWorker} that opens {@code impls}. */
     private List<String> workerArgs(List<LockImpl> impls) {
         StringBuilder labels = new StringBuilder();
@@ -261,7 +356,7 @@ final class Workloads {
             locks.put(impl, names);
             log.printf("W5 %s: taking each of %d names once%n", impl.label(), names.size());
             log.flush();
-            touchAll(names, config.w5Threads());
+            Loops.touchAll(names, config.w5Threads(), "w5");
         }
         return interleaved("W5", impls, (impl, length) -> {
             long[] w = window(length, 50_000_000L);
@@ -269,35 +364,6 @@ final class Workloads {
             Measurement m = Loops.spread(names, config.w5Threads(), w[0], w[1], "w5-" + impl.label(), Loops.PLATFORM);
             return impl.role() == LockImpl.Role.FLOOR ? m.withoutOverlapCheck() : m;
         });
-    }
-
-    private static void touchAll(List<BenchLock> names, int threads) throws InterruptedException {
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> touching = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            int first = t;
-            touching.add(Loops.PLATFORM.start(
-                    () -> {
-                        try {
-                            for (int i = first; i < names.size(); i += threads) {
-                                names.get(i).acquire().release();
-                            }
-                        } catch (Throwable e) {
-                            failure.compareAndSet(null, e);
-                        }
-                    },
-                    "bench-w5-touch-" + t));
-        }
-        for (Thread t : touching) {
-            t.join(TimeUnit.MINUTES.toMillis(10));
-            if (t.isAlive()) {
-                touching.forEach(Thread::interrupt);
-                throw new IllegalStateException("W5: taking every name once did not finish in 10 minutes");
-            }
-        }
-        if (failure.get() != null) {
-            throw new IllegalStateException("W5 failed: " + failure.get(), failure.get());
-        }
     }
 
     /**

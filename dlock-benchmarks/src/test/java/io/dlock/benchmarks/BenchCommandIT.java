@@ -107,4 +107,53 @@ class BenchCommandIT {
             assertThat(line).as("overlaps in %s", line).contains("\"overlaps\":0,");
         }
     }
+
+    @Test
+    void call_quickScaleOnRedis_oneResultPerCellAndImplementationWithoutOverlap() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new BenchCommand())
+                .setOut(new PrintWriter(out))
+                .setErr(new PrintWriter(err))
+                .execute(
+                        "--quick",
+                        "--backends",
+                        "redis",
+                        "--impls",
+                        "dlock-redis,redis-floor",
+                        "--workloads",
+                        "SCALE",
+                        "--scale-jvms",
+                        "2,1",
+                        "--scale-names",
+                        "1,50",
+                        "--report",
+                        "none");
+
+        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        List<String> json = out.toString()
+                .lines()
+                .filter(l -> l.startsWith("{\"workload\""))
+                .toList();
+        List<String> cells = new ArrayList<>();
+        for (String line : json) {
+            Matcher m = Pattern.compile(
+                            "^\\{\"workload\":\"(SCALE j=\\d+ n=\\d+)\",\"backend\":\"redis\",\"impl\":\"([a-z-]+)\",.*"
+                                    + "\"ops\":(\\d+),.*\"overlaps\":0,.*$")
+                    .matcher(line);
+            assertThat(m.matches()).as("well-formed, no overlap: %s", line).isTrue();
+            assertThat(Long.parseLong(m.group(3))).as("cycles in %s", line).isPositive();
+            cells.add(m.group(1) + " " + m.group(2));
+        }
+        // Cells in order of names, then JVMs. The floor polls, it cannot queue: it sits out the
+        // cells of one name (W2's and W3's contention) and runs where names spread the load.
+        assertThat(cells)
+                .containsExactly(
+                        "SCALE j=1 n=1 dlock-redis",
+                        "SCALE j=2 n=1 dlock-redis",
+                        "SCALE j=1 n=50 dlock-redis",
+                        "SCALE j=1 n=50 redis-floor",
+                        "SCALE j=2 n=50 dlock-redis",
+                        "SCALE j=2 n=50 redis-floor");
+    }
 }

@@ -28,7 +28,7 @@ class BenchCommandTest {
     void call_unknownWorkload_exits2NamingIt() {
         Run r = run("--workloads", "W9");
         assertThat(r.status()).isEqualTo(2);
-        assertThat(r.err()).contains("unknown workload 'W9'").contains("W1, W2, W3, W4, W5, W6, COST");
+        assertThat(r.err()).contains("unknown workload 'W9'").contains("W1, W2, W3, W4, W5, W6, COST, SCALE");
         assertThat(r.out()).doesNotContain("dlock bench {");
     }
 
@@ -49,6 +49,23 @@ class BenchCommandTest {
                 .contains(noJdk.resolve("bin").resolve("java").toString())
                 .contains("--jdk21");
         assertThat(r.out()).doesNotContain("dlock bench {");
+    }
+
+    @Test
+    void call_scaleWithZeroJvmsOrNames_exits2() {
+        Run jvms = run("--workloads", "SCALE", "--scale-jvms", "1,0");
+        assertThat(jvms.status()).isEqualTo(2);
+        assertThat(jvms.err()).contains("--scale-jvms must be at least 1, was 0");
+        Run names = run("--workloads", "SCALE", "--scale-names", "-5");
+        assertThat(names.status()).isEqualTo(2);
+        assertThat(names.err()).contains("--scale-names must be at least 1, was -5");
+        Run threads = run("--workloads", "SCALE", "--scale-threads", "0");
+        assertThat(threads.status()).isEqualTo(2);
+        assertThat(threads.err()).contains("--scale-threads must be at least 1, was 0");
+        Run many = run("--workloads", "SCALE", "--scale-jvms", "64");
+        assertThat(many.status()).isEqualTo(2);
+        assertThat(many.err()).contains("--scale-jvms: at most 32 worker JVMs");
+        assertThat(many.out()).doesNotContain("dlock bench {");
     }
 
     @Test
