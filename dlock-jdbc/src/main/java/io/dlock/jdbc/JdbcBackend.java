@@ -414,6 +414,11 @@ final class JdbcBackend implements LockBackend {
         return connections.dedicated();
     }
 
+    /** The LISTEN connection: dedicated; on dlock's own connections, with {@link PgListenSocketFactory}. */
+    Connection listenConnection() throws SQLException {
+        return connections.listening();
+    }
+
     void closeDedicated(Connection c) {
         connections.closeDedicated(c);
     }
@@ -502,6 +507,9 @@ final class JdbcBackend implements LockBackend {
 
         Connection dedicated() throws SQLException;
 
+        /** A dedicated connection for LISTEN (closed with {@link #closeDedicated}). */
+        Connection listening() throws SQLException;
+
         void closeDedicated(Connection c);
 
         void close();
@@ -524,6 +532,10 @@ final class JdbcBackend implements LockBackend {
         }
 
         private Connection connect() throws SQLException {
+            return connect(false);
+        }
+
+        private Connection connect(boolean listen) throws SQLException {
             Properties props = new Properties();
             long seconds = Math.max(1, uri.options().connectTimeout().toSeconds());
             switch (uri.dialect()) {
@@ -532,6 +544,9 @@ final class JdbcBackend implements LockBackend {
                     props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30)));
                     props.setProperty("tcpKeepAlive", "true");
                     props.setProperty("ApplicationName", "dlock");
+                    if (listen) {
+                        props.setProperty("socketFactory", PgListenSocketFactory.class.getName());
+                    }
                 }
                 case MARIADB -> {
                     props.setProperty("connectTimeout", Long.toString(seconds * 1000));
@@ -567,6 +582,24 @@ final class JdbcBackend implements LockBackend {
         @Override
         public Connection dedicated() throws SQLException {
             return connect();
+        }
+
+        @Override
+        public Connection listening() throws SQLException {
+            if (uri.dialect() != JdbcDialect.POSTGRESQL) {
+                return connect();
+            }
+            try {
+                return connect(true);
+            } catch (SQLException e) {
+                if (!String.valueOf(e.getMessage()).contains("SocketFactory")) {
+                    throw e;
+                }
+                // The driver could not load it (a class loader that does not see dlock-jdbc): the
+                // plain socket works, each NOTIFY only arrives about 1 ms later.
+                log.debug("[client={}] LISTEN without the quick-peek socket: {}", NAME, e.getMessage());
+                return connect();
+            }
         }
 
         @Override
@@ -620,6 +653,13 @@ final class JdbcBackend implements LockBackend {
 
         @Override
         public Connection dedicated() throws SQLException {
+            return borrow();
+        }
+
+        @Override
+        public Connection listening() throws SQLException {
+            // The application's pool makes its own sockets: each NOTIFY arrives about 1 ms later there
+            // (PgListenSocketFactory says why).
             return borrow();
         }
 

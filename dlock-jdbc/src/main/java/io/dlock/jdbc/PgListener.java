@@ -60,7 +60,7 @@ final class PgListener {
     }
 
     private void listen() throws SQLException {
-        Connection c = backend.dedicatedConnection();
+        Connection c = backend.listenConnection();
         try (Statement s = c.createStatement()) {
             // The inspector tells a live client from a dead one by this session (JdbcInspector).
             s.execute("SET application_name = '" + applicationName(backend.clientId) + "'");
