@@ -97,7 +97,7 @@ public final class BenchCommand implements Callable<Integer> {
             split = ",",
             paramLabel = "I",
             description = "Implementations, of dlock-zk, dlock-zk-nolq (JVM-local queueing off), curator, zk-floor,"
-                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, redis-floor, dlock-memcached,"
+                    + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, spring-redis, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor, dlock-pg, spring-jdbc-pg, shedlock-pg, sql-floor-pg,"
                     + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb, dlock-etcd, jetcd-lock, jetcd-lock-lease, etcd-floor; and the diagnostic"
                     + " zk-floor-async, zk-protocol, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every"

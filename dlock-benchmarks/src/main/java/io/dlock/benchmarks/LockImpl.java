@@ -88,6 +88,13 @@ public enum LockImpl {
             Role.ANCHOR,
             true,
             s -> new RedissonAdapter(s.address(Backend.REDIS), true)),
+    /** Spring Integration's {@code RedisLockRegistry}, defaults (spin lock: waiters re-try every 100 ms). */
+    SPRING_REDIS(
+            "spring-redis",
+            Backend.REDIS,
+            Role.ANCHOR,
+            true,
+            s -> new SpringRedisLockAdapter(s.address(Backend.REDIS))),
     /** The bare protocol: {@code SET NX PX}, then a compare-and-delete script. W1 and cost only. */
     REDIS_FLOOR("redis-floor", Backend.REDIS, Role.FLOOR, false, s -> new RedisFloorAdapter(s.address(Backend.REDIS))),
     /**

@@ -67,6 +67,17 @@ final class ServerStats {
         return java.util.Objects.requireNonNull(zooKeeperCounters(address).get("zk_packets_received"));
     }
 
+    /** Bytes Redis has read from all its clients ({@code total_net_input_bytes} of {@code INFO stats}). */
+    static long redisNetInputBytes(RedisCommands<String, String> redis) {
+        for (String line : redis.info("stats").split("\r?\n")) {
+            if (line.startsWith("total_net_input_bytes:")) {
+                return Long.parseLong(
+                        line.substring("total_net_input_bytes:".length()).trim());
+            }
+        }
+        throw new IllegalStateException("INFO stats without total_net_input_bytes");
+    }
+
     /** Redis's calls per command from {@code INFO commandstats}, by command name. */
     static Map<String, Long> redisCommandCalls(RedisCommands<String, String> redis) {
         Map<String, Long> out = new TreeMap<>();

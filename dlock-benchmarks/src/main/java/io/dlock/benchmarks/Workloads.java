@@ -153,17 +153,8 @@ final class Workloads {
                 List<Measurement> parts = new ArrayList<>();
                 Duration timeout = length.plus(Duration.ofSeconds(90));
                 for (int i = 0; i < workers.size(); i++) {
-                    String line =
-                            workers.get(i).awaitLine(l -> l.startsWith("DONE ") || l.startsWith("FAILED "), timeout);
-                    if (line.startsWith("FAILED")) {
-                        throw new IllegalStateException("W3 worker " + i + ": " + line);
-                    }
-                    try {
-                        parts.add(BenchWorker.read(files.get(i)));
-                        Files.deleteIfExists(files.get(i));
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
+                    awaitDone(workers.get(i), "W3 worker " + i, timeout);
+                    parts.add(readAndDelete(files.get(i)));
                 }
                 // Warm-up periods come first, one per implementation: leave them out of the shares.
                 if (periods[0]++ >= impls.size()) {
@@ -358,12 +349,67 @@ final class Workloads {
             log.flush();
             Loops.touchAll(names, config.w5Threads(), "w5");
         }
-        return interleaved("W5", impls, (impl, length) -> {
-            long[] w = window(length, 50_000_000L);
-            List<BenchLock> names = java.util.Objects.requireNonNull(locks.get(impl));
-            Measurement m = Loops.spread(names, config.w5Threads(), w[0], w[1], "w5-" + impl.label(), Loops.PLATFORM);
-            return impl.role() == LockImpl.Role.FLOOR ? m.withoutOverlapCheck() : m;
-        });
+        // Redis: the server's commands and input bytes over every period (warm-up included), per cycle.
+        Map<LockImpl, Map<String, Long>> calls = new EnumMap<>(LockImpl.class);
+        Map<LockImpl, long[]> bytesAndCycles = new EnumMap<>(LockImpl.class);
+        @Nullable RedisClient redisClient = null;
+        @Nullable StatefulRedisConnection<String, String> redis = null;
+        try {
+            if (servers.redis() != null && impls.stream().anyMatch(i -> i.backend() == Backend.REDIS)) {
+                redisClient = RedisClient.create(RedisURI.create("redis://" + servers.address(Backend.REDIS)));
+                redis = redisClient.connect();
+            }
+            io.lettuce.core.api.sync.@Nullable RedisCommands<String, String> probeSync =
+                    redis == null ? null : redis.sync();
+            List<Result> out = interleaved("W5", impls, (impl, length) -> {
+                long[] w = window(length, 50_000_000L);
+                List<BenchLock> names = java.util.Objects.requireNonNull(locks.get(impl));
+                io.lettuce.core.api.sync.@Nullable RedisCommands<String, String> probe =
+                        impl.backend() == Backend.REDIS ? probeSync : null;
+                Map<String, Long> before = probe != null ? ServerStats.redisCommandCalls(probe) : Map.of();
+                long bytes0 = probe != null ? ServerStats.redisNetInputBytes(probe) : 0;
+                Measurement m =
+                        Loops.spread(names, config.w5Threads(), w[0], w[1], "w5-" + impl.label(), Loops.PLATFORM);
+                if (probe != null) {
+                    long bytes = ServerStats.redisNetInputBytes(probe) - bytes0;
+                    Map<String, Long> sum = calls.computeIfAbsent(impl, k -> new java.util.TreeMap<>());
+                    ServerStats.redisCommandCalls(probe).forEach((k, v) -> {
+                        long d = v - before.getOrDefault(k, 0L);
+                        if (d > 0 && !k.equals("info")) {
+                            sum.merge(k, d, Long::sum);
+                        }
+                    });
+                    long[] bc = bytesAndCycles.computeIfAbsent(impl, k -> new long[2]);
+                    bc[0] += bytes;
+                    bc[1] += m.ops;
+                }
+                return impl.role() == LockImpl.Role.FLOOR ? m.withoutOverlapCheck() : m;
+            });
+            for (Result r : out) {
+                long[] bc = bytesAndCycles.get(r.impl());
+                Map<String, Long> c = calls.get(r.impl());
+                if (bc != null && c != null && bc[1] > 0) {
+                    int n = (int) Math.min(Integer.MAX_VALUE, bc[1]);
+                    r.extra().put("commandstats", perCycleText(c, n));
+                    r.extra()
+                            .put(
+                                    "callsPerCycle",
+                                    c.values().stream()
+                                                    .mapToLong(Long::longValue)
+                                                    .sum()
+                                            / (double) bc[1]);
+                    r.extra().put("netInBytesPerCycle", bc[0] / (double) bc[1]);
+                }
+            }
+            return out;
+        } finally {
+            if (redis != null) {
+                redis.close();
+            }
+            if (redisClient != null) {
+                redisClient.shutdown();
+            }
+        }
     }
 
     /**
@@ -424,13 +470,7 @@ final class Workloads {
                 if (measured) {
                     addPins(pins, impl, done);
                 }
-                try {
-                    Measurement m = BenchWorker.read(file);
-                    Files.deleteIfExists(file);
-                    return m;
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return readAndDelete(file);
             });
             for (Result r : results) {
                 String failure = failed.get(r.impl());
@@ -750,12 +790,15 @@ final class Workloads {
                             java.util.Objects.requireNonNull(redis, "opened above for a Redis implementation");
                     String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
                     Map<String, Long> before = ServerStats.redisCommandCalls(probe.sync());
+                    long bytes0 = ServerStats.redisNetInputBytes(probe.sync());
                     try (RedisMonitor monitor = new RedisMonitor(servers.address(Backend.REDIS), marker)) {
                         for (int i = 0; i < n; i++) {
                             lock.acquire().release();
                         }
                         probe.sync().echo(marker);
                         monitor.awaitMarker();
+                        // Read before MONITOR's probes add their own: the client's bytes, plus one ECHO.
+                        long bytes = ServerStats.redisNetInputBytes(probe.sync()) - bytes0;
                         Map<String, Long> after = ServerStats.redisCommandCalls(probe.sync());
                         Map<String, Long> all = new java.util.TreeMap<>();
                         after.forEach((k, v) -> {
@@ -771,6 +814,7 @@ final class Workloads {
                         extra.put("requests", perCycleText(monitor.requests(), n));
                         extra.put("insideScripts", perCycleText(monitor.inScripts(), n));
                         extra.put("commandstats", perCycleText(all, n));
+                        extra.put("netInBytesPerCycle", bytes / (double) n);
                     }
                 }
                 // Includes the few probes around the loop (mntr, INFO, MONITOR's feed): small against n cycles.

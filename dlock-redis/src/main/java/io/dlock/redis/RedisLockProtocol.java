@@ -15,6 +15,7 @@ import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.SlotHash;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -72,6 +73,14 @@ final class RedisLockProtocol implements LockProtocol {
     private final Map<String, Grant> held = new ConcurrentHashMap<>();
     private final String standaloneEpochKey;
 
+    // A cycle's constant arguments, encoded once (see RedisScripts for their meaning).
+    private final byte[] leaseArg;
+    private final byte[] ownerArg;
+    /** {@code "<fair> <waiter ms> <channel prefix>"}: what only the scripts' slow paths read. */
+    private final byte[] clientArg;
+
+    private static final byte[][] MODE_ARGS = {ascii("X"), ascii("R"), ascii("W"), ascii("S")};
+
     RedisLockProtocol(RedisBackend backend) {
         this.backend = backend;
         this.ticker = backend.options.ticker();
@@ -84,6 +93,23 @@ final class RedisLockProtocol implements LockProtocol {
         this.waitReplicas = backend.uri.waitReplicas();
         this.waitTimeoutMs = backend.uri.waitTimeout().toMillis();
         this.standaloneEpochKey = serverEpochKey(backend.uri.keyPrefix());
+        this.leaseArg = ascii(Long.toString(leaseMs));
+        this.ownerArg = backend.clientId.getBytes(StandardCharsets.UTF_8);
+        this.clientArg = (fair + " " + waiterMs + " " + backend.channelPrefix).getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static byte[] modeArg(LockMode mode) {
+        return MODE_ARGS[
+                switch (mode) {
+                    case EXCLUSIVE -> 0;
+                    case READ -> 1;
+                    case WRITE -> 2;
+                    case SEMAPHORE -> 3;
+                }];
     }
 
     // ---- keys
@@ -103,9 +129,9 @@ final class RedisLockProtocol implements LockProtocol {
         return new String[] {base + ":q", base + ":d", base + ":h", base + ":s"};
     }
 
-    /** The acquire script's keys: the queue's four and the epoch marker of its node (or slot). */
+    /** The acquire script's keys: the lone holder's key (the others follow from it) and the epoch marker. */
     String[] acquireKeys(String base) {
-        return new String[] {base + ":q", base + ":d", base + ":h", base + ":s", epochKey(base)};
+        return new String[] {base + ":s", epochKey(base)};
     }
 
     /**
@@ -176,15 +202,6 @@ final class RedisLockProtocol implements LockProtocol {
         return entryKey.substring(entryKey.lastIndexOf('#') + 1);
     }
 
-    private static String letter(LockMode mode) {
-        return switch (mode) {
-            case EXCLUSIVE -> "X";
-            case READ -> "R";
-            case WRITE -> "W";
-            case SEMAPHORE -> "S";
-        };
-    }
-
     // ---- enqueue
 
     @Override
@@ -247,22 +264,19 @@ final class RedisLockProtocol implements LockProtocol {
 
     private CompletableFuture<List<Object>> acquireScript(LockRequest request, QueueEntry entry, boolean create) {
         String despite = request.grantedDespite() == null ? "" : idOf(request.grantedDespite());
-        return backend.eval(
-                RedisBackend.ACQUIRE,
-                ScriptOutputType.MULTI,
-                acquireKeys(baseOf(entry)),
-                entry.acquisitionId(),
-                letter(request.mode()),
-                Integer.toString(request.permits()),
-                Integer.toString(request.maxPermits()),
-                backend.clientId,
-                Long.toString(leaseMs),
-                Long.toString(waiterMs),
-                fair,
-                create ? "1" : "0",
-                despite,
-                backend.channelPrefix,
-                baseOf(entry));
+        String[] keys = acquireKeys(baseOf(entry));
+        String id = entry.acquisitionId();
+        byte[] mode = modeArg(request.mode());
+        Object[] args;
+        if (despite.isEmpty() && create && request.permits() == 1 && request.maxPermits() == 1) {
+            args = new Object[] {id, mode, leaseArg, ownerArg, clientArg};
+        } else {
+            String extras = request.permits() + " " + request.maxPermits() + " " + (create ? "1" : "0");
+            args = despite.isEmpty()
+                    ? new Object[] {id, mode, leaseArg, ownerArg, clientArg, extras}
+                    : new Object[] {id, mode, leaseArg, ownerArg, clientArg, extras, despite};
+        }
+        return backend.evalEncoded(RedisBackend.ACQUIRE, RedisBackend::multiOutput, keys, args);
     }
 
     /**
@@ -530,15 +544,12 @@ final class RedisLockProtocol implements LockProtocol {
     }
 
     private void release(QueueEntry entry, CompletableFuture<Void> done, int attempt, long startNanos) {
-        String base = baseOf(entry);
-        backend.<Long>eval(
+        backend.evalEncoded(
                         RedisBackend.RELEASE,
-                        ScriptOutputType.INTEGER,
-                        keys(base),
+                        RedisBackend::integerOutput,
+                        new String[] {baseOf(entry) + ":s"},
                         entry.acquisitionId(),
-                        fair,
-                        backend.channelPrefix,
-                        base)
+                        clientArg)
                 .whenComplete((existed, error) -> {
                     if (error == null) {
                         done.complete(null);
@@ -563,18 +574,15 @@ final class RedisLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
         QueueEntry entry = grant.entry();
-        String base = baseOf(entry);
         long t0 = ticker.read();
-        return backend.<Long>eval(
+        return backend.evalEncoded(
                         RedisBackend.RENEW,
-                        ScriptOutputType.INTEGER,
-                        keys(base),
+                        RedisBackend::integerOutput,
+                        new String[] {baseOf(entry) + ":s"},
                         entry.acquisitionId(),
                         Long.toString(grant.fencingToken()),
-                        Long.toString(leaseMs),
-                        fair,
-                        backend.channelPrefix,
-                        base)
+                        leaseArg,
+                        clientArg)
                 .handle((extended, error) -> {
                     if (error != null) {
                         throw new CompletionException(failure(entry.lockName(), "renewal", unwrap(error)));

@@ -11,7 +11,7 @@ import java.util.HexFormat;
  * <p>Why scripts: Redis runs a script atomically (no other command interleaves), so purging expired
  * entries, deciding a grant, incrementing the fencing counter and setting the deadline happen as one
  * step, the way a compare-and-set would on a server that had one. Every script touches only the
- * three keys of one queue, which share one hash tag ({@code {name}}) and so one Cluster slot.
+ * four keys of one queue, which share one hash tag ({@code {name}}) and so one Cluster slot.
  *
  * <p>Data model, per lock name {@code N}, key prefix {@code P} and family {@code F} ({@code x}
  * exclusive, {@code rw} read-write, {@code s} semaphore), base key {@code P:{N}:F}:
@@ -52,12 +52,20 @@ import java.util.HexFormat;
  *
  * <p>Fast paths: an acquire that finds no keys at all (nobody holds or waits) and the epoch marker
  * set grants at once and records the lone holder in {@code base:s} alone, a single {@code SET … PX
- * lease}, besides the marker's new high-water; releasing it is a compare-and-delete and renewing it
- * a compare-and-{@code PEXPIRE}, each before the script defines anything it would not use. An
- * uncontended cycle thus runs 7 commands inside Redis (EXISTS, GET, TIME, SET, SET; GET, DEL),
- * close to the bare {@code SET NX} + compare-and-delete recipe, instead of 25 on three keys. Every
- * other script first turns a lone holder into an ordinary queue entry ({@code unsolo}), so the
- * rest of the recipe sees one data model.
+ * lease}, besides the marker's new high-water, read and written by one {@code SET … GET}; releasing
+ * it is a compare-and-delete and renewing it a compare-and-{@code PEXPIRE}, each before the script
+ * defines anything it would not use. An uncontended cycle thus runs 6 commands inside Redis
+ * (EXISTS, TIME, SET … GET, SET … PX; GET, DEL), 8 calls with the two EVALSHAs, against the bare
+ * {@code SET NX} + compare-and-delete recipe's 4 (which has no fencing token); the 2 more are the
+ * clock read that makes the token and the high-water that keeps it rising. Every other script first
+ * turns a lone holder into an ordinary queue entry ({@code unsolo}), so the rest of the recipe sees
+ * one data model.
+ *
+ * <p>Keys sent: a lock's scripts name only {@code base:s} (and the acquire script the epoch marker)
+ * and derive {@code base:q}, {@code base:d} and {@code base:h} from it. They share its hash tag, so
+ * a Cluster routes the call by {@code base:s} to the node that holds all four, and Redis runs
+ * commands on undeclared keys of the script's own slot; sending the three names would cost about
+ * 80 bytes a call. {@code SET … GET} needs Redis 6.2 or newer.
  *
  * <p>Wake-ups (no herd): after anything leaves a queue, {@code wake} walks it in order and
  * publishes the entry key of each waiter that may now be granted, and only those, on its owner
@@ -74,12 +82,16 @@ final class RedisScripts {
     static final long PERMITS_DIFFER = -2;
 
     /**
-     * Shared prelude. KEYS: q, d, h, s. It expects {@code fair} ('1'/'0'), {@code chan} (the channel
-     * prefix) and {@code base} (the entry-key prefix) to be set by the script that includes it.
+     * Shared prelude. It expects {@code s} (KEYS[1], the lone holder's key {@code base:s}), {@code
+     * fair} ('1'/'0') and {@code chan} (the channel prefix) to be set by the script that includes it,
+     * and derives the base key (also the prefix of the entry keys that wake-ups name) and the other
+     * three keys from {@code s}: they share its hash tag, so they are in its Cluster slot, and the
+     * client need not send their names with every call (see the class comment).
      */
     private static final String PRELUDE =
             """
-            local q, d, h, s = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+            local base = string.sub(s, 1, -3)
+            local q, d, h = base .. ':q', base .. ':d', base .. ':h'
             local nowMs, nowUs
             -- Reads the server clock; every script calls it before anything that needs the time.
             local function clock()
@@ -176,12 +188,13 @@ final class RedisScripts {
      * Enqueues (or finds again) an entry and grants it if it may proceed; also the waiter's check
      * and heartbeat. Atomic, so two clients can never both see the lock free.
      *
-     * <p>KEYS: q, d, h, s, the epoch marker.
+     * <p>KEYS: 1 s (the lone holder's key, {@code base:s}), 2 the epoch marker.
      *
-     * <p>ARGV: 1 id, 2 mode (X/R/W/S), 3 permits, 4 max permits, 5 owner client id, 6 lease ms, 7
-     * waiter ttl ms, 8 fair, 9 create ('1' to create a missing entry, '0' to report it missing), 10
-     * the id of this thread's own write entry that does not block a read (or ''), 11 channel
-     * prefix, 12 entry-key prefix (the base key).
+     * <p>ARGV: 1 id, 2 mode (X/R/W/S), 3 lease ms, 4 owner client id, 5 this client's constants
+     * {@code "<fair 1|0> <waiter ttl ms> <channel prefix>"}, and only when they differ from the
+     * defaults (permits 1, max permits 1, create, no write entry to overlook): 6 {@code "<permits>
+     * <max permits> <create 1|0>"}, 7 the id of this thread's own write entry that does not block a
+     * read.
      *
      * <p>Returns the token alone when the fast path granted a lone holder; otherwise {status, token,
      * wait ms, predecessor id}: {1, token, 0, ''} granted (a retried
@@ -192,38 +205,48 @@ final class RedisScripts {
      */
     static final String ACQUIRE =
             """
+            local s, mk = KEYS[1], KEYS[2]
+            local id, mode, lease, owner = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+            local permits, maxp, create = 1, 1, '1'
+            if ARGV[6] then
+              local p, mx, c = string.match(ARGV[6], '^(%d+) (%d+) ([01])$')
+              permits, maxp, create = tonumber(p), tonumber(mx), c
+            end
             -- Fast path: no keys at all (nobody holds or waits, and no counter survives), so this new
             -- entry is granted at once with the clock as its token, kept in s alone.
             -- The epoch marker must say that this node's data is continuous ('=' and the high-water
-            -- token; see fence below); the token must exceed it, and becomes it.
-            if ARGV[9] == '1' and ARGV[2] ~= 'S' and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
-              local mk = redis.call('GET', KEYS[5])
-              if mk and string.byte(mk) == 61 then
-                local t = redis.call('TIME')
-                local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
-                if #us < 6 then us = string.sub('00000' .. us, -6) end
-                local ts = t[1] .. us
-                local hw = tonumber(string.sub(mk, 2))
-                if tonumber(ts) <= hw then ts = string.format('%.0f', hw + 1) end -- the clock went back
-                redis.call('SET', KEYS[5], '=' .. ts)
-                redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[5] .. ' ' .. ts,
-                  'PX', ARGV[6])
+            -- token; see fence below); the token must exceed it, and becomes it. The marker is read
+            -- and written in one SET ... GET; a marker that turns out not to say '=' is put back.
+            if create == '1' and mode ~= 'S' and redis.call('EXISTS', s, string.sub(s, 1, -2) .. 'q') == 0 then
+              local t = redis.call('TIME')
+              local us = t[2] -- padded to 6 digits by hand: string.format costs a microsecond here
+              if #us < 6 then us = string.sub('00000' .. us, -6) end
+              local ts = t[1] .. us
+              local mv = redis.call('SET', mk, '=' .. ts, 'GET')
+              if mv and string.byte(mv) == 61 then
+                local hw = tonumber(string.sub(mv, 2))
+                if tonumber(ts) <= hw then -- the clock went back
+                  ts = string.format('%.0f', hw + 1)
+                  redis.call('SET', mk, '=' .. ts)
+                end
+                redis.call('SET', s, id .. ' ' .. mode .. ' ' .. permits .. ' ' .. owner .. ' ' .. ts, 'PX', lease)
                 return tonumber(ts)
               end
+              if mv then redis.call('SET', mk, mv) else redis.call('DEL', mk) end
             end
-            local fair, chan, base = ARGV[8], ARGV[11], ARGV[12]
+            local fair, waiter, chan = string.match(ARGV[5], '^([01]) (%d+) (.*)$')
             """
                     + PRELUDE
                     + """
-            local id, mode, permits, maxp = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-            local owner, lease, waiter, despite = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[10]
+            lease, waiter = tonumber(lease), tonumber(waiter)
+            local despite = ARGV[7] or ''
             -- How many ms grants must still wait because this node may have lost grants that are still
             -- valid, and the high-water token; 0 once the marker says its data is continuous. A missing
             -- or unreadable marker means lost data (a restart without persistence, a flush, an
             -- eviction): the fence starts now and lasts this client's lease; a client with a longer
             -- lease extends it, counted from the fence's start, while it lasts.
             local function fence()
-              local v = redis.call('GET', KEYS[5])
+              local v = redis.call('GET', mk)
               if v and string.byte(v) == 61 then return 0, tonumber(string.sub(v, 2)) or 0 end
               local untilMs, startMs
               if v then
@@ -236,10 +259,10 @@ final class RedisScripts {
                 untilMs = math.max(untilMs, startMs + lease)
               end
               if untilMs <= nowMs then
-                redis.call('SET', KEYS[5], '=0')
+                redis.call('SET', mk, '=0')
                 return 0, 0
               end
-              redis.call('SET', KEYS[5], string.format('%.0f %.0f', untilMs, startMs))
+              redis.call('SET', mk, string.format('%.0f %.0f', untilMs, startMs))
               return untilMs - nowMs, 0
             end
             clock()
@@ -252,7 +275,7 @@ final class RedisScripts {
             end
             local v = redis.call('HGET', h, id)
             if not v then
-              if ARGV[9] ~= '1' then return done({-1, 0, 0, ''}) end
+              if create ~= '1' then return done({-1, 0, 0, ''}) end
               if mode == 'S' then
                 local rec = redis.call('HGET', h, '#max')
                 if rec and tonumber(rec) ~= maxp then return done({-2, tonumber(rec), 0, ''}) end
@@ -304,7 +327,7 @@ final class RedisScripts {
             if free and fenced == 0 then
               local token = math.max(tonumber(redis.call('HGET', h, '#fence') or '0') + 1, nowUs, hw + 1)
               local ts = string.format('%.0f', token)
-              redis.call('SET', KEYS[5], '=' .. ts)
+              redis.call('SET', mk, '=' .. ts)
               redis.call('HSET', h, '#fence', ts)
               redis.call('HSET', h, id, m .. ' ' .. p .. ' ' .. o .. ' ' .. ts)
               redis.call('ZADD', d, nowMs + lease, id)
@@ -324,25 +347,26 @@ final class RedisScripts {
      * Removes an entry (held or waiting) and wakes whoever may proceed now. Atomic, so the wake-up
      * is decided on the queue as it is after the removal.
      *
-     * <p>ARGV: 1 id, 2 fair, 3 channel prefix, 4 entry-key prefix. Returns 1 if the entry existed.
+     * <p>KEYS: 1 s. ARGV: 1 id, 2 the client's constants (as the acquire script's ARGV 5). Returns 1
+     * if the entry existed.
      */
     static final String RELEASE =
             """
+            local s = KEYS[1]
             -- Fast path: a lone holder (nobody to wake); if it is another entry, this one is nowhere.
-            local sv = redis.call('GET', KEYS[4])
+            local sv = redis.call('GET', s)
             if sv then
               if string.sub(sv, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then return 0 end
-              redis.call('DEL', KEYS[4])
+              redis.call('DEL', s)
               return 1
             end
-            local fair, chan, base = ARGV[2], ARGV[3], ARGV[4]
+            local fair, waiter, chan = string.match(ARGV[2], '^([01]) (%d+) (.*)$')
             """
                     + PRELUDE
                     + """
             clock()
-            unsolo()
             purge()
-            local existed = redis.call('HDEL', KEYS[3], ARGV[1])
+            local existed = redis.call('HDEL', h, ARGV[1])
             redis.call('ZREM', q, ARGV[1])
             redis.call('ZREM', d, ARGV[1])
             wake()
@@ -354,25 +378,25 @@ final class RedisScripts {
      * Extends a granted entry's deadline if it still holds the grant with the same token. Purges
      * first, so an entry whose lease already ran out is reported lost, never revived.
      *
-     * <p>ARGV: 1 id, 2 token, 3 lease ms, 4 fair, 5 channel prefix, 6 entry-key prefix. Returns 1
-     * if extended, 0 if the grant is gone.
+     * <p>KEYS: 1 s. ARGV: 1 id, 2 token, 3 lease ms, 4 the client's constants (as the acquire
+     * script's ARGV 5). Returns 1 if extended, 0 if the grant is gone.
      */
     static final String RENEW =
             """
+            local s = KEYS[1]
             -- Fast path: a lone holder stays one; if it is another entry, this one is gone.
-            local sv = redis.call('GET', KEYS[4])
+            local sv = redis.call('GET', s)
             if sv then
               local sid, stok = string.match(sv, '^(%S+) .* (%d+)$')
               if sid ~= ARGV[1] or stok ~= ARGV[2] then return 0 end
-              redis.call('PEXPIRE', KEYS[4], ARGV[3])
+              redis.call('PEXPIRE', s, ARGV[3])
               return 1
             end
-            local fair, chan, base = ARGV[4], ARGV[5], ARGV[6]
+            local fair, waiter, chan = string.match(ARGV[4], '^([01]) (%d+) (.*)$')
             """
                     + PRELUDE
                     + """
             clock()
-            unsolo()
             local removed = purge()
             local result = 0
             local v = redis.call('HGET', h, ARGV[1])

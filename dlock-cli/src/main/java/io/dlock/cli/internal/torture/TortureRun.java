@@ -81,6 +81,13 @@ public final class TortureRun {
      */
     static final String WORKER_LOG_LEVEL = "dlock.torture.workerLogLevel";
 
+    /**
+     * A system property: {@code true} writes the worker log for a run that passed as well (a failed
+     * run always writes it), to read what a passing run's workers did, e.g. its slowest recovery or
+     * its failed operations.
+     */
+    static final String KEEP_WORKER_LOG = "dlock.torture.keepWorkerLog";
+
     private final TortureConfig config;
     private final PrintWriter out;
     private final Network network;
@@ -326,7 +333,7 @@ public final class TortureRun {
                             target.failoverMayGrantTwice(),
                             occ == null ? null : occ.report())
                     .withStaleByFault(staleByFault);
-            if (!result.passed()) {
+            if (writesWorkerLog(result.passed(), System.getProperty(KEEP_WORKER_LOG))) {
                 writeWorkerLog(result).ifPresent(file -> {
                     out.printf("worker log (every worker's output, for the diagnosis): %s%n", file);
                     out.flush();
@@ -957,10 +964,15 @@ public final class TortureRun {
         return options;
     }
 
+    /** Whether a run writes its worker log: when it failed, or when {@link #KEEP_WORKER_LOG} is true. */
+    static boolean writesWorkerLog(boolean passed, @Nullable String keepProperty) {
+        return !passed || (keepProperty != null && Boolean.parseBoolean(keepProperty.trim()));
+    }
+
     /**
      * Writes every worker's output (its protocol lines and its log) and the faults to a file in the
-     * temporary directory, for a run that failed; returns the file, or empty if it cannot be
-     * written.
+     * temporary directory, for a run that failed (or any run with {@link #KEEP_WORKER_LOG}); returns
+     * the file, or empty if it cannot be written.
      */
     private java.util.Optional<java.nio.file.Path> writeWorkerLog(TortureResult result) {
         StringBuilder text = new StringBuilder("dlock torture worker log; the fault phase began at ")

@@ -340,6 +340,17 @@ class TortureParsingTest {
         assertThat(TortureResult.quote("a\"b\\c\nd\u0001")).isEqualTo("\"a\\\"b\\\\c\\nd\\u0001\"");
     }
 
+    @Test
+    void writesWorkerLog_failedAlways_passedOnlyWhenKept() {
+        assertThat(TortureRun.writesWorkerLog(false, null)).isTrue();
+        assertThat(TortureRun.writesWorkerLog(false, "false")).isTrue();
+        assertThat(TortureRun.writesWorkerLog(true, null)).isFalse();
+        assertThat(TortureRun.writesWorkerLog(true, "")).isFalse();
+        assertThat(TortureRun.writesWorkerLog(true, "false")).isFalse();
+        assertThat(TortureRun.writesWorkerLog(true, "true")).isTrue();
+        assertThat(TortureRun.writesWorkerLog(true, " TRUE ")).isTrue();
+    }
+
     private static TortureConfig config(boolean fenced) {
         return new TortureConfig(
                 "embedded",
