@@ -21,6 +21,25 @@ public interface BenchLock {
      */
     Held acquire() throws InterruptedException;
 
+    /**
+     * A lock that implements {@link java.util.concurrent.locks.Lock} (Redisson's {@code RLock},
+     * Spring Integration's registries): acquire is {@code lockInterruptibly()}, release {@code
+     * unlock()}.
+     *
+     * <p>Blocking: no (the returned lock's {@link #acquire()} blocks). Thread-safety: as {@code
+     * lock}. On failure: nothing to fail.
+     *
+     * @param lock the lock to adapt
+     * @return the adapted lock
+     */
+    static BenchLock of(java.util.concurrent.locks.Lock lock) {
+        Held held = lock::unlock;
+        return () -> {
+            lock.lockInterruptibly();
+            return held;
+        };
+    }
+
     /** What one successful {@link #acquire()} holds. Thread-safety: release from the acquiring thread. */
     interface Held {
         /**

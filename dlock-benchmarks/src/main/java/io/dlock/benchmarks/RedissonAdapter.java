@@ -1,7 +1,6 @@
 package io.dlock.benchmarks;
 
 import org.redisson.Redisson;
-import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -27,12 +26,7 @@ final class RedissonAdapter implements BenchClient {
 
     @Override
     public BenchLock lock(String name) {
-        RLock lock = fair ? redisson.getFairLock(PREFIX + "fair:" + name) : redisson.getLock(PREFIX + name);
-        BenchLock.Held held = lock::unlock;
-        return () -> {
-            lock.lockInterruptibly();
-            return held;
-        };
+        return BenchLock.of(fair ? redisson.getFairLock(PREFIX + "fair:" + name) : redisson.getLock(PREFIX + name));
     }
 
     @Override

@@ -7,7 +7,6 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.concurrent.locks.Lock;
 import org.springframework.integration.jdbc.lock.DefaultLockRepository;
 import org.springframework.integration.jdbc.lock.JdbcLockRegistry;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -68,11 +67,7 @@ final class SpringJdbcLockAdapter implements BenchClient {
 
     @Override
     public BenchLock lock(String name) {
-        Lock lock = registry.obtain(name);
-        return () -> {
-            lock.lockInterruptibly();
-            return lock::unlock;
-        };
+        return BenchLock.of(registry.obtain(name));
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.dlock.benchmarks;
 
-import java.util.concurrent.locks.Lock;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.integration.redis.util.RedisLockRegistry;
@@ -28,11 +27,7 @@ final class SpringRedisLockAdapter implements BenchClient {
 
     @Override
     public BenchLock lock(String name) {
-        Lock lock = registry.obtain(name);
-        return () -> {
-            lock.lockInterruptibly();
-            return lock::unlock;
-        };
+        return BenchLock.of(registry.obtain(name));
     }
 
     @Override
