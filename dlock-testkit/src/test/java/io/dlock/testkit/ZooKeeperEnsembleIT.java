@@ -2,6 +2,7 @@ package io.dlock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import java.util.List;
@@ -85,6 +86,50 @@ class ZooKeeperEnsembleIT {
         for (long pid : pids) {
             assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
                     .isFalse();
+        }
+    }
+
+    /**
+     * The ZooKeeper behaviour a kill's bound in the ensemble torture accounts for: a follower that
+     * joins the leader after a client died replays the creation of that client's session and
+     * reports it to the leader as touched with its next ping, so the dead session lives a full
+     * timeout past the follower's start ({@link ZooKeeperEnsemble.Member#servingSince()}), not past
+     * the client's death.
+     */
+    @Test
+    void followerJoiningLate_givesASessionCreatedWhileItWasAwayAFullTimeoutAgain() throws Exception {
+        Duration timeout = Duration.ofSeconds(10);
+        try (ZooKeeperEnsemble ensemble = ZooKeeperEnsemble.start()) {
+            ensemble.awaitServing(WAIT);
+            int leader = ensemble.leader().orElseThrow();
+            ZooKeeperEnsemble.Member away = ensemble.member((leader + 1) % 3);
+            away.kill();
+            FaultProxy proxy = FaultProxy.start(ensemble.member(leader).port());
+            ZkClients doomed = ZkClients.connect(proxy.connectString(), timeout);
+            try {
+                doomed.zk.create("/doomed", new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL);
+                long died = System.nanoTime();
+                proxy.close(); // for the servers the client is dead: its socket closes, no more pings
+
+                away.restart(); // until it serves again: it synced with the leader
+                long joined = away.servingSince().orElseThrow();
+                assertThat(joined - died)
+                        .as("the follower joined while the dead session still lived")
+                        .isPositive()
+                        .isLessThan(timeout.toNanos());
+                try (ZkClients observer = ZkClients.connect(ensemble.member(leader), timeout)) {
+                    await().atMost(Timing.scale(Duration.ofSeconds(60)))
+                            .pollInterval(Duration.ofMillis(20))
+                            .until(() -> observer.zk.exists("/doomed", false) == null);
+                    long gone = System.nanoTime();
+                    // Expired by its death it would be gone within a timeout and a tick of `died`,
+                    // sooner than a timeout after `joined`.
+                    assertThat(gone - joined).isGreaterThanOrEqualTo(timeout.toNanos());
+                }
+            } finally {
+                proxy.close();
+                doomed.zk.close(1_000);
+            }
         }
     }
 }
