@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.stream.Collectors;
 import org.apache.zookeeper.server.quorum.QuorumPeerMain;
 import org.jspecify.annotations.Nullable;
@@ -107,6 +108,27 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
      * @throws IllegalStateException if it does not form in time
      */
     public static ZooKeeperEnsemble start(int size) {
+        return start(size, List.of());
+    }
+
+    /**
+     * Starts an ensemble of {@code size} servers whose JVMs get {@code serverJvmOptions} after the
+     * ensemble's own, for example {@code -Dorg.slf4j.simpleLogger.log.org.apache.zookeeper=info} to
+     * read in {@link Member#log()} when the servers elected a leader and expired a session.
+     *
+     * <p>Blocking: until every member serves and one of them leads, at most {@link #START_TIMEOUT}
+     * scaled by {@link Timing}. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} with the members' last output lines; nothing is left running.
+     *
+     * @param size 3, 5 or 7
+     * @param serverJvmOptions added to every member's JVM options, also on a restart
+     * @return the running ensemble
+     * @throws IllegalArgumentException if {@code size} is not 3, 5 or 7
+     * @throws IllegalStateException if it does not form in time
+     */
+    public static ZooKeeperEnsemble start(int size, List<String> serverJvmOptions) {
+        List<String> jvmOptions = new ArrayList<>(JVM_OPTIONS);
+        jvmOptions.addAll(List.copyOf(serverJvmOptions)); // a null element fails here, before anything starts
         if (size != 3 && size != 5 && size != 7) {
             throw new IllegalArgumentException("size must be 3, 5 or 7, was " + size);
         }
@@ -136,7 +158,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                     int quorumPort = i == j ? quorum[j] : proxies.get(i).get(j).port();
                     servers.add("server." + (j + 1) + "=127.0.0.1:" + quorumPort + ":" + election[j]);
                 }
-                members.add(new Member(i, client[i], work.resolve("m" + (i + 1)), servers));
+                members.add(new Member(i, client[i], work.resolve("m" + (i + 1)), servers, jvmOptions));
             }
             for (Member m : members) {
                 m.launch(false);
@@ -235,6 +257,76 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         for (Member m : members) {
             if (m.mode().filter("leader"::equals).isPresent()) {
                 return Optional.of(m.index());
+            }
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * Returns the latest moment a member began to serve as leader or follower ({@link
+     * Member#servingSince()}): the last time the ensemble may have given sessions a fresh timeout.
+     *
+     * <p>ZooKeeper does that in two places. A leader that takes over tracks every session it
+     * inherits afresh, a full timeout from then. A follower that joins the leader replays the
+     * transactions it missed, and each session created meanwhile enters the table of sessions it
+     * reports as touched with its next ping to the leader, which then gives it a full timeout from
+     * that moment. Either way a session whose client died just before expires a session timeout
+     * after this moment at the earliest.
+     *
+     * <p>Blocking: one four-letter word per member, each bounded by 0.5 s. Thread-safety: safe from
+     * any thread. On failure: never fails.
+     *
+     * @return a {@link System#nanoTime()} value, or empty if no member serves or answers
+     */
+    public OptionalLong latestServingSince() {
+        OptionalLong latest = OptionalLong.empty();
+        for (Member m : members) {
+            OptionalLong since = m.servingSince();
+            if (since.isPresent() && (latest.isEmpty() || since.getAsLong() - latest.getAsLong() > 0)) {
+                latest = since;
+            }
+        }
+        return latest;
+    }
+
+    /**
+     * Reads from a {@code mntr} answer how long the member has served in its current role, in
+     * milliseconds: a leader's {@code zk_leader_uptime} (counted from the start of its session
+     * tracker), a follower's or observer's {@code zk_uptime} (counted from the start of its server
+     * for this leader, just before it syncs); empty for anything else.
+     */
+    static OptionalLong servingMillis(String mntr) {
+        OptionalLong leader = mntrNumber(mntr, "zk_leader_uptime");
+        if (leader.isPresent()) {
+            return leader;
+        }
+        String state = mntrValue(mntr, "zk_server_state").orElse("");
+        return state.equals("follower") || state.equals("observer")
+                ? mntrNumber(mntr, "zk_uptime")
+                : OptionalLong.empty();
+    }
+
+    private static OptionalLong mntrNumber(String mntr, String key) {
+        Optional<String> value = mntrValue(mntr, key);
+        if (value.isEmpty()) {
+            return OptionalLong.empty();
+        }
+        try {
+            long n = Long.parseLong(value.get());
+            return n < 0 ? OptionalLong.empty() : OptionalLong.of(n);
+        } catch (NumberFormatException e) {
+            return OptionalLong.empty();
+        }
+    }
+
+    /** The value of {@code key} in a {@code mntr} answer (one {@code key<whitespace>value} per line). */
+    private static Optional<String> mntrValue(String mntr, String key) {
+        for (String line : mntr.lines().toList()) {
+            String trimmed = line.trim();
+            if (trimmed.length() > key.length()
+                    && trimmed.startsWith(key)
+                    && Character.isWhitespace(trimmed.charAt(key.length()))) {
+                return Optional.of(trimmed.substring(key.length()).trim());
             }
         }
         return Optional.empty();
@@ -379,14 +471,21 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         private final Path dataDir;
         private final Path config;
         private final List<String> servers;
+        private final List<String> jvmOptions;
         private volatile @Nullable ChildJvm jvm; // written under `this`; read without it; null until launched
+
+        /** The processes this member ran before the current one, oldest first, for {@link #log()}. */
+        @GuardedBy("this")
+        private final List<ChildJvm> earlier = new ArrayList<>();
+
         private volatile boolean partitioned;
 
         @GuardedBy("this")
         private boolean closed;
 
-        private Member(int index, int port, Path dir, List<String> servers) {
+        private Member(int index, int port, Path dir, List<String> servers, List<String> jvmOptions) {
             this.index = index;
+            this.jvmOptions = List.copyOf(jvmOptions);
             this.port = port;
             this.dir = dir;
             this.dataDir = dir.resolve("data");
@@ -484,6 +583,29 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         }
 
         /**
+         * Returns when this member began its current term as leader or follower, read from its
+         * {@code mntr} answer (see {@link ZooKeeperEnsemble#latestServingSince()} for why it
+         * matters to sessions): a leader from the start of its session tracker, a follower from
+         * the start of its server for that leader, just before it syncs.
+         *
+         * <p>The time served is subtracted from the moment the question was sent, so the result
+         * is no later than the real moment (earlier by at most the answer's round trip).
+         *
+         * <p>Blocking: at most 0.5 s. Thread-safety: safe from any thread. On failure: never
+         * fails.
+         *
+         * @return a {@link System#nanoTime()} value, or empty if the member does not serve (down,
+         *     paused, electing, cut off)
+         */
+        public OptionalLong servingSince() {
+            long asked = System.nanoTime();
+            OptionalLong served = FourLetterWords.ask(port, "mntr", PROBE_TIMEOUT)
+                    .map(ZooKeeperEnsemble::servingMillis)
+                    .orElse(OptionalLong.empty());
+            return served.isPresent() ? OptionalLong.of(asked - served.getAsLong() * 1_000_000L) : OptionalLong.empty();
+        }
+
+        /**
          * Kills the member with SIGKILL and waits for the process to exit.
          *
          * <p>Blocking: until it has exited, at most 30 s. Thread-safety: safe from any thread;
@@ -562,6 +684,25 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             }
         }
 
+        /**
+         * Returns every line the member's processes wrote (stdout and stderr), those of the
+         * processes a restart replaced first, oldest first.
+         *
+         * <p>Blocking: never. Thread-safety: safe from any thread; a snapshot. On failure: never
+         * fails.
+         *
+         * @return the lines, empty before the first launch
+         */
+        public synchronized List<String> log() {
+            List<String> all = new ArrayList<>();
+            earlier.forEach(j -> all.addAll(j.lines()));
+            ChildJvm j = jvm;
+            if (j != null) {
+                all.addAll(j.lines());
+            }
+            return all;
+        }
+
         @Override
         public String toString() {
             return "ZooKeeperEnsemble.Member[server." + (index + 1) + ", " + connectString() + "]";
@@ -574,7 +715,11 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
 
         private synchronized void launch(boolean awaitServing) {
             writeConfig();
-            ChildJvm child = ChildJvm.start(QuorumPeerMain.class, List.of(config.toString()), JVM_OPTIONS);
+            ChildJvm child = ChildJvm.start(QuorumPeerMain.class, List.of(config.toString()), jvmOptions);
+            ChildJvm before = jvm;
+            if (before != null) {
+                earlier.add(before);
+            }
             jvm = child;
             if (!awaitServing) {
                 return;

@@ -20,7 +20,11 @@ final class ZkClients implements AutoCloseable {
     }
 
     static ZkClients connect(TestServer server, Duration sessionTimeout) throws Exception {
-        ZkClients client = new ZkClients(server.connectString(), sessionTimeout);
+        return connect(server.connectString(), sessionTimeout);
+    }
+
+    static ZkClients connect(String connectString, Duration sessionTimeout) throws Exception {
+        ZkClients client = new ZkClients(connectString, sessionTimeout);
         await().atMost(Timing.scale(Duration.ofSeconds(15)))
                 .until(() -> client.zk.getState().isConnected());
         return client;

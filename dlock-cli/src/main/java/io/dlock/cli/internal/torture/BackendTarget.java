@@ -3,6 +3,8 @@ package io.dlock.cli.internal.torture;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
 
 /**
  * One backend under torture: the server(s) the run talks to, how a client reaches them through a
@@ -145,6 +147,33 @@ public interface BackendTarget extends AutoCloseable {
      * @return one line per entry
      */
     List<String> describeQueue(String namespace);
+
+    /**
+     * Returns when the servers last may have given sessions a new timeout, if the target can tell:
+     * in a ZooKeeper ensemble, when a leader took over (every session) or a follower joined it (the
+     * sessions created while it was away), so a session whose client died just before expires a
+     * full session timeout after that at the earliest.
+     *
+     * <p>Blocking: a few round trips, bounded by a few seconds. Thread-safety: controller thread.
+     * On failure: never throws; empty when it cannot be read.
+     *
+     * @return a {@link System#nanoTime()} value, or empty (by default: the target cannot tell)
+     */
+    default OptionalLong sessionsRestartedAt() {
+        return OptionalLong.empty();
+    }
+
+    /**
+     * Returns the output of every server process this target started, per server, oldest line
+     * first (a restarted server's earlier processes included), for the worker log of a run.
+     *
+     * <p>Blocking: never. Thread-safety: controller thread. On failure: never throws.
+     *
+     * @return the lines per server name; empty unless the target keeps them
+     */
+    default Map<String, List<String>> serverLogs() {
+        return Map.of();
+    }
 
     /**
      * Stops whatever this target started; leaves an external server alone.

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Random;
 import java.util.UUID;
 import org.jspecify.annotations.Nullable;
@@ -87,6 +88,14 @@ public final class TortureRun {
      * its failed operations.
      */
     static final String KEEP_WORKER_LOG = "dlock.torture.keepWorkerLog";
+
+    /**
+     * A system property: the log level of ZooKeeper in the servers a target starts in child JVMs
+     * ({@code info} shows elections and session expiries; the ensemble target reads it) and of the
+     * workers' ZooKeeper connection ({@code ClientCnxn}: which session on which server); the
+     * servers' output is appended to the worker log.
+     */
+    static final String SERVER_LOG_LEVEL = "dlock.torture.serverLogLevel";
 
     private final TortureConfig config;
     private final PrintWriter out;
@@ -550,7 +559,50 @@ public final class TortureRun {
         }
         long recovery = awaitRecovery(
                 done.clearedAt(), done.clear().accesses(), done.clear().highest(), bound(kind));
-        record(fault, recovery, false, bound(kind), "");
+        long boundMillis = bound(kind);
+        String note = "";
+        if (kind == FaultKind.KILL && recovery > boundMillis) {
+            // Late: may the servers have given the dead holder's session a new timeout meanwhile?
+            long killedAt = done.clearedAt();
+            long recoveredAt = killedAt + recovery * 1_000_000L;
+            OptionalLong rearmed = target.sessionsRestartedAt();
+            boundMillis = killBoundMillis(boundMillis, killedAt, rearmed, recoveredAt);
+            if (boundMillis != bound(kind)) {
+                note = " = " + seconds(config.recoveryBound(kind)) + " from a server's start as leader or follower "
+                        + seconds(Duration.ofMillis(boundMillis - bound(kind)))
+                        + " after the kill, which gave the dead holder's session a new timeout";
+            }
+        }
+        record(fault, recovery, false, boundMillis, note);
+    }
+
+    /**
+     * The recovery bound of a holder's kill when the servers may have given the dead holder's
+     * session a new timeout after it ({@link BackendTarget#sessionsRestartedAt()}): a ZooKeeper
+     * leader that takes over tracks every session it inherits afresh, and a follower that joins the
+     * leader reports every session created while it was away as touched; either way the session
+     * expires a session timeout after that moment at the earliest, so the bound is counted from it
+     * instead of from the kill.
+     *
+     * <p>Such a moment counts if it came after the kill, no later than the unextended bound (until
+     * then the session can still be alive to be renewed) and no later than the recovery (one after
+     * it did not delay it).
+     *
+     * @param boundMillis the bound from the kill (session timeout + margin)
+     * @param killedAt {@link System#nanoTime()} when the holder was dead
+     * @param rearmedAt when the servers last may have restarted session timeouts, if known
+     * @param recoveredAt when a newer grant's write was accepted
+     * @return {@code boundMillis}, or that plus the time from the kill to that moment
+     */
+    static long killBoundMillis(long boundMillis, long killedAt, OptionalLong rearmedAt, long recoveredAt) {
+        if (rearmedAt.isEmpty()) {
+            return boundMillis;
+        }
+        long afterKill = rearmedAt.getAsLong() - killedAt;
+        if (afterKill <= 0 || afterKill > boundMillis * 1_000_000L || rearmedAt.getAsLong() - recoveredAt > 0) {
+            return boundMillis;
+        }
+        return boundMillis + (afterKill + 999_999) / 1_000_000; // whole ms, rounded up
     }
 
     /** A fault whose recovery is still to be judged. */
@@ -955,12 +1007,15 @@ public final class TortureRun {
     }
 
     private static List<String> workerJvmOptions() {
-        String level = System.getProperty(WORKER_LOG_LEVEL);
-        if (level == null || level.isBlank()) {
-            return WORKER_JVM_OPTIONS;
-        }
         List<String> options = new ArrayList<>(WORKER_JVM_OPTIONS);
-        options.add("-Dorg.slf4j.simpleLogger.log.io.dlock=" + level.trim());
+        String level = System.getProperty(WORKER_LOG_LEVEL);
+        if (level != null && !level.isBlank()) {
+            options.add("-Dorg.slf4j.simpleLogger.log.io.dlock=" + level.trim());
+        }
+        String server = System.getProperty(SERVER_LOG_LEVEL);
+        if (server != null && !server.isBlank()) {
+            options.add("-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=" + server.trim());
+        }
         return options;
     }
 
@@ -987,6 +1042,12 @@ public final class TortureRun {
         for (Map.Entry<String, List<String>> e : everyoneLines().entrySet()) {
             text.append("\nworker ").append(e.getKey()).append(":\n");
             e.getValue().forEach(l -> text.append("  ").append(l).append('\n'));
+        }
+        for (Map.Entry<String, List<String>> e : target.serverLogs().entrySet()) {
+            text.append("\nserver ").append(e.getKey()).append(":\n");
+            e.getValue().stream()
+                    .filter(l -> !l.contains("Processing srvr command")) // the torture's leader probes
+                    .forEach(l -> text.append("  ").append(l).append('\n'));
         }
         try {
             java.nio.file.Path file = java.nio.file.Files.createTempFile("dlock-torture-workers-", ".log");

@@ -5,7 +5,11 @@ import io.dlock.testkit.ZooKeeperEnsemble;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A 3-server ZooKeeper ensemble started by the torture ({@code --uri embedded:zookeeper-ensemble}),
@@ -31,7 +35,41 @@ final class ZooKeeperEnsembleTarget implements BackendTarget {
     }
 
     static ZooKeeperEnsembleTarget embedded() {
-        return new ZooKeeperEnsembleTarget(ZooKeeperEnsemble.start());
+        return new ZooKeeperEnsembleTarget(
+                ZooKeeperEnsemble.start(3, serverJvmOptions(System.getProperty(TortureRun.SERVER_LOG_LEVEL))));
+    }
+
+    /**
+     * The servers' JVM options for {@link TortureRun#SERVER_LOG_LEVEL}: ZooKeeper's own log at that
+     * level (the CLI's default is {@code error}), with the wall clock, to line up the servers'
+     * elections and session expiries with the faults and the workers' logs.
+     */
+    static List<String> serverJvmOptions(@Nullable String level) {
+        if (level == null || level.isBlank()) {
+            return List.of();
+        }
+        return List.of(
+                "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper=" + level.trim(),
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
+    }
+
+    /**
+     * The latest start of a member's term as leader or follower: a leader's takeover restarts
+     * every session's timeout, a follower's sync those of the sessions created while it was away.
+     */
+    @Override
+    public OptionalLong sessionsRestartedAt() {
+        return ensemble.latestServingSince();
+    }
+
+    @Override
+    public Map<String, List<String>> serverLogs() {
+        Map<String, List<String>> logs = new LinkedHashMap<>();
+        for (int i = 0; i < ensemble.size(); i++) {
+            logs.put("server." + (i + 1), ensemble.member(i).log());
+        }
+        return logs;
     }
 
     @Override
