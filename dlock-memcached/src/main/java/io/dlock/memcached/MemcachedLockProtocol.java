@@ -280,6 +280,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                                 x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
             }
             if (verdict.state() == DataLossGuard.State.QUARANTINED) {
+                server.watchQuarantine(); // kicks this client's waiters as soon as it ends
                 return undo(server, name, added, cas)
                         .thenApply(x -> new Attempt(null, verdict.secondsLeft() * 1000 + jitter()));
             }
@@ -433,6 +434,10 @@ final class MemcachedLockProtocol implements LockProtocol {
         @GuardedBy("this")
         long nextDelayMs = -1;
 
+        /** A kick came while a poll was in flight: poll again at once when it ends without a grant. */
+        @GuardedBy("this")
+        boolean kicked;
+
         /** When the wait began (wall clock, shown by {@code dlock inspect}). */
         final long sinceMillis = System.currentTimeMillis();
 
@@ -462,7 +467,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         /** Polls now (a release by this client, a reconnect), unless a poll is in flight. */
         void kick() {
             synchronized (this) {
-                if (gone || pending == null || inflight != null && !inflight.isDone()) {
+                if (gone || pending == null) {
+                    return;
+                }
+                if (inflight != null && !inflight.isDone()) {
+                    // Its reading may predate what the kick announces (a release, a quarantine's end).
+                    kicked = true;
                     return;
                 }
                 polls = 0;
@@ -478,6 +488,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 timer = null;
                 polls++;
+                kicked = false;
                 a = attempt(entry, sinceMillis, false);
                 inflight = a;
             }
@@ -510,7 +521,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     if (cause != null) {
                         log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), cause.toString());
                     }
-                    long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
+                    long delay = kicked ? 0 : r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
+                    kicked = false;
                     scheduleLocked(delay);
                     return;
                 }
