@@ -555,6 +555,7 @@ final class JdbcLockProtocol implements LockProtocol {
             Throwable refused = null;
             Long token = error == null && outcome != null ? outcome.token() : null;
             boolean runAgain;
+            boolean ended;
             synchronized (this) {
                 checking = false;
                 runAgain = again;
@@ -562,31 +563,37 @@ final class JdbcLockProtocol implements LockProtocol {
                 if (outcome != null && outcome.seq() >= 0) {
                     seq = outcome.seq();
                 }
-                if (gone) {
-                    return;
-                }
-                Throwable cause = error;
-                while (cause instanceof CompletionException && cause.getCause() != null) {
-                    cause = cause.getCause();
-                }
-                if (cause instanceof IllegalArgumentException) {
-                    // A semaphore opened with another total: no retry can change that.
-                    gone = true;
-                    done = pending;
-                    refused = cause;
-                } else if (token == null) {
-                    if (error != null) {
-                        // Transient or not, keep waiting: the poller tries again, and the waiter row
-                        // expires if the database stays away, which ends in EntryLostException.
-                        log.debug(
-                                "[lock={} state=QUEUED] grant attempt failed: {}",
-                                entry.lockName(),
-                                backend.message(error));
+                ended = gone;
+                if (!ended) {
+                    Throwable cause = error;
+                    while (cause instanceof CompletionException && cause.getCause() != null) {
+                        cause = cause.getCause();
                     }
-                } else {
-                    gone = true;
-                    done = pending;
+                    if (cause instanceof IllegalArgumentException) {
+                        // A semaphore opened with another total: no retry can change that.
+                        gone = true;
+                        done = pending;
+                        refused = cause;
+                    } else if (token == null) {
+                        if (error != null) {
+                            // Transient or not, keep waiting: the poller tries again, and the waiter row
+                            // expires if the database stays away, which ends in EntryLostException.
+                            log.debug(
+                                    "[lock={} state=QUEUED] grant attempt failed: {}",
+                                    entry.lockName(),
+                                    backend.message(error));
+                        }
+                    } else {
+                        gone = true;
+                        done = pending;
+                    }
                 }
+            }
+            if (ended) {
+                if (token != null) {
+                    giveBackLateGrant(token);
+                }
+                return;
             }
             if (done == null) {
                 if (runAgain) {
@@ -714,6 +721,22 @@ final class JdbcLockProtocol implements LockProtocol {
 
         synchronized boolean isCancelled() {
             return gone;
+        }
+
+        /**
+         * This attempt took the row after the acquisition had ended: a hand-over completed it while
+         * the attempt was on its way (the handed lease may even have been released already, leaving
+         * the row free for this attempt), or it was withdrawn. Nobody will renew or release that
+         * grant, so it is released now instead of blocking the lock for a whole lease. Only this
+         * ended acquisition is named as owner, so the release touches no one else's grant.
+         */
+        private void giveBackLateGrant(long token) {
+            log.debug(
+                    "[lock={} state=RELEASING] grant attempt of {} took the lock (token {}) after it ended; releasing it",
+                    entry.lockName(),
+                    entry.acquisitionId(),
+                    token);
+            release(entry, false, new CompletableFuture<>(), 0, ticker.read());
         }
     }
 

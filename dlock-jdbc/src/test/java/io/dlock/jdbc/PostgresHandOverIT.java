@@ -110,6 +110,118 @@ class PostgresHandOverIT extends PostgresTestSupport {
         deleteRowOf(dead);
     }
 
+    /**
+     * A grant attempt of the waiter is in flight (a wake-up sent it) when the release hands it the
+     * row; the handed lease is used and released before that attempt reaches the database, which
+     * then finds the row free. That late grant belongs to an acquisition that has ended: the client
+     * must give it back at once, not leave the lock to run out its lease (the CI failure of a
+     * multi-lock round that waited 30 s for a row nobody held).
+     */
+    @Test
+    void grantAttemptInFlightWhileHandedOver_itsLateGrantIsGivenBack() throws Exception {
+        String grantSql = new JdbcStatements(JdbcDialect.POSTGRESQL, table).grant;
+        StatementGate gate = new StatementGate(grantSql);
+        LockClient a = client();
+        LockClient b = track(JdbcLocks.builder(gate.dataSource(this::connect))
+                .table(table)
+                .createTable(true)
+                .connect());
+        Lease held = a.lock("late").acquire();
+        var pending = b.lock("late").acquireAsync(Duration.ofMinutes(1));
+        await().atMost(scaled(10)).until(() -> entries("late").size() == 2);
+        String waiter = entries("late").get(1);
+        gate.close();
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement("SELECT pg_notify('dlock_' || client, acquisition) FROM "
+                        + table + "_waiters WHERE acquisition = ?")) {
+            ps.setString(1, waiter); // wakes the waiter: its client sends a grant attempt, held at the gate
+            ps.executeQuery().close();
+        }
+        assertThat(gate.awaitHeld(scaled(10)))
+                .as("the wake-up's grant attempt reached the gate")
+                .isTrue();
+        long before = rowToken("late");
+        held.close(); // hands the row to the waiter, whose client learns it by the NOTIFY
+        Lease handed = pending.get(10, TimeUnit.SECONDS);
+        assertThat(handed.fencingToken()).isGreaterThan(held.fencingToken());
+        assertThat(rowToken("late")).isEqualTo(before + 1);
+        handed.close();
+        assertThat(entries("late")).isEmpty();
+        gate.open(); // the attempt now finds the row free and takes it for the ended acquisition
+        await().atMost(scaled(5)).until(() -> rowToken("late") == before + 2);
+        await().atMost(scaled(5))
+                .untilAsserted(() -> assertThat(entries("late")).isEmpty());
+        try (Lease again = a.lock("late").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(again.fencingToken()).isGreaterThan(handed.fencingToken());
+            assertThat(rowToken("late")).isEqualTo(before + 3);
+        }
+    }
+
+    /**
+     * A DataSource over the test database whose connections hold one statement text at {@code
+     * prepareStatement} while the gate is closed, until it is opened (at most 30 s).
+     */
+    private static final class StatementGate {
+        private final String held;
+        private final java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
+        private final java.util.concurrent.CountDownLatch opened = new java.util.concurrent.CountDownLatch(1);
+        private volatile boolean closed;
+
+        StatementGate(String held) {
+            this.held = held;
+        }
+
+        void close() {
+            closed = true;
+        }
+
+        void open() {
+            closed = false;
+            opened.countDown();
+        }
+
+        boolean awaitHeld(Duration within) throws InterruptedException {
+            return reached.await(within.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        javax.sql.DataSource dataSource(ConnectionSource source) {
+            java.lang.reflect.InvocationHandler ds = (proxy, method, args) -> {
+                if (method.getName().equals("getConnection")) {
+                    return connection(source.get());
+                }
+                if (method.getName().equals("unwrap") || method.getName().equals("isWrapperFor")) {
+                    throw new SQLException("not a wrapper");
+                }
+                throw new UnsupportedOperationException(method.getName());
+            };
+            return (javax.sql.DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {javax.sql.DataSource.class}, ds);
+        }
+
+        private Connection connection(Connection real) {
+            java.lang.reflect.InvocationHandler h = (proxy, method, args) -> {
+                if (method.getName().equals("prepareStatement") && closed && held.equals(args[0])) {
+                    reached.countDown();
+                    if (!opened.await(30, TimeUnit.SECONDS)) {
+                        throw new SQLException("the test never opened the gate");
+                    }
+                }
+                try {
+                    return method.invoke(real, args);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw e.getCause();
+                }
+            };
+            return (Connection) java.lang.reflect.Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {Connection.class}, h);
+        }
+    }
+
+    @FunctionalInterface
+    private interface ConnectionSource {
+        Connection get() throws SQLException;
+    }
+
     private long rowToken(String lock) throws SQLException {
         return queryLong("SELECT token FROM " + table + " WHERE name = '" + lock + "'");
     }
