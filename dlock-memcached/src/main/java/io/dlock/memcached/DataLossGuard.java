@@ -71,9 +71,11 @@ final class DataLossGuard {
      * How much earlier than its real start memcached dates its start: {@code stats} gives {@code
      * time - uptime = (wall clock second at start) - 2} (memcached.c: {@code process_started =
      * time(0) - ITEM_UPDATE_INTERVAL - 2}; {@code uptime = current_time - ITEM_UPDATE_INTERVAL}).
-     * Memcached 1.4 to 1.6 all do this. A server that dated its start exactly would only make the
-     * quarantine two seconds longer; one that dated it more than two seconds early would shorten
-     * it, which is why {@link #quarantineEnd} never lets the start pass the reading itself either.
+     * Every memcached dlock supports (1.6 and later) does this; it has since 1.4.18. A server that
+     * dated its start less early would only lengthen the quarantine ({@link #quarantineEnd} also
+     * never puts the start after the reading itself); one that dated it more than two seconds early
+     * would shorten it below what is safe: an assumption, checked against the real server by
+     * {@code MemcachedFaultIT} (uptime 2 or 3 right after the start).
      */
     static final long START_DATED_EARLY_SECONDS = 2;
 

@@ -295,9 +295,14 @@ final class MemcachedLockProtocol implements LockProtocol {
             }
             long token = Long.parseLong(java.util.Objects.requireNonNull(counter.value(), "VA without a value")
                     .trim());
-            long last = lastToken(name);
-            CompletableFuture<Long> fenced =
-                    token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
+            // The counter must be above every token of an earlier server life. Attempts during a
+            // quarantine create it (the ma is in the same pipeline as the marker read) at the clock of the
+            // restart, which may be the very second the old counter began: so a grant also raises it to
+            // the quarantine's end x 10^6, past the old life's tokens (assumption (b), README).
+            long atLeast = Math.max(lastToken(name) + 1, verdict.quarantineEnd() * 1_000_000L);
+            CompletableFuture<Long> fenced = token >= atLeast
+                    ? CompletableFuture.completedFuture(token)
+                    : raiseCounter(server, name, token, atLeast - 1);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
                 long now = System.currentTimeMillis();
@@ -308,13 +313,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    /** The counter was recreated below a token this client saw: raise it past that token. */
+    /**
+     * The counter is below a token this client saw (recreated: evicted?) or below the last data
+     * loss's floor (recreated during the quarantine): raise it past {@code last}.
+     */
     private CompletableFuture<Long> raiseCounter(Server server, String name, long token, long last) {
-        log.warn(
-                "[lock={}] fencing counter gave {} though this client saw {}; raising it (counter evicted?)",
-                name,
-                token,
-                last);
+        log.info("[lock={}] fencing counter gave {}, not above {}; raising it past that", name, token, last);
         return server.send(List.of(Command.of("ma " + counterKey(name) + " D" + (last + 1 - token) + " v")))
                 .thenApply(r -> {
                     Reply reply = r.get(0);

@@ -330,6 +330,35 @@ class MemcachedFaultIT extends MemcachedTestSupport {
         }
     }
 
+    /**
+     * A counter created during the quarantine (an attempt's {@code ma} rides in the marker read's
+     * pipeline) may start below the lost counter's tokens; the first grant after the loss raises it
+     * past the quarantine's end x 10^6. Here the counter is planted at 5 during the quarantine, and
+     * the grant goes to a client that never held the name (no last token of its own to go by).
+     */
+    @Test
+    void counterRecreatedLowDuringTheQuarantine_firstGrantRaisesItAboveTheOldTokens() throws Exception {
+        LockClient before = client("leaseTime=2s");
+        long oldToken;
+        try (Lease l = before.lock("low").acquire()) {
+            oldToken = l.fencingToken();
+        }
+        server.restart();
+        await().atMost(scaled(10)).until(() -> marker(server).startsWith("VA")); // quarantined
+        long end = quarantineEnd(server);
+        String counter = prefix + ":t:low";
+        server.command("md " + counter);
+        assertThat(server.command("ms " + counter + " 1\r\n5")).isEqualTo("HD");
+        LockClient fresh = client("leaseTime=2s");
+        try (Lease l = fresh.lock("low").tryAcquire(scaled(10)).orElseThrow()) {
+            assertThat(l.fencingToken()).as("token after the loss").isGreaterThan(oldToken);
+            String value = server.command("mg " + counter + " v");
+            assertThat(Long.parseLong(value.split("\n")[1].trim()))
+                    .as("the counter after the first grant")
+                    .isGreaterThanOrEqualTo(end * 1_000_000L);
+        }
+    }
+
     /** {@code stats}' {@code time} and {@code uptime}. */
     private static long[] stats(MemcachedServer on) {
         long time = -1;
