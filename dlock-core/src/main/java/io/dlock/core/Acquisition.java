@@ -332,7 +332,9 @@ final class Acquisition {
                     },
                     backstop);
         }
-        client.protocol.enqueue(request()).whenComplete(this::onPosition);
+        // The blocking caller's own thread (not a releaser promoting it, not a callback) only waits
+        // for this: a protocol whose I/O blocks may run the request on it.
+        client.protocol.enqueue(request(), owner == Thread.currentThread()).whenComplete(this::onPosition);
     }
 
     /** Becomes a local waiter (QUEUED with no backend entry); false if already cancelled. */
@@ -733,9 +735,10 @@ final class Acquisition {
     /**
      * Drops one hold. When the last one goes, releases the grant, or, if it was lost, removes the
      * backend entry that may still exist (the session may have survived a suspension). Returns the
-     * release stage.
+     * release stage. {@code callerWaits}: the calling thread waits for that stage and does nothing
+     * else meanwhile (a lease's close), so the protocol may release on it.
      */
-    CompletableFuture<Void> exit() {
+    CompletableFuture<Void> exit(boolean callerWaits) {
         int left = (int) HOLDS.getAndAdd(this, -1) - 1;
         if (left > 0) {
             return CompletableFuture.completedFuture(null);
@@ -748,7 +751,7 @@ final class Acquisition {
             client.onEnded(this);
             return cleanupAfterLoss();
         }
-        return release();
+        return release(callerWaits);
     }
 
     /**
@@ -777,6 +780,10 @@ final class Acquisition {
 
     /** Releases the grant regardless of the hold count (client close, abandoned grant). */
     CompletableFuture<Void> release() {
+        return release(false);
+    }
+
+    private CompletableFuture<Void> release(boolean callerWaits) {
         boolean mayHandOff = mode == LockMode.EXCLUSIVE
                 && client.options.localQueueing()
                 && client.isOpen()
@@ -807,7 +814,7 @@ final class Acquisition {
         }
         QueueEntry e = entry();
         CompletableFuture<Void> done = client.protocol
-                .release(e)
+                .release(e, callerWaits)
                 .toCompletableFuture()
                 .handle((ok, err) -> {
                     if (err != null) {

@@ -90,18 +90,33 @@ final class EngineLease implements Lease {
                     + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");
         }
         if (CLOSED.compareAndSet(this, false, true)) {
-            awaitRelease(acquisition.exit(), acquisition.client);
+            long start = System.nanoTime();
+            awaitRelease(acquisition.exit(true), acquisition.client, start);
         }
     }
 
     /** Waits for a release to be confirmed, bounded by the connect timeout; never throws for it. */
     static void awaitRelease(java.util.concurrent.CompletableFuture<Void> release, EngineClient client) {
+        awaitRelease(release, client, System.nanoTime());
+    }
+
+    /**
+     * As {@link #awaitRelease(java.util.concurrent.CompletableFuture, EngineClient)}, the bound
+     * counted from {@code startNanos} ({@link System#nanoTime()} before the release was started):
+     * a protocol may have spent part of it on the caller's thread already.
+     */
+    static void awaitRelease(
+            java.util.concurrent.CompletableFuture<Void> release, EngineClient client, long startNanos) {
         if (release.isDone()) {
             return;
         }
+        long left = client.options.connectTimeout().toNanos() - (System.nanoTime() - startNanos);
+        if (left <= 0) {
+            return; // the protocol keeps retrying in the background until the entry is gone
+        }
         boolean interrupted = Thread.interrupted();
         try {
-            release.get(client.options.connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            release.get(left, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             interrupted = true;
         } catch (ExecutionException | TimeoutException e) {

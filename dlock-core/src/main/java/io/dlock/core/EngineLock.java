@@ -127,7 +127,8 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
         if (held == null || held.holds() == 0) {
             return false;
         }
-        EngineLease.awaitRelease(held.exit(), client);
+        long start = System.nanoTime();
+        EngineLease.awaitRelease(held.exit(true), client, start);
         return true;
     }
 

@@ -416,6 +416,23 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     // ---- LockProtocol
 
+    /** What the engine said of its caller on each enqueue and release, in order ("enqueue true", ...). */
+    final List<String> callerWaits = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public CompletionStage<Position> enqueue(LockRequest request, boolean callerWaits) {
+        this.callerWaits.add(
+                "enqueue " + callerWaits + " " + Thread.currentThread().getName());
+        return enqueue(request);
+    }
+
+    @Override
+    public CompletionStage<Void> release(QueueEntry entry, boolean callerWaits) {
+        this.callerWaits.add(
+                "release " + callerWaits + " " + Thread.currentThread().getName());
+        return release(entry);
+    }
+
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
         if (request.mode() != LockMode.EXCLUSIVE) {

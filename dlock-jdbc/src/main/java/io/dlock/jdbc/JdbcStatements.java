@@ -42,6 +42,14 @@ final class JdbcStatements {
      * {@code H<token> <acquisition>} tells its client so. No rows: released without a hand-over.
      */
     final @Nullable String handOver;
+    /**
+     * PostgreSQL only. Params: name, owner, name, owner. Releases only if no waiter row of the lock
+     * is live and the releaser has no row of its own left (handed over or not): then there is no one
+     * to hand over to or to wake, and the plain update costs what the floor's release does. Update
+     * count 0: not released (someone waits, or the row is no longer the releaser's); {@link
+     * #handOver} decides then.
+     */
+    final @Nullable String releaseAlone;
     /** Params: name, acquisition, client, waiterMs, holder. Generated key: seq. */
     final String insertWaiter;
     /** Params: name. Removes expired waiters of one lock. */
@@ -109,6 +117,10 @@ final class JdbcStatements {
                         + " WHERE " + free + " AND " + ahead.replace("w.name = ?", "w.name = EXCLUDED.name")
                         + " RETURNING l.token";
                 ensureRow = null;
+                releaseAlone = "UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL,"
+                        + " holder = NULL WHERE name = ? AND owner = ? AND NOT EXISTS (SELECT 1 FROM " + waiters
+                        + " w WHERE w.name = ? AND ((w.token = 0 AND w.expires_ms >= " + now
+                        + ") OR w.acquisition = ?))";
                 release = "WITH r AS (UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL,"
                         + " holder = NULL WHERE name = ? AND owner = ? RETURNING name),"
                         + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
@@ -143,6 +155,7 @@ final class JdbcStatements {
                         + ahead;
                 ensureRow = "INSERT IGNORE INTO " + table + " (name, token) VALUES (?, 0)";
                 release = plainRelease(table);
+                releaseAlone = null;
                 handOver = null;
             }
             case H2 -> {
@@ -152,6 +165,7 @@ final class JdbcStatements {
                         + free + " AND " + ahead + ")";
                 ensureRow = h2EnsureRow(table);
                 release = plainRelease(table);
+                releaseAlone = null;
                 handOver = null;
             }
             default -> throw new AssertionError(dialect);
