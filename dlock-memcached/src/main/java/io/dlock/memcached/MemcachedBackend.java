@@ -1,5 +1,6 @@
 package io.dlock.memcached;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.dlock.Capability;
 import io.dlock.LockBackendException;
 import io.dlock.LockOptions;
@@ -189,6 +190,7 @@ final class MemcachedBackend implements LockBackend {
                     loop,
                     options.connectTimeout().toMillis(),
                     MemcachedBackend.this::onClosed);
+            boolean quarantined;
             try {
                 long wait = options.connectTimeout().toMillis();
                 if (uri.authenticates()) {
@@ -215,6 +217,7 @@ final class MemcachedBackend implements LockBackend {
                 } else {
                     sawClock(v.serverSeconds());
                 }
+                quarantined = v.state() != DataLossGuard.State.OPEN;
                 Reply written = c.send(List.of(writeInfo()), System.nanoTime())
                         .get(wait, TimeUnit.MILLISECONDS)
                         .get(0);
@@ -241,6 +244,9 @@ final class MemcachedBackend implements LockBackend {
             }
             unreachable = false;
             connection = c;
+            if (quarantined) {
+                watchQuarantine();
+            }
         }
 
         /**
@@ -295,18 +301,22 @@ final class MemcachedBackend implements LockBackend {
         }
 
         private CompletableFuture<Void> startQuarantine(MetaConnection c) {
+            // stats and the marker's add on one connection: a restart between them breaks it, so the
+            // marker is never dated by another server life's start (DataLossGuard).
             return c.send(List.of(Command.statsCommand()), System.nanoTime())
                     .thenCompose(replies -> {
                         Reply stats = replies.get(0);
                         long now = DataLossGuard.statsTime(stats);
+                        long uptime = DataLossGuard.statsUptime(stats);
                         sawClock(now);
                         log.warn(
                                 "[client={}] memcached at {} has no boot marker: it lost its data (restart, flush or"
-                                        + " eviction); nothing is granted there for the next {} s",
+                                        + " eviction; up {} s); nothing is granted there for the next {} s",
                                 NAME,
                                 label,
-                                guard.quarantineSecondsWithSlack());
-                        return c.send(List.of(guard.startQuarantine(now)), System.nanoTime());
+                                Math.max(0, uptime - DataLossGuard.START_DATED_EARLY_SECONDS),
+                                guard.quarantineEnd(now, uptime) - now);
+                        return c.send(List.of(guard.startQuarantine(now, uptime)), System.nanoTime());
                     })
                     .thenAccept(replies -> {
                         Reply written = replies.get(0);
@@ -314,7 +324,116 @@ final class MemcachedBackend implements LockBackend {
                             throw new CompletionException(
                                     new IOException("writing the boot marker failed: " + written));
                         }
+                        watchQuarantine();
                     });
+        }
+
+        // ---- the quarantine's end, noticed promptly
+
+        /*
+         * Waiters in a quarantine poll again when their last reading said it ends, which is whole
+         * seconds on memcached's clock: up to a second late. One probe per server and client reads
+         * the marker instead (one mg, nothing else) and kicks this client's waiters as soon as it
+         * reads the end. It learns when the server's clock ticks (the reading changes between two
+         * probes at most PROBE_MS apart) and then sleeps until just before the tick that ends the
+         * quarantine. Bounded: at most `probesLeft` probes per quarantine, and it stops when the
+         * connection goes (the reconnect kicks every waiter anyway).
+         */
+
+        private final AtomicBoolean probing = new AtomicBoolean();
+
+        @GuardedBy("this")
+        private int probesLeft;
+
+        /** The last probe: when it was sent (ticker) and the clock it read; -1 before the first. */
+        @GuardedBy("this")
+        private long lastProbeSentAt;
+
+        @GuardedBy("this")
+        private long lastProbeReading = -1;
+
+        /** When the clock last ticked (ticker, at most PROBE_MS + a round trip early), or MIN_VALUE. */
+        @GuardedBy("this")
+        private long tickAt = Long.MIN_VALUE;
+
+        @GuardedBy("this")
+        private long tickReading;
+
+        /** Starts the probe unless one runs. */
+        void watchQuarantine() {
+            if (!probing.compareAndSet(false, true)) {
+                return;
+            }
+            synchronized (this) {
+                probesLeft = (int) Math.min(MAX_PROBES, (guard.quarantineSecondsWithSlack() + 2) * 1000 / PROBE_MS);
+                lastProbeReading = -1;
+                tickAt = Long.MIN_VALUE;
+            }
+            if (schedule(this::probe, 0) == null) {
+                probing.set(false);
+            }
+        }
+
+        private void probe() {
+            MetaConnection c = connection;
+            boolean go;
+            long sentAt = options.ticker().read();
+            synchronized (this) {
+                go = c != null && !closed.get() && probesLeft-- > 0;
+            }
+            if (!go || c == null) {
+                probing.set(false);
+                return;
+            }
+            c.send(List.of(DataLossGuard.read()), System.nanoTime()).whenComplete((r, e) -> {
+                DataLossGuard.Verdict v;
+                try {
+                    if (e != null) {
+                        probing.set(false);
+                        return;
+                    }
+                    v = DataLossGuard.judge(r.get(0));
+                } catch (RuntimeException x) {
+                    probing.set(false);
+                    return;
+                }
+                if (v.state() != DataLossGuard.State.QUARANTINED) {
+                    probing.set(false);
+                    if (v.state() == DataLossGuard.State.OPEN) {
+                        sawClock(v.serverSeconds());
+                    }
+                    log.debug("[client={}] memcached at {}: quarantine over ({})", NAME, label, v.state());
+                    protocol.kickAll();
+                    return;
+                }
+                sawClock(v.serverSeconds());
+                long delay = nextProbeDelay(v, sentAt, options.ticker().read());
+                if (schedule(this::probe, delay) == null) {
+                    probing.set(false);
+                }
+            });
+        }
+
+        /** How long until the next probe, learning the clock's ticks from this probe's reading. */
+        private synchronized long nextProbeDelay(DataLossGuard.Verdict v, long sentAt, long now) {
+            long reading = v.serverSeconds();
+            if (lastProbeReading >= 0
+                    && reading > lastProbeReading
+                    && sentAt - lastProbeSentAt <= TimeUnit.MILLISECONDS.toNanos(2 * PROBE_MS)) {
+                tickAt = lastProbeSentAt; // the tick came after the last probe was sent
+                tickReading = reading;
+            }
+            lastProbeSentAt = sentAt;
+            lastProbeReading = reading;
+            if (tickAt == Long.MIN_VALUE) {
+                long left = v.quarantineEnd() - reading;
+                // Phase not known yet: find the next tick, within the last two seconds of a long quarantine.
+                return left >= 3 ? TimeUnit.SECONDS.toMillis(left - 2) : PROBE_MS;
+            }
+            // The tick that ends it, if each tick adds one second; probe from just before it.
+            long endTick = tickAt + TimeUnit.SECONDS.toNanos(v.quarantineEnd() - tickReading);
+            long untilMs = TimeUnit.NANOSECONDS.toMillis(endTick - now) - FINAL_PROBE_MS;
+            return untilMs > FINAL_PROBE_MS ? untilMs : FINAL_PROBE_MS;
         }
 
         @Override
@@ -340,6 +459,16 @@ final class MemcachedBackend implements LockBackend {
     }
 
     static final long INFO_TTL_SECONDS = 3 * 3600;
+
+    /** Probe interval while learning when a quarantined server's clock ticks (ms). */
+    static final long PROBE_MS = 10;
+
+    /** Probe interval around the tick that ends a quarantine (ms). */
+    static final long FINAL_PROBE_MS = 2;
+
+    /** At most this many probes per quarantine. */
+    static final int MAX_PROBES = 2_000;
+
     static final long INFO_REFRESH_SECONDS = 3600;
 
     private static String hostName() {
@@ -362,7 +491,8 @@ final class MemcachedBackend implements LockBackend {
     private MemcachedBackend(MemcachedUri uri) throws IOException {
         this.uri = uri;
         this.options = uri.options();
-        this.guard = new DataLossGuard(ceilSeconds(uri.quarantine()));
+        this.guard = new DataLossGuard(
+                ceilSeconds(uri.quarantine()), ceilSeconds(uri.options().leaseTime()));
         this.loop = new IoLoop("dlock-memcached-io");
         this.timer = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "dlock-memcached-timer");

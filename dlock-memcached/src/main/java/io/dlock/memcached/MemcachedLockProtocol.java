@@ -280,6 +280,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                                 x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
             }
             if (verdict.state() == DataLossGuard.State.QUARANTINED) {
+                server.watchQuarantine(); // kicks this client's waiters as soon as it ends
                 return undo(server, name, added, cas)
                         .thenApply(x -> new Attempt(null, verdict.secondsLeft() * 1000 + jitter()));
             }
@@ -294,9 +295,14 @@ final class MemcachedLockProtocol implements LockProtocol {
             }
             long token = Long.parseLong(java.util.Objects.requireNonNull(counter.value(), "VA without a value")
                     .trim());
-            long last = lastToken(name);
-            CompletableFuture<Long> fenced =
-                    token > last ? CompletableFuture.completedFuture(token) : raiseCounter(server, name, token, last);
+            // The counter must be above every token of an earlier server life. Attempts during a
+            // quarantine create it (the ma is in the same pipeline as the marker read) at the clock of the
+            // restart, which may be the very second the old counter began: so a grant also raises it to
+            // the quarantine's end x 10^6, past the old life's tokens (assumption (b), README).
+            long atLeast = Math.max(lastToken(name) + 1, verdict.quarantineEnd() * 1_000_000L);
+            CompletableFuture<Long> fenced = token >= atLeast
+                    ? CompletableFuture.completedFuture(token)
+                    : raiseCounter(server, name, token, atLeast - 1);
             return fenced.thenApply(t -> {
                 noteToken(name, t);
                 long now = System.currentTimeMillis();
@@ -307,13 +313,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    /** The counter was recreated below a token this client saw: raise it past that token. */
+    /**
+     * The counter is below a token this client saw (recreated: evicted?) or below the last data
+     * loss's floor (recreated during the quarantine): raise it past {@code last}.
+     */
     private CompletableFuture<Long> raiseCounter(Server server, String name, long token, long last) {
-        log.warn(
-                "[lock={}] fencing counter gave {} though this client saw {}; raising it (counter evicted?)",
-                name,
-                token,
-                last);
+        log.info("[lock={}] fencing counter gave {}, not above {}; raising it past that", name, token, last);
         return server.send(List.of(Command.of("ma " + counterKey(name) + " D" + (last + 1 - token) + " v")))
                 .thenApply(r -> {
                     Reply reply = r.get(0);
@@ -433,6 +438,10 @@ final class MemcachedLockProtocol implements LockProtocol {
         @GuardedBy("this")
         long nextDelayMs = -1;
 
+        /** A kick came while a poll was in flight: poll again at once when it ends without a grant. */
+        @GuardedBy("this")
+        boolean kicked;
+
         /** When the wait began (wall clock, shown by {@code dlock inspect}). */
         final long sinceMillis = System.currentTimeMillis();
 
@@ -462,7 +471,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         /** Polls now (a release by this client, a reconnect), unless a poll is in flight. */
         void kick() {
             synchronized (this) {
-                if (gone || pending == null || inflight != null && !inflight.isDone()) {
+                if (gone || pending == null) {
+                    return;
+                }
+                if (inflight != null && !inflight.isDone()) {
+                    // Its reading may predate what the kick announces (a release, a quarantine's end).
+                    kicked = true;
                     return;
                 }
                 polls = 0;
@@ -478,6 +492,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 }
                 timer = null;
                 polls++;
+                kicked = false;
                 a = attempt(entry, sinceMillis, false);
                 inflight = a;
             }
@@ -510,7 +525,8 @@ final class MemcachedLockProtocol implements LockProtocol {
                     if (cause != null) {
                         log.debug("[lock={} state=QUEUED] poll failed: {}", entry.lockName(), cause.toString());
                     }
-                    long delay = r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
+                    long delay = kicked ? 0 : r != null && r.retryMs >= 0 ? r.retryMs : pollDelay(polls);
+                    kicked = false;
                     scheduleLocked(delay);
                     return;
                 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.dlock.Lease;
+import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.testkit.MemcachedServer;
 import java.time.Duration;
@@ -225,6 +226,160 @@ class MemcachedFaultIT extends MemcachedTestSupport {
             }
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThan(Duration.ofSeconds(1));
         }
+    }
+
+    /**
+     * Issue 17: the quarantine after a restart runs from the server's start, not from the first
+     * client's notice. Two restarts back to back (the second before the first quarantine ended)
+     * under a held lease and a waiter: the holder loses its lease once; the waiter's grant comes
+     * only once the server's clock has passed the last life's start + the lease + 1 s (when every
+     * lease the earlier lives confirmed has run out), and within a second of it.
+     */
+    @Test
+    void restartedTwiceUnderAHeldLock_quarantineFromTheLastStart_noGrantBeforeIt_grantRightAfter() throws Exception {
+        LockClient holder = client("leaseTime=3s");
+        LockClient waiter = client("leaseTime=3s");
+        Lease held = holder.lock("twice").acquire();
+        List<Boolean> lostCalls = new CopyOnWriteArrayList<>();
+        held.onLost(e -> lostCalls.add(true));
+
+        server.restart();
+        // A client notices the first loss and writes life 2's marker; then the server dies again.
+        await().atMost(scaled(10)).until(() -> marker(server).startsWith("VA"));
+        long restartedAt = System.nanoTime();
+        server.restart();
+        long[] clock = stats(server);
+        long start = clock[0] - clock[1] + DataLossGuard.START_DATED_EARLY_SECONDS;
+
+        AtomicReference<Lease> got = new AtomicReference<>();
+        AtomicBoolean oldValid = new AtomicBoolean();
+        long[] grant = new long[2];
+        // Until this client is back, an acquire fails at once (LockBackendException): then try again.
+        await().atMost(scaled(20))
+                .pollInSameThread() // the lease belongs to the thread that acquired it
+                .ignoreException(LockBackendException.class)
+                .until(() -> {
+                    Lease l = waiter.lock("twice").tryAcquire(scaled(10)).orElse(null);
+                    if (l != null) {
+                        grant[0] = System.nanoTime();
+                        oldValid.set(held.isValid());
+                        grant[1] = stats(server)[0];
+                        got.set(l);
+                    }
+                    return l != null;
+                });
+        Lease next = got.get();
+        long grantedAt = grant[0];
+        boolean oldValidAtGrant = oldValid.get();
+        long serverTimeAtGrant = grant[1];
+        long end = quarantineEnd(server);
+        try {
+            assertThat(end)
+                    .as("life 3's quarantine end: its start + lease 3 s + 1 s")
+                    .isEqualTo(start + 4);
+            assertThat(serverTimeAtGrant).as("server clock at the grant").isBetween(end, end + 1);
+            assertThat(oldValidAtGrant)
+                    .as("old lease valid when the new grant landed")
+                    .isFalse();
+            assertThat(Duration.ofNanos(grantedAt - restartedAt))
+                    .as("from the last restart's kill to the grant")
+                    .isGreaterThan(Duration.ofSeconds(3));
+            await().atMost(scaled(5)).until(() -> lostCalls.size() == 1);
+            assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+        } finally {
+            next.close();
+            held.close();
+        }
+        assertThat(lostCalls).hasSize(1);
+    }
+
+    /**
+     * A server up for a while without a marker is quarantined from its start, not from the
+     * notice, as long as it has been up no longer than the lease (nothing can have been granted in
+     * this life yet); later than that, from the notice, since a loss then may be a {@code flush_all}
+     * or an eviction after grants.
+     */
+    @Test
+    void freshServer_upLessThanTheLease_quarantinedFromItsStart_upLonger_fromTheNotice() throws Exception {
+        try (MemcachedServer fresh = MemcachedServer.start()) {
+            // memcached dates its start two seconds early: uptime 2 right after the start
+            long[] first = stats(fresh);
+            assertThat(first[1]).as("uptime right after the start").isBetween(2L, 3L);
+            await().atMost(scaled(10)).until(() -> stats(fresh)[1] >= 3); // up (about) 1 s
+            long[] before = stats(fresh);
+            long start = before[0] - before[1] + DataLossGuard.START_DATED_EARLY_SECONDS;
+            LockClient c = track(LockClient.connect(fresh.uri(prefix) + "&leaseTime=3s"));
+            assertThat(quarantineEnd(fresh))
+                    .as("from the start: start + 3 s + 1 s")
+                    .isEqualTo(start + 4);
+            try (Lease l = c.lock("q").tryAcquire(scaled(10)).orElseThrow()) {
+                assertThat(stats(fresh)[0]).isGreaterThanOrEqualTo(start + 4);
+                assertThat(l.isValid()).isTrue();
+            }
+            c.close();
+
+            // The marker gone (flush_all) once the server has been up longer than the lease: from now.
+            assertThat(fresh.command("flush_all")).isEqualTo("OK");
+            long noticedNoEarlierThan = stats(fresh)[0];
+            assertThat(noticedNoEarlierThan - start).isGreaterThan(3);
+            LockClient d = track(LockClient.connect(fresh.uri(prefix) + "&leaseTime=3s"));
+            assertThat(quarantineEnd(fresh)).isGreaterThanOrEqualTo(noticedNoEarlierThan + 4);
+            assertThat(d.lock("q").tryAcquire(Duration.ZERO)).isEmpty();
+            d.close();
+            assertThat(fresh.keys(prefix + ":l:")).isEmpty();
+        }
+    }
+
+    /**
+     * A counter created during the quarantine (an attempt's {@code ma} rides in the marker read's
+     * pipeline) may start below the lost counter's tokens; the first grant after the loss raises it
+     * past the quarantine's end x 10^6. Here the counter is planted at 5 during the quarantine, and
+     * the grant goes to a client that never held the name (no last token of its own to go by).
+     */
+    @Test
+    void counterRecreatedLowDuringTheQuarantine_firstGrantRaisesItAboveTheOldTokens() throws Exception {
+        LockClient before = client("leaseTime=2s");
+        long oldToken;
+        try (Lease l = before.lock("low").acquire()) {
+            oldToken = l.fencingToken();
+        }
+        server.restart();
+        await().atMost(scaled(10)).until(() -> marker(server).startsWith("VA")); // quarantined
+        long end = quarantineEnd(server);
+        String counter = prefix + ":t:low";
+        server.command("md " + counter);
+        assertThat(server.command("ms " + counter + " 1\r\n5")).isEqualTo("HD");
+        LockClient fresh = client("leaseTime=2s");
+        try (Lease l = fresh.lock("low").tryAcquire(scaled(10)).orElseThrow()) {
+            assertThat(l.fencingToken()).as("token after the loss").isGreaterThan(oldToken);
+            String value = server.command("mg " + counter + " v");
+            assertThat(Long.parseLong(value.split("\n")[1].trim()))
+                    .as("the counter after the first grant")
+                    .isGreaterThanOrEqualTo(end * 1_000_000L);
+        }
+    }
+
+    /** {@code stats}' {@code time} and {@code uptime}. */
+    private static long[] stats(MemcachedServer on) {
+        long time = -1;
+        long uptime = -1;
+        for (String line : on.command("stats").split("\n")) {
+            if (line.startsWith("STAT time ")) {
+                time = Long.parseLong(line.substring(10).trim());
+            } else if (line.startsWith("STAT uptime ")) {
+                uptime = Long.parseLong(line.substring(12).trim());
+            }
+        }
+        assertThat(time).as("stats time").isPositive();
+        assertThat(uptime).as("stats uptime").isNotNegative();
+        return new long[] {time, uptime};
+    }
+
+    /** The boot marker's quarantine end (server clock, seconds). */
+    private static long quarantineEnd(MemcachedServer on) {
+        String m = marker(on);
+        assertThat(m).startsWith("VA");
+        return Long.parseLong(m.split("\n")[1].split(" ")[1]);
     }
 
     private static long casOf(String mgReply) {
