@@ -122,9 +122,13 @@ class ZooKeeperEnsembleIT {
                             .pollInterval(Duration.ofMillis(20))
                             .until(() -> observer.zk.exists("/doomed", false) == null);
                     long gone = System.nanoTime();
-                    // Expired by its death it would be gone within a timeout and a tick of `died`,
-                    // sooner than a timeout after `joined`.
-                    assertThat(gone - joined).isGreaterThanOrEqualTo(timeout.toNanos());
+                    // Expired by its death it would be gone about a timeout after `died`, i.e. a timeout
+                    // less the follower's absence after `joined`; given a new timeout by the follower,
+                    // about a timeout after `joined`. The line between them: half the absence short of a
+                    // timeout (`joined` is read from the server's uptime and the expiry runs in ticks,
+                    // so neither is exact: CI saw 9.8 s after `joined` for a 10 s timeout).
+                    long absence = joined - died;
+                    assertThat(gone - joined).isGreaterThanOrEqualTo(timeout.toNanos() - absence / 2);
                 }
             } finally {
                 proxy.close();
