@@ -100,7 +100,7 @@ public final class BenchCommand implements Callable<Integer> {
                     + " dlock-redis, dlock-redis-nolq, redisson, redisson-fair, spring-redis, redis-floor, dlock-memcached,"
                     + " dlock-memcached-nolq, memcached-floor, dlock-pg, spring-jdbc-pg, shedlock-pg, sql-floor-pg,"
                     + " dlock-mariadb, spring-jdbc-mariadb, shedlock-mariadb, sql-floor-mariadb, dlock-etcd, jetcd-lock, jetcd-lock-lease, etcd-floor; and the diagnostic"
-                    + " zk-floor-async, zk-protocol, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every"
+                    + " zk-floor-async, zk-protocol, zk-multi, redis-fenced-floor, dlock-redis-metrics (metrics on) (default: every"
                     + " one on the chosen servers but the"
                     + " diagnostic ones).")
     private List<String> impls = new ArrayList<>();

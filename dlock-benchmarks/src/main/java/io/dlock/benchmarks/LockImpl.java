@@ -49,6 +49,17 @@ public enum LockImpl {
             Role.FLOOR,
             false,
             s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.PIPELINED)),
+    /**
+     * Diagnostic, not in the default set: one transaction (create, and set the parent's data, whose
+     * stat says how many children it has), then delete: what learning "first in line" costs without
+     * a read.
+     */
+    ZK_MULTI(
+            "zk-multi",
+            Backend.ZOOKEEPER,
+            Role.FLOOR,
+            false,
+            s -> new ZooKeeperFloorAdapter(s.address(Backend.ZOOKEEPER), ZooKeeperFloorAdapter.Mode.MULTI)),
     /** dlock's Redis backend, defaults (fair queue in Lua, leases renewed, JVM-local queueing). */
     DLOCK_REDIS(
             "dlock-redis",
@@ -279,6 +290,7 @@ public enum LockImpl {
     public boolean inDefaultSet() {
         return this != ZK_FLOOR_ASYNC
                 && this != ZK_PROTOCOL
+                && this != ZK_MULTI
                 && this != REDIS_FENCED_FLOOR
                 && this != DLOCK_REDIS_METRICS;
     }

@@ -34,7 +34,12 @@ final class ZooKeeperFloorAdapter implements BenchClient {
         /** The same through the callback API, waiting on a future. */
         ASYNC,
         /** Callback API, create and getChildren pipelined, then delete. */
-        PIPELINED
+        PIPELINED,
+        /**
+         * Callback API, one transaction that creates the node and sets the parent's (empty) data,
+         * whose reply carries the parent's stat (its number of children), then delete.
+         */
+        MULTI
     }
 
     private final ZooKeeper zk;
@@ -126,6 +131,29 @@ final class ZooKeeperFloorAdapter implements BenchClient {
                     },
                     null);
             String path;
+            if (mode == Mode.MULTI) {
+                java.util.concurrent.CompletableFuture<String> made = new java.util.concurrent.CompletableFuture<>();
+                zk.multi(
+                        java.util.List.of(
+                                org.apache.zookeeper.Op.create(
+                                        prefix, EMPTY, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL),
+                                org.apache.zookeeper.Op.setData(parent, EMPTY, -1)),
+                        (rc, p, ctx, results) -> {
+                            if (rc != 0) {
+                                made.completeExceptionally(KeeperException.create(KeeperException.Code.get(rc), p));
+                            } else {
+                                made.complete(((org.apache.zookeeper.OpResult.CreateResult) results.get(0)).getPath());
+                            }
+                        },
+                        null);
+                path = join(made);
+                return () -> {
+                    java.util.concurrent.CompletableFuture<Void> deleted =
+                            new java.util.concurrent.CompletableFuture<>();
+                    zk.delete(path, -1, (rc, p, ctx) -> deleted.complete(null), null);
+                    join(deleted);
+                };
+            }
             if (mode == Mode.PIPELINED) {
                 java.util.concurrent.CompletableFuture<String> listed = new java.util.concurrent.CompletableFuture<>();
                 // Answered after the create (one session's requests are answered in order): wait for it.

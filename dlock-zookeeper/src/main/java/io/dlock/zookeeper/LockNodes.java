@@ -170,6 +170,31 @@ final class LockNodes {
                 .toList();
     }
 
+    /**
+     * The name of the node of {@code own}'s family nearest ahead of it, or null if none is: what
+     * {@link #ahead} would put first, without sorting (a lone node, the uncontended case, parses
+     * nothing but itself).
+     */
+    static @Nullable String nearestAhead(Node own, List<String> children) {
+        String nearest = null;
+        int nearestDistance = 0;
+        for (String child : children) {
+            if (child.equals(own.name())) {
+                continue;
+            }
+            Node n = parse(child);
+            if (n == null || !sameFamily(n.mode(), own.mode())) {
+                continue;
+            }
+            int distance = n.sequence() - own.sequence();
+            if (distance < 0 && (nearest == null || distance > nearestDistance)) {
+                nearest = child;
+                nearestDistance = distance;
+            }
+        }
+        return nearest;
+    }
+
     /** A downgrade's read node among {@code children}, or null if there is none. */
     static @Nullable String downgradeRead(List<String> children) {
         for (String child : children) {

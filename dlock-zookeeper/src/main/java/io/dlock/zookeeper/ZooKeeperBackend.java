@@ -101,6 +101,9 @@ final class ZooKeeperBackend implements LockBackend {
                 .connectionTimeoutMs(Math.min(millis(options.connectTimeout()), millis(options.sessionTimeout())))
                 .retryPolicy(new BoundedExponentialBackoffRetry(
                         millis(retry.baseSleep()), millis(retry.maxSleep()), Math.min(retry.maxRetries(), 29)));
+        if (uri.connectString().indexOf('/') < 0) { // no chroot: DirectZooKeeper sends paths as given
+            builder.zookeeperFactory(DirectZooKeeper.factory());
+        }
         if (uri.hasCredentials()) {
             builder.authorization("digest", (uri.user() + ":" + uri.password()).getBytes(StandardCharsets.UTF_8));
         }

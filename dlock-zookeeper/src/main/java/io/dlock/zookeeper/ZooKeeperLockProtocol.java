@@ -53,8 +53,11 @@ import org.slf4j.LoggerFactory;
  * does so after a session timeout out of reach, while a restarted server still has the session) is
  * deleted from the next session by {@link LeftoverNodes}, not left to the server's expiry.
  *
- * <p>Concurrency: every callback runs on the ZooKeeper client's event thread and only completes
- * futures; nothing here blocks.
+ * <p>Concurrency: callbacks only complete futures; nothing here blocks. The uncontended cycle's
+ * requests (the create, its pipelined {@code getChildren}, the delete) are answered on the client's
+ * I/O thread ({@link DirectZooKeeper}: one thread hand-off less per reply); every other request and
+ * every watch on the client's event thread. Each of those two threads sees its replies in the
+ * order the server answered them.
  */
 final class ZooKeeperLockProtocol implements LockProtocol {
     private static final Logger log = LoggerFactory.getLogger(ZooKeeperLockProtocol.class);
@@ -152,62 +155,95 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             createDowngrade(request, result, attempt, zk, parent);
             return;
         }
-        AtomicReference<Object[]> created = new AtomicReference<>();
-        String prefix = LockNodes.prefix(id, request.mode(), request.permits());
-        zk.create(
-                parent + "/" + prefix,
-                backend.nodeData,
-                backend.acl,
-                CreateMode.EPHEMERAL_SEQUENTIAL,
-                (rc, path, ctx, name, stat) -> created.set(new Object[] {rc, name, stat}),
-                null);
-        // Pipelined: answered after the create, so it already lists the new child.
-        zk.getChildren(
-                parent,
-                false,
-                (rc, path, ctx, children, stat) -> {
-                    // Pipelined: the create's callback ran first (one session answers in order).
-                    Object[] c = java.util.Objects.requireNonNull(created.get(), "create unanswered");
-                    Code createCode = Code.get((Integer) c[0]);
-                    switch (createCode) {
-                        case OK -> {
-                            String name = (String) c[1];
-                            Stat createdStat = (Stat) c[2];
-                            // The node's owner, not zk.getSessionId() read before the create: a handle
-                            // that Curator has just created after an expiry reports session 0 until it
-                            // connects, and an entry recorded with 0 looked "ended" to every later check,
-                            // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
-                            QueueEntry entry = new QueueEntry(
-                                    lockName,
-                                    id,
-                                    LockNodes.key(nodeName(name), id),
-                                    createdStat.getEphemeralOwner(),
-                                    createdStat.getCzxid());
-                            remember(entry, request);
-                            if (Code.get(rc) == Code.OK) {
-                                complete(result, entry, children);
-                            } else {
-                                readPosition(entry, result, 0);
-                            }
-                        }
-                        case NONODE -> ensureParent(parent, lockName, new byte[0])
-                                .whenComplete((ok, err) -> {
-                                    if (err != null) {
-                                        result.completeExceptionally(err);
-                                    } else if (attempt >= maxAttempts()) {
-                                        result.completeExceptionally(
-                                                failure(lockName, "creating " + parent, Code.NONODE));
-                                    } else {
-                                        createAndRead(request, result, attempt + 1);
-                                    }
-                                });
-                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED -> afterConnectionTrouble(
-                                request, result, attempt, null);
-                        default -> result.completeExceptionally(
-                                failure(lockName, "creating a node under " + parent, createCode));
-                    }
-                },
-                null);
+        Created created = new Created();
+        String prefix = parent + "/" + LockNodes.prefix(id, request.mode(), request.permits());
+        // Pipelined: the getChildren is answered after the create, so it already lists the new
+        // child, and its reply is handled after the create's (one session answers in order).
+        if (zk instanceof DirectZooKeeper direct) {
+            direct.create(prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL, (rc, r) -> {
+                created.rc = rc;
+                if (r != null) {
+                    created.name = r.getPath();
+                    created.stat = r.getStat();
+                }
+            });
+            direct.getChildren(
+                    parent, (rc, children) -> createdAndRead(request, result, attempt, parent, created, rc, children));
+        } else {
+            zk.create(
+                    prefix,
+                    backend.nodeData,
+                    backend.acl,
+                    CreateMode.EPHEMERAL_SEQUENTIAL,
+                    (rc, path, ctx, name, stat) -> {
+                        created.rc = rc;
+                        created.name = name;
+                        created.stat = stat;
+                    },
+                    null);
+            zk.getChildren(
+                    parent,
+                    false,
+                    (rc, path, ctx, children, stat) ->
+                            createdAndRead(request, result, attempt, parent, created, rc, children),
+                    null);
+        }
+    }
+
+    /** The reply to a pipelined create, kept for the getChildren's reply that follows it. */
+    private static final class Created {
+        volatile int rc = Integer.MIN_VALUE;
+        volatile @Nullable String name;
+        volatile @Nullable Stat stat;
+    }
+
+    private void createdAndRead(
+            LockRequest request,
+            CompletableFuture<Position> result,
+            int attempt,
+            String parent,
+            Created c,
+            int rc,
+            @Nullable List<String> children) {
+        String lockName = request.lockName();
+        if (c.rc == Integer.MIN_VALUE) {
+            throw new IllegalStateException("create unanswered"); // one session answers in order
+        }
+        Code createCode = Code.get(c.rc);
+        switch (createCode) {
+            case OK -> {
+                String name = java.util.Objects.requireNonNull(c.name, "created path");
+                Stat createdStat = java.util.Objects.requireNonNull(c.stat, "created stat");
+                // The node's owner, not zk.getSessionId() read before the create: a handle
+                // that Curator has just created after an expiry reports session 0 until it
+                // connects, and an entry recorded with 0 looked "ended" to every later check,
+                // so the waiter queued again behind its own orphaned node (ZooKeeperFaultIT).
+                QueueEntry entry = new QueueEntry(
+                        lockName,
+                        request.acquisitionId(),
+                        LockNodes.key(nodeName(name), request.acquisitionId()),
+                        createdStat.getEphemeralOwner(),
+                        createdStat.getCzxid());
+                remember(entry, request);
+                if (Code.get(rc) == Code.OK && children != null) {
+                    complete(result, entry, children);
+                } else {
+                    readPosition(entry, result, 0);
+                }
+            }
+            case NONODE -> ensureParent(parent, lockName, new byte[0]).whenComplete((ok, err) -> {
+                if (err != null) {
+                    result.completeExceptionally(err);
+                } else if (attempt >= maxAttempts()) {
+                    result.completeExceptionally(failure(lockName, "creating " + parent, Code.NONODE));
+                } else {
+                    createAndRead(request, result, attempt + 1);
+                }
+            });
+            case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED -> afterConnectionTrouble(
+                    request, result, attempt, null);
+            default -> result.completeExceptionally(failure(lockName, "creating a node under " + parent, createCode));
+        }
     }
 
     /**
@@ -579,25 +615,28 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
         LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
         LockRequest request = requests.get(own);
-        List<LockNodes.Node> ahead = LockNodes.ahead(node, children);
         String waitFor =
                 switch (node.mode()) {
-                    case EXCLUSIVE -> ahead.isEmpty() ? null : ahead.get(0).name();
+                    case EXCLUSIVE -> LockNodes.nearestAhead(node, children);
                         // A writer also waits for a downgrade's read node behind it: that reader is inside.
-                    case WRITE -> !ahead.isEmpty() ? ahead.get(0).name() : LockNodes.downgradeRead(children);
+                    case WRITE -> {
+                        String ahead = LockNodes.nearestAhead(node, children);
+                        yield ahead != null ? ahead : LockNodes.downgradeRead(children);
+                    }
                         // A downgrade's read node was created while its own write node existed, so it is
                         // granted; any other reader waits for the nearest writer ahead, never for readers.
                     case READ -> node.downgrade()
                             ? null
-                            : ahead.stream()
+                            : LockNodes.ahead(node, children).stream()
                                     .filter(n -> n.mode() == LockMode.WRITE)
                                     .map(LockNodes.Node::name)
                                     .findFirst()
                                     .orElse(null);
                     case SEMAPHORE -> {
                         int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
-                        int taken =
-                                ahead.stream().mapToInt(LockNodes.Node::permits).sum();
+                        int taken = LockNodes.ahead(node, children).stream()
+                                .mapToInt(LockNodes.Node::permits)
+                                .sum();
                         yield taken + node.permits() <= max ? null : WATCH_CHILDREN;
                     }
                 };
@@ -854,26 +893,27 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             done.complete(null);
             return;
         }
-        zk.delete(
-                path(entry),
-                -1,
-                (rc, path, ctx) -> {
-                    Code code = Code.get(rc);
-                    switch (code) {
-                        case OK, NONODE -> done.complete(null);
-                            // The handle's session is over, but maybe only here (Curator gives a session up
-                            // after a session timeout out of reach, while a restarted server still has it).
-                        case SESSIONEXPIRED -> {
-                            leftovers.add(entry);
-                            done.complete(null);
-                        }
-                        case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
-                                attempt, () -> delete(entry, done, attempt + 1));
-                        default -> done.completeExceptionally(
-                                failure(entry.lockName(), "deleting " + path(entry), code));
-                    }
-                },
-                null);
+        if (zk instanceof DirectZooKeeper direct) {
+            direct.delete(path(entry), (rc, unused) -> deleted(entry, done, attempt, rc));
+        } else {
+            zk.delete(path(entry), -1, (rc, path, ctx) -> deleted(entry, done, attempt, rc), null);
+        }
+    }
+
+    private void deleted(QueueEntry entry, CompletableFuture<Void> done, int attempt, int rc) {
+        Code code = Code.get(rc);
+        switch (code) {
+            case OK, NONODE -> done.complete(null);
+                // The handle's session is over, but maybe only here (Curator gives a session up
+                // after a session timeout out of reach, while a restarted server still has it).
+            case SESSIONEXPIRED -> {
+                leftovers.add(entry);
+                done.complete(null);
+            }
+            case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
+                    attempt, () -> delete(entry, done, attempt + 1));
+            default -> done.completeExceptionally(failure(entry.lockName(), "deleting " + path(entry), code));
+        }
     }
 
     // ---- recovery

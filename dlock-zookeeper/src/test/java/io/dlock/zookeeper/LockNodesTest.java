@@ -94,4 +94,39 @@ class LockNodesTest {
         assertThat(LockNodes.downgradeRead(List.of(write, read, downgrade))).isEqualTo(downgrade);
         assertThat(LockNodes.downgradeRead(List.of(write, read))).isNull();
     }
+
+    private static LockNodes.Node parsed(String child) {
+        return java.util.Objects.requireNonNull(LockNodes.parse(child), child);
+    }
+
+    @Test
+    void nearestAhead_isWhatAheadPutsFirst_alsoAcrossTheSequencesWrap() {
+        List<List<String>> cases = List.of(
+                List.of(node("a", 1)),
+                List.of(node("c", 3), node("a", 1), node("b", 2)),
+                List.of(node("b", 2), "not-a-lock-node", node("a", 1), node("d", 9)),
+                // Wrapped: MAX_VALUE is ahead of MIN_VALUE, which is ahead of MIN_VALUE + 1.
+                List.of(node("y", Integer.MIN_VALUE + 1), node("w", Integer.MAX_VALUE), node("x", Integer.MIN_VALUE)),
+                // Another family's nodes (a write lock's) are not in an exclusive lock's queue.
+                List.of(
+                        LockNodes.prefix("r", io.dlock.spi.LockMode.WRITE, 1) + "0000000004",
+                        node("e", 5),
+                        node("f", 6)));
+        for (List<String> children : cases) {
+            for (String child : children) {
+                LockNodes.Node own = LockNodes.parse(child);
+                if (own == null) {
+                    continue;
+                }
+                List<LockNodes.Node> ahead = LockNodes.ahead(own, children);
+                assertThat(LockNodes.nearestAhead(own, children))
+                        .as(child + " in " + children)
+                        .isEqualTo(ahead.isEmpty() ? null : ahead.get(0).name());
+            }
+        }
+        assertThat(LockNodes.nearestAhead(parsed(node("f", 6)), cases.get(4))).isEqualTo(node("e", 5));
+        assertThat(LockNodes.nearestAhead(parsed(node("e", 5)), cases.get(4))).isNull();
+        assertThat(LockNodes.nearestAhead(parsed(node("y", Integer.MIN_VALUE + 1)), cases.get(3)))
+                .isEqualTo(node("x", Integer.MIN_VALUE));
+    }
 }

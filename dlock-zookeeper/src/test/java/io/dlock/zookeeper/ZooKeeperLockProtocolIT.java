@@ -120,4 +120,71 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         backend.protocol().release(p.entry()).toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertThat(children("twice")).isEmpty();
     }
+
+    @Test
+    void uncontendedCycle_repliesArriveOnTheIoThread_notTheEventThread() throws Exception {
+        ZooKeeperBackend backend = backend();
+        assertThat(backend.zk()).isInstanceOf(DirectZooKeeper.class);
+        java.util.concurrent.CompletableFuture<String> enqueued = new java.util.concurrent.CompletableFuture<>();
+        java.util.concurrent.CompletableFuture<String> released = new java.util.concurrent.CompletableFuture<>();
+        Position p = backend.protocol()
+                .enqueue(io.dlock.spi.LockRequest.exclusive(
+                        "direct", UUID.randomUUID().toString()))
+                .whenComplete((x, e) -> enqueued.complete(Thread.currentThread().getName()))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        assertThat(p.isGranted()).isTrue();
+        assertThat(p.grant().fencingToken())
+                .isEqualTo(backend.zk()
+                        .exists("/" + namespace + "/direct/" + LockNodes.nodeName(p.entry()), false)
+                        .getCzxid());
+        backend.protocol()
+                .release(p.entry())
+                .whenComplete((x, e) -> released.complete(Thread.currentThread().getName()))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        // ZooKeeper names its I/O thread "<name>-SendThread(host:port)", its event thread "-EventThread".
+        assertThat(enqueued.get(10, TimeUnit.SECONDS)).contains("-SendThread(");
+        assertThat(released.get(10, TimeUnit.SECONDS)).contains("-SendThread(");
+        assertThat(children("direct")).isEmpty();
+    }
+
+    @Test
+    void directRequest_onAClosedHandle_isAnsweredWithAnErrorOnTheCallersThread() throws Exception {
+        ZooKeeperBackend backend = backend();
+        DirectZooKeeper zk = (DirectZooKeeper) backend.zk();
+        zk.close();
+        java.util.concurrent.atomic.AtomicInteger code = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Thread> thread =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        zk.delete("/" + namespace + "/none", (rc, unused) -> {
+            code.set(rc);
+            thread.set(Thread.currentThread());
+        });
+        // Queued on a closed handle: answered at once, before the send returns, as a lost session.
+        assertThat(thread.get()).isSameAs(Thread.currentThread());
+        assertThat(org.apache.zookeeper.KeeperException.Code.get(code.get()))
+                .isEqualTo(org.apache.zookeeper.KeeperException.Code.SESSIONEXPIRED);
+    }
+
+    @Test
+    void directRequest_handlerThatThrows_doesNotDropTheConnection() throws Exception {
+        ZooKeeperBackend backend = backend();
+        DirectZooKeeper zk = (DirectZooKeeper) backend.zk();
+        long session = zk.getSessionId();
+        java.util.concurrent.CountDownLatch ran = new java.util.concurrent.CountDownLatch(1);
+        zk.getChildren("/", (rc, children) -> {
+            ran.countDown();
+            throw new IllegalStateException("a handler's bug");
+        });
+        assertThat(ran.await(10, TimeUnit.SECONDS)).isTrue();
+        // Thrown into ZooKeeper's I/O thread it would have closed the connection: the next request
+        // is answered on the same session, without a reconnect.
+        java.util.concurrent.CompletableFuture<java.util.List<String>> next =
+                new java.util.concurrent.CompletableFuture<>();
+        zk.getChildren("/", (rc, children) -> next.complete(children));
+        assertThat(next.get(10, TimeUnit.SECONDS)).contains("zookeeper");
+        assertThat(zk.getSessionId()).isEqualTo(session);
+        assertThat(zk.getState()).isEqualTo(org.apache.zookeeper.ZooKeeper.States.CONNECTED);
+    }
 }
