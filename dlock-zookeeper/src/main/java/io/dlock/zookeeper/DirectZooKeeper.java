@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: a {@link Reply} runs on ZooKeeper's I/O thread (or the sender's, as above), in the
  * order the server answered; it must be short and never block, or it would hold up every reply and
- * ping of the session. An exception it throws is logged and swallowed (thrown into the I/O thread it
+ * ping of the session; nor may it call into Curator, see {@link #replying()}. An exception it
+ * throws is logged and swallowed (thrown into the I/O thread it
  * would drop the connection). Requests and watches sent through the ordinary API still answer on
  * the event thread; nothing here orders them against those.
  *
@@ -59,6 +60,20 @@ final class DirectZooKeeper extends ZooKeeper {
          * @param result the response, or null unless {@code rc} is OK
          */
         void done(int rc, @Nullable T result);
+    }
+
+    private static final ThreadLocal<Boolean> REPLYING = ThreadLocal.withInitial(() -> false);
+
+    /**
+     * Whether the current thread is running a {@link Reply} (ZooKeeper's I/O thread, or a sender's
+     * thread as the class comment says). Such code must not wait for anything, and in particular
+     * must not take Curator's connection-state lock: the thread holding it may be closing this very
+     * handle, waiting for its I/O thread to send the close (a deadlock seen under torture: a reply
+     * of a connection loss swept leftover nodes through {@code CuratorZookeeperClient.getZooKeeper()}
+     * while the event thread handled the session's expiry).
+     */
+    static boolean replying() {
+        return REPLYING.get();
     }
 
     DirectZooKeeper(String connectString, int sessionTimeout, Watcher watcher, boolean canBeReadOnly)
@@ -142,6 +157,8 @@ final class DirectZooKeeper extends ZooKeeper {
 
         @Override
         public void register(int rc) {
+            boolean nested = REPLYING.get();
+            REPLYING.set(true);
             try {
                 reply.done(rc, null);
             } catch (RuntimeException | Error e) {
@@ -149,6 +166,10 @@ final class DirectZooKeeper extends ZooKeeper {
                     throw e;
                 }
                 log.error("a ZooKeeper reply's handler failed", e);
+            } finally {
+                if (!nested) {
+                    REPLYING.set(false);
+                }
             }
         }
 

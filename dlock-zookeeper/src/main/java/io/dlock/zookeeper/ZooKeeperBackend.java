@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.apache.curator.CuratorZookeeperClient;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.ConnectionStateListener;
@@ -167,10 +168,23 @@ final class ZooKeeperBackend implements LockBackend {
         }
     }
 
-    /** The current ZooKeeper handle (Curator replaces it after a session expiry). */
+    /**
+     * The current ZooKeeper handle (Curator replaces it after a session expiry). Never waits when
+     * called from a reply on ZooKeeper's I/O thread ({@link DirectZooKeeper#replying()}): while not
+     * connected, Curator's {@code getZooKeeper()} takes a lock that a thread closing the handle
+     * holds while it waits for that I/O thread, so there it fails as a lost connection instead, and
+     * the caller's retry waits for the connection elsewhere.
+     *
+     * @throws LockBackendException if there is no handle to be had now
+     */
     ZooKeeper zk() {
+        CuratorZookeeperClient client = curator.getZookeeperClient();
+        if (!client.isConnected() && DirectZooKeeper.replying()) {
+            throw new LockBackendException(
+                    null, NAME, "no ZooKeeper connection (seen on the client's I/O thread, which must not wait)", null);
+        }
         try {
-            return curator.getZookeeperClient().getZooKeeper();
+            return client.getZooKeeper();
         } catch (Exception e) {
             throw new LockBackendException(null, NAME, "no ZooKeeper connection: " + e, e);
         }

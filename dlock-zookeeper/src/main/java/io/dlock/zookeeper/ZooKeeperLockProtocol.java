@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.zookeeper.CreateMode;
@@ -364,6 +365,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
 
     private CompletableFuture<Void> ensureParent(String parent, String lockName, byte[] data) {
         CompletableFuture<Void> done = new CompletableFuture<>();
+        if (DirectZooKeeper.replying()) { // Curator may wait for its connection state: never there
+            ForkJoinPool.commonPool().execute(() -> ensureParent(parent, lockName, data, done));
+        } else {
+            ensureParent(parent, lockName, data, done);
+        }
+        return done;
+    }
+
+    private void ensureParent(String parent, String lockName, byte[] data, CompletableFuture<Void> done) {
         try {
             backend.curator
                     .create()
@@ -383,7 +393,6 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             done.completeExceptionally(new LockBackendException(
                     lockName, ZooKeeperBackend.NAME, "creating " + parent + " failed: " + e, e));
         }
-        return done;
     }
 
     // ---- waiting

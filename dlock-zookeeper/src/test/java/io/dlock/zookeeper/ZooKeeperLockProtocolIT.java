@@ -1,16 +1,22 @@
 package io.dlock.zookeeper;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import io.dlock.LockBackendException;
 import io.dlock.LockOptions;
 import io.dlock.spi.BackendUri;
 import io.dlock.spi.Position;
 import io.dlock.spi.QueueEntry;
+import io.dlock.testkit.FaultProxy;
 import java.net.URI;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.curator.CuratorZookeeperClient;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.ZooDefs;
 import org.junit.jupiter.api.Test;
@@ -186,5 +192,61 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         assertThat(next.get(10, TimeUnit.SECONDS)).contains("zookeeper");
         assertThat(zk.getSessionId()).isEqualTo(session);
         assertThat(zk.getState()).isEqualTo(org.apache.zookeeper.ZooKeeper.States.CONNECTED);
+    }
+
+    /**
+     * The deadlock that TortureIT found: a reply of a lost connection, run on the I/O thread, asked
+     * Curator for the handle while Curator's event thread, holding its connection state, was closing
+     * that handle and waiting for the I/O thread to send the close. Here a test thread holds the
+     * connection state as that closer did; the reply must not wait for it.
+     */
+    @Test
+    void replyOnTheIoThread_whileCuratorsConnectionStateIsHeld_failsFastInsteadOfWaiting() throws Exception {
+        FaultProxy proxy = FaultProxy.start(server.port());
+        BackendUri uri = BackendUri.parse(
+                URI.create("zookeeper://" + proxy.connectString() + "/" + namespace + "?sessionTimeout=10s"),
+                LockOptions.defaults(),
+                Set.of());
+        ZooKeeperBackend backend = track(ZooKeeperBackend.connect(ZooKeeperUri.from(uri)));
+        DirectZooKeeper zk = (DirectZooKeeper) backend.zk();
+        CuratorZookeeperClient client = backend.curator.getZookeeperClient();
+        proxy.close(); // the connection is reset and every reconnect refused
+        await().atMost(10, TimeUnit.SECONDS).until(() -> !client.isConnected());
+        java.lang.reflect.Field field = CuratorZookeeperClient.class.getDeclaredField("state");
+        field.setAccessible(true);
+        Object connectionState = field.get(client);
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        Thread closer = new Thread(() -> {
+            synchronized (connectionState) {
+                held.countDown();
+                try {
+                    letGo.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        closer.start();
+        try {
+            assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
+            CompletableFuture<Object> seen = new CompletableFuture<>();
+            // Queued while disconnected: the next refused reconnect answers it on the I/O thread.
+            zk.getChildren("/", (rc, children) -> {
+                try {
+                    seen.complete(backend.zk());
+                } catch (LockBackendException e) {
+                    seen.complete(e);
+                }
+            });
+            assertThat(seen.get(10, TimeUnit.SECONDS))
+                    .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.type(LockBackendException.class))
+                    .extracting(Throwable::getMessage)
+                    .asString()
+                    .contains("I/O thread");
+        } finally {
+            letGo.countDown();
+            closer.join(10_000);
+        }
     }
 }

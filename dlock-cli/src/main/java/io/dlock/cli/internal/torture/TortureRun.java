@@ -1088,6 +1088,7 @@ public final class TortureRun {
             } catch (IllegalStateException e) {
                 stuck.add(w.name);
                 problems.add("worker " + w.name + " did not stop within " + seconds(bound) + " after STOP");
+                diagnose("worker " + w.name + " stuck after STOP");
                 w.jvm.kill();
             }
         }
