@@ -41,8 +41,7 @@ import org.slf4j.LoggerFactory;
  * <p>Threads: a {@link Reply} runs on ZooKeeper's I/O thread (or the sender's, as above), in the
  * order the server answered; it must be short and never block, or it would hold up every reply and
  * ping of the session; nor may it call into Curator, see {@link #replying()}. An exception it
- * throws is logged and swallowed (thrown into the I/O thread it
- * would drop the connection). Requests and watches sent through the ordinary API still answer on
+ * throws is logged and swallowed (thrown into the I/O thread it would drop the connection). Requests and watches sent through the ordinary API still answer on
  * the event thread; nothing here orders them against those.
  *
  * <p>Only for handles without a chroot in the connect string (dlock's {@code zookeeper://} URI
