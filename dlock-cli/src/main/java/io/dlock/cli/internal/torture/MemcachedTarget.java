@@ -10,7 +10,8 @@ import java.util.List;
 /**
  * A memcached process started by the torture ({@code --uri embedded:memcached}). Memcached keeps
  * nothing on disk, so every server restart loses every key: the boot marker then quarantines the
- * server for the lease time, and the fencing tokens must keep rising.
+ * server until a lease time (and a second of slack) has passed since it started, as no grant of its
+ * former life can outlast that, and the fencing tokens must keep rising.
  *
  * <p>Thread-safety: the server handle is thread-safe; {@link #restartServer} is called from one
  * thread at a time.
