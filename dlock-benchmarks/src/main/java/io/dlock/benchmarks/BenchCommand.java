@@ -259,6 +259,12 @@ public final class BenchCommand implements Callable<Integer> {
                     "The redis-server binary (default: -Ddlock.test.redisServer, $DLOCK_REDIS_SERVER, or the PATH).")
     private String redisServer;
 
+    @Option(
+            names = "--zk-fsync",
+            description = "ZooKeeper fsyncs its transaction log before it answers (forceSync=yes; default: no, as"
+                    + " Redis runs without AOF).")
+    private boolean zooKeeperFsync;
+
     /**
      * Creates the command; picocli fills in its fields.
      */
@@ -310,9 +316,12 @@ public final class BenchCommand implements Callable<Integer> {
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         int status = 0;
         Map<String, Object> header = header(config, chosen);
+        if (chosenBackends.contains(Backend.ZOOKEEPER)) {
+            header.put("zooKeeperForceSync", zooKeeperFsync);
+        }
         out.println("dlock bench " + Report.toJson(header));
         out.flush();
-        try (BenchServers servers = BenchServers.start(chosenBackends, redisServer)) {
+        try (BenchServers servers = BenchServers.start(chosenBackends, redisServer, zooKeeperFsync)) {
             servers.describe().forEach(s -> log.println("started " + s));
             progress.phase("opening clients");
             try {

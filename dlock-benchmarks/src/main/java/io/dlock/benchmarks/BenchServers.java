@@ -26,7 +26,7 @@ import org.jspecify.annotations.Nullable;
  * -XX:TieredStopAtLevel=1} (C1 only, for fast test start-up) and a 128 MB heap, which slows every
  * request and cannot hold W4's 200,000 znodes. A benchmark needs a server JVM as production runs
  * it; the configuration is otherwise the same ({@code forceSync=no}, so neither server fsyncs: Redis
- * runs without AOF).
+ * runs without AOF; {@code --zk-fsync} turns ZooKeeper's on).
  *
  * <p>Thread-safety: start and close from one thread.
  */
@@ -60,12 +60,14 @@ final class BenchServers implements AutoCloseable {
      * <p>Blocking: until each answers (ZooKeeper {@code ruok}, Redis {@code PING}), at most 60 s
      * each. On failure: {@link IllegalStateException} with the server's last output; whatever was
      * started is stopped.
+     *
+     * @param zooKeeperFsync whether ZooKeeper fsyncs its log before it answers ({@code forceSync=yes})
      */
-    static BenchServers start(List<Backend> backends, @Nullable String redisServer) {
+    static BenchServers start(List<Backend> backends, @Nullable String redisServer, boolean zooKeeperFsync) {
         BenchServers s = new BenchServers();
         try {
             if (backends.contains(Backend.ZOOKEEPER)) {
-                s.startZooKeeper();
+                s.startZooKeeper(zooKeeperFsync);
             }
             if (backends.contains(Backend.REDIS)) {
                 s.startRedis(redisServer);
@@ -151,7 +153,7 @@ final class BenchServers implements AutoCloseable {
         return out;
     }
 
-    private void startZooKeeper() {
+    private void startZooKeeper(boolean fsync) {
         int port = FreePorts.loopback();
         Path work = tempDir("dlock-bench-zk-");
         Path config = work.resolve("zoo.cfg");
@@ -167,7 +169,7 @@ final class BenchServers implements AutoCloseable {
                         "maxClientCnxns=0",
                         "admin.enableServer=false",
                         "4lw.commands.whitelist=*",
-                        "forceSync=no",
+                        "forceSync=" + (fsync ? "yes" : "no"),
                         // Snapshots every 100k txns would stall the server mid-run; W4 writes ~600k.
                         "snapCount=10000000"));
         zookeeper = ChildJvm.start(ZooKeeperServerMain.class, List.of(config.toString()), ZOOKEEPER_JVM_OPTIONS);
