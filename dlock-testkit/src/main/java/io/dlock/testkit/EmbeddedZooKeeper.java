@@ -302,6 +302,20 @@ public final class EmbeddedZooKeeper implements TestServer {
     }
 
     /**
+     * Returns how many requests the server has received from clients since it started (ZooKeeper's
+     * {@code zk_packets_received}, pings included): compare against a count taken before the test.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server is stopped.
+     *
+     * @return the packet count
+     * @throws IllegalStateException if not serving
+     */
+    public long packetsReceived() {
+        return running().serverStats().getPacketsReceived();
+    }
+
+    /**
      * Expires one client session on the server, as if its timeout had run out: its ephemeral nodes
      * and watches go, its connection is closed, and the client sees {@code Expired} when it
      * reconnects.

@@ -26,6 +26,7 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
+import org.apache.zookeeper.proto.Create2Response;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,7 +46,10 @@ import org.slf4j.LoggerFactory;
  * would break the order zxids keep across leader changes. The README says so.
  *
  * <p>Failure: the create and the first {@code getChildren} are pipelined (ZooKeeper answers one
- * session's requests in order), so an uncontended acquire waits one round trip. A create whose
+ * session's requests in order), so an uncontended acquire waits one round trip. When this client's
+ * previous node under the same parent was granted at once and deleted, and no other transaction
+ * reached the ensemble since, the create alone shows that the new node is alone (its zxid is two
+ * above the old one's; see {@link #createdAfterAlone}), and no read is sent. A create whose
  * reply is lost is never blindly retried: after reconnecting, the client looks for a child carrying
  * its acquisition id and adopts it only if that child's ephemeral owner is the current session (a
  * node of an expired session is about to vanish, and adopting it let two clients hold a Curator
@@ -158,9 +162,21 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
         Created created = new Created();
         String prefix = parent + "/" + LockNodes.prefix(id, request.mode(), request.permits());
-        // Pipelined: the getChildren is answered after the create, so it already lists the new
-        // child, and its reply is handled after the create's (one session answers in order).
         if (zk instanceof DirectZooKeeper direct) {
+            Alone alone = lastAlone;
+            if (alone != null
+                    && request.mode() == LockMode.EXCLUSIVE
+                    && alone.parent().equals(parent)) {
+                direct.create(
+                        prefix,
+                        backend.nodeData,
+                        backend.acl,
+                        CreateMode.EPHEMERAL_SEQUENTIAL,
+                        (rc, r) -> createdAfterAlone(request, result, attempt, direct, parent, alone, rc, r));
+                return;
+            }
+            // Pipelined: the getChildren is answered after the create, so it already lists the new
+            // child, and its reply is handled after the create's (one session answers in order).
             direct.create(prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL, (rc, r) -> {
                 created.rc = rc;
                 if (r != null) {
@@ -198,6 +214,66 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         volatile @Nullable Stat stat;
     }
 
+    /**
+     * An exclusive node of this client, by its parent, creation zxid and session, that was first in
+     * its queue when this client read the queue after creating it (so it was granted at once).
+     */
+    private record Alone(String parent, long czxid, long session) {}
+
+    /** The latest node granted at its creation's read ({@link Alone}); written by any thread, read by the delete. */
+    private volatile @Nullable Alone firstAtCreation;
+
+    /**
+     * The latest {@link Alone} node that this client has since deleted (the delete succeeded): the
+     * uncontended cycle's shortcut, see {@link #createdAfterAlone}.
+     */
+    private volatile @Nullable Alone lastAlone;
+
+    /**
+     * The reply to a create sent without the pipelined read, because this client's last node under
+     * the same parent was {@link Alone} and deleted. ZooKeeper gives every transaction of the
+     * ensemble the next zxid of the epoch, and nothing changes the tree but a transaction. So if the
+     * new node's zxid is exactly two above that node's, the only transaction between them was this
+     * client's delete of it (it succeeded before this create was sent): no child was created or
+     * deleted under the parent since the old node was created, when it had no node ahead of it (any
+     * node ahead would have had to go, a transaction, before it was granted) and none behind (a later
+     * node is a later transaction). So the parent holds the new node alone, and it is granted without
+     * a read: the uncontended cycle is the floor's create and delete. Any other transaction in the
+     * ensemble meanwhile (another client's, a session's start or end, a leader's new epoch) makes the
+     * gap larger, and the queue is then read, one round trip later than the pipelined read would have
+     * answered. That costs only a client that alternates between running alone and contending; a
+     * contended cycle records no {@link Alone} node and so is pipelined again from the next one.
+     * The session must be the same too: a server restarted without its data starts its zxids again
+     * and could reach the old number by chance, but it has forgotten every session, so this client's
+     * next node is then created by a new one.
+     */
+    private void createdAfterAlone(
+            LockRequest request,
+            CompletableFuture<Position> result,
+            int attempt,
+            DirectZooKeeper direct,
+            String parent,
+            Alone before,
+            int rc,
+            @Nullable Create2Response r) {
+        Created c = new Created();
+        if (r != null) {
+            c.name = r.getPath();
+            c.stat = r.getStat();
+        }
+        c.rc = rc;
+        String name = c.name;
+        Stat stat = c.stat;
+        if (Code.get(rc) != Code.OK || name == null || stat == null) {
+            createdAndRead(request, result, attempt, parent, c, rc, null); // the create's code decides
+        } else if (stat.getCzxid() == before.czxid() + 2 && stat.getEphemeralOwner() == before.session()) {
+            createdAndRead(request, result, attempt, parent, c, rc, List.of(nodeName(name)));
+        } else {
+            direct.getChildren(
+                    parent, (rc2, children) -> createdAndRead(request, result, attempt, parent, c, rc2, children));
+        }
+    }
+
     private void createdAndRead(
             LockRequest request,
             CompletableFuture<Position> result,
@@ -227,7 +303,14 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         createdStat.getCzxid());
                 remember(entry, request);
                 if (Code.get(rc) == Code.OK && children != null) {
-                    complete(result, entry, children);
+                    boolean exclusive = request.mode() == LockMode.EXCLUSIVE && request.grantedDespite() == null;
+                    complete(
+                            result,
+                            entry,
+                            children,
+                            exclusive
+                                    ? new Alone(parent, createdStat.getCzxid(), createdStat.getEphemeralOwner())
+                                    : null);
                 } else {
                     readPosition(entry, result, 0);
                 }
@@ -557,6 +640,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@code awaitTurn} is noticed there.
      */
     private void complete(CompletableFuture<Position> result, QueueEntry entry, List<String> children) {
+        complete(result, entry, children, null);
+    }
+
+    /** As above; {@code ifGranted}, when the entry is granted, becomes {@link #firstAtCreation} before the engine hears of it. */
+    private void complete(
+            CompletableFuture<Position> result, QueueEntry entry, List<String> children, @Nullable Alone ifGranted) {
         Position now;
         try {
             now = position(entry, children);
@@ -564,6 +653,9 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             forget(LockNodes.nodeName(entry));
             result.completeExceptionally(e);
             return;
+        }
+        if (ifGranted != null && now.isGranted()) {
+            firstAtCreation = ifGranted;
         }
         handOut(result, now);
     }
@@ -912,7 +1004,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private void deleted(QueueEntry entry, CompletableFuture<Void> done, int attempt, int rc) {
         Code code = Code.get(rc);
         switch (code) {
-            case OK, NONODE -> done.complete(null);
+            case OK, NONODE -> {
+                Alone first = firstAtCreation;
+                if (code == Code.OK && first != null && first.czxid() == entry.token()) {
+                    lastAlone = first;
+                }
+                done.complete(null);
+            }
                 // The handle's session is over, but maybe only here (Curator gives a session up
                 // after a session timeout out of reach, while a restarted server still has it).
             case SESSIONEXPIRED -> {

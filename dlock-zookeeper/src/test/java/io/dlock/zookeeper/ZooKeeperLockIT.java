@@ -13,6 +13,7 @@ import io.dlock.testkit.Timing;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -178,5 +179,75 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
                         Capability.CRASH_RELEASE,
                         Capability.NO_HERD)
                 .doesNotContain(Capability.RENEWAL); // the session is the lease: nothing to renew
+    }
+
+    @Test
+    void uncontendedCycles_afterTheFirst_sendTheCreateAndTheDeleteOnly() throws Exception {
+        LockClient client = client("sessionTimeout=10s");
+        long lastToken;
+        try (Lease first = client.lock("solo").acquire()) {
+            lastToken = first.fencingToken();
+        }
+        int cycles = 50;
+        long before = server.packetsReceived();
+        for (int i = 0; i < cycles; i++) {
+            try (Lease lease = client.lock("solo").acquire()) {
+                assertThat(lease.fencingToken()).isGreaterThan(lastToken);
+                lastToken = lease.fencingToken();
+            }
+        }
+        long sent = server.packetsReceived() - before;
+        // The pipelined read would make it 3 a cycle (150); a few more are pings, or a cycle that
+        // found the parent reaped by the container check (every 500 ms here) and read the queue.
+        assertThat(sent).isBetween(2L * cycles, 2L * cycles + 8);
+        assertThat(children("solo")).isEmpty();
+    }
+
+    @Test
+    void cycleAfterAnotherClientWrote_readsTheQueueAndIsGranted() throws Exception {
+        LockClient client = client("sessionTimeout=10s");
+        LockClient other = client("sessionTimeout=10s");
+        long token;
+        try (Lease first = client.lock("after-write").acquire()) {
+            token = first.fencingToken();
+        }
+        try (Lease elsewhere = other.lock("elsewhere").acquire()) { // transactions outside this queue
+            long before = server.packetsReceived();
+            try (Lease lease = client.lock("after-write").acquire()) {
+                assertThat(lease.fencingToken()).isGreaterThan(elsewhere.fencingToken());
+                assertThat(lease.fencingToken()).isGreaterThan(token);
+            }
+            assertThat(server.packetsReceived() - before)
+                    .as("create, the read it needed, delete")
+                    .isBetween(3L, 5L);
+        }
+    }
+
+    @Test
+    void waiterThatTimedOut_isNeverTakenForALoneHolder_onItsNextTry() throws Exception {
+        LockClient a = client("sessionTimeout=10s&localQueueing=false");
+        LockClient b = client("sessionTimeout=10s&localQueueing=false");
+        try (Lease mine = a.lock("taken").acquire()) {
+            assertThat(mine.isValid()).isTrue(); // a's last node was alone and is deleted: the shortcut is armed
+        }
+        try (Lease held = b.lock("taken").acquire()) {
+            // a's first try creates a node behind b's, reads the queue, and deletes its node; nothing
+            // else happens meanwhile, so a's next node is exactly two transactions above that one.
+            // Were the withdrawn waiter taken for a lone holder, a would be granted beside b here.
+            for (int i = 0; i < 3; i++) {
+                assertThat(a.lock("taken").tryAcquire(Duration.ZERO)).isEmpty();
+            }
+            assertThat(held.isValid()).isTrue();
+            assertThat(children("taken")).hasSize(1);
+            Optional<Lease> waited = a.lock("taken").tryAcquire(Duration.ofMillis(200));
+            assertThat(waited).isEmpty();
+            long heldToken = held.fencingToken();
+            held.close();
+            try (Lease next = a.lock("taken")
+                    .tryAcquire(Timing.scale(Duration.ofSeconds(10)))
+                    .orElseThrow()) {
+                assertThat(next.fencingToken()).isGreaterThan(heldToken);
+            }
+        }
     }
 }
