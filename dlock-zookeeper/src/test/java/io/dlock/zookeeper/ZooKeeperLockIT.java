@@ -250,4 +250,41 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
             }
         }
     }
+
+    @Test
+    void clientsThatRunAloneBetweenOthers_keepTheCounterExact() throws Exception {
+        // Each client pauses between cycles, so it often runs cycles alone (the create-only cycle)
+        // and as often finds the others queued since its last node (the read after the create).
+        int clients = 3;
+        int cycles = 150;
+        io.dlock.testkit.MutualExclusionChecker checker = new io.dlock.testkit.MutualExclusionChecker();
+        List<Long> tokens = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<CompletableFuture<Void>> runs = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            LockClient client = client("sessionTimeout=10s&localQueueing=false");
+            String who = "c" + c;
+            java.util.Random random = new java.util.Random(c);
+            runs.add(CompletableFuture.runAsync(() -> {
+                for (int i = 0; i < cycles; i++) {
+                    try (Lease lease = client.lock("alternating").acquire()) {
+                        checker.enter(who);
+                        tokens.add(lease.fencingToken());
+                        checker.incrementUnsafely();
+                        checker.exit(who);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException(e);
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(random.nextInt(3_000_000));
+                }
+            }));
+        }
+        CompletableFuture.allOf(runs.toArray(CompletableFuture[]::new))
+                .get(Timing.scale(Duration.ofSeconds(120)).toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        assertThat(checker.violations()).isZero();
+        assertThat(checker.counter()).isEqualTo((long) clients * cycles);
+        // Grants are serial, so their tokens, in the order the holders recorded them, only rise.
+        assertThat(tokens).hasSize(clients * cycles).isSorted().doesNotHaveDuplicates();
+        assertThat(children("alternating")).isEmpty();
+    }
 }
