@@ -177,13 +177,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             }
             // Pipelined: the getChildren is answered after the create, so it already lists the new
             // child, and its reply is handled after the create's (one session answers in order).
-            direct.create(prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL, (rc, r) -> {
-                created.rc = rc;
-                if (r != null) {
-                    created.name = r.getPath();
-                    created.stat = r.getStat();
-                }
-            });
+            direct.create(prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL, created::fill);
             direct.getChildren(
                     parent, (rc, children) -> createdAndRead(request, result, attempt, parent, created, rc, children));
         } else {
@@ -212,6 +206,15 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         volatile int rc = Integer.MIN_VALUE;
         volatile @Nullable String name;
         volatile @Nullable Stat stat;
+
+        /** Takes a direct create's reply; the rc last, which the reader checks first. */
+        void fill(int code, @Nullable Create2Response r) {
+            if (r != null) {
+                name = r.getPath();
+                stat = r.getStat();
+            }
+            rc = code;
+        }
     }
 
     /**
@@ -257,17 +260,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             int rc,
             @Nullable Create2Response r) {
         Created c = new Created();
-        if (r != null) {
-            c.name = r.getPath();
-            c.stat = r.getStat();
-        }
-        c.rc = rc;
-        String name = c.name;
-        Stat stat = c.stat;
-        if (Code.get(rc) != Code.OK || name == null || stat == null) {
+        c.fill(rc, r);
+        if (r == null) {
             createdAndRead(request, result, attempt, parent, c, rc, null); // the create's code decides
-        } else if (stat.getCzxid() == before.czxid() + 2 && stat.getEphemeralOwner() == before.session()) {
-            createdAndRead(request, result, attempt, parent, c, rc, List.of(nodeName(name)));
+        } else if (r.getStat().getCzxid() == before.czxid() + 2
+                && r.getStat().getEphemeralOwner() == before.session()) {
+            createdAndRead(request, result, attempt, parent, c, rc, List.of(nodeName(r.getPath())));
         } else {
             direct.getChildren(
                     parent, (rc2, children) -> createdAndRead(request, result, attempt, parent, c, rc2, children));
