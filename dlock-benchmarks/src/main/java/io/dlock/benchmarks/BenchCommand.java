@@ -110,7 +110,8 @@ public final class BenchCommand implements Callable<Integer> {
             paramLabel = "D",
             converter = DurationConverter.class,
             defaultValue = "3s",
-            description = "Warm-up of each implementation per workload (default: ${DEFAULT-VALUE}).")
+            description = "Warm-up of each implementation per workload, run in two interleaved passes of half"
+                    + " each (default: ${DEFAULT-VALUE}).")
     private Duration warmup;
 
     @Option(

@@ -14,9 +14,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -34,6 +36,8 @@ final class Workloads {
     static final List<String> WORKER_JVM_OPTIONS = List.of("-Xmx256m", "-XX:+UseSerialGC");
 
     private static final Duration WORKER_START = Duration.ofSeconds(90);
+    /** Interleaved warm-up passes before the measured rounds; each runs a share of the warm-up. */
+    private static final int WARM_UP_PASSES = 2;
 
     private final RunConfig config;
     private final Servers servers;
@@ -64,10 +68,16 @@ final class Workloads {
 
     /** Warm-up for each, then rounds of A, B, C ...; returns the merged measurement of each. */
     private List<Result> interleaved(String workload, List<LockImpl> impls, Period period) throws InterruptedException {
-        for (LockImpl impl : impls) {
-            log.printf("%s warm-up %s (%s)%n", workload, impl.label(), config.warmup());
-            log.flush();
-            period.run(impl, config.warmup());
+        // Two interleaved passes of half the warm-up each: with one pass, the first implementation
+        // warmed up while the JVM was still cold and was measured while the compiler still worked
+        // through what the others' warm-ups had queued (its rounds kept rising, the others' did not).
+        Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
+        for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
+            for (LockImpl impl : impls) {
+                log.printf("%s warm-up %d/%d %s (%s)%n", workload, pass, WARM_UP_PASSES, impl.label(), each);
+                log.flush();
+                period.run(impl, each);
+            }
         }
         Map<LockImpl, List<Measurement>> parts = new EnumMap<>(LockImpl.class);
         for (int round = 1; round <= config.rounds(); round++) {
@@ -156,8 +166,9 @@ final class Workloads {
                     awaitDone(workers.get(i), "W3 worker " + i, timeout);
                     parts.add(readAndDelete(files.get(i)));
                 }
-                // Warm-up periods come first, one per implementation: leave them out of the shares.
-                if (periods[0]++ >= impls.size()) {
+                // Warm-up periods come first, WARM_UP_PASSES per implementation: leave them out of the
+                // shares.
+                if (periods[0]++ >= WARM_UP_PASSES * impls.size()) {
                     long[] shares = perJvm.computeIfAbsent(impl, k -> new long[workers.size()]);
                     for (int i = 0; i < parts.size(); i++) {
                         shares[i] += parts.get(i).ops;
@@ -433,10 +444,12 @@ final class Workloads {
             Map<LockImpl, String> failed = new EnumMap<>(LockImpl.class);
             int[] runs = {0};
             int[] periods = {0};
+            Set<String> measuredStacks = new LinkedHashSet<>();
+            Set<String> warmUpStacks = new LinkedHashSet<>();
             List<Result> results = interleaved("W6", impls, (impl, length) -> {
-                // Warm-up periods come first, one per implementation: their pins (first calls that
+                // Warm-up periods come first, WARM_UP_PASSES per implementation: their pins (first calls that
                 // link call sites and load classes) are left out.
-                boolean measured = periods[0]++ >= impls.size();
+                boolean measured = periods[0]++ >= WARM_UP_PASSES * impls.size();
                 if (failed.containsKey(impl)) {
                     return new Measurement(0, length.toNanos(), new long[0], new long[0], new long[0], 0);
                 }
@@ -444,6 +457,7 @@ final class Workloads {
                 long[] w = window(length, 1_000_000_000L);
                 Path file = dir.resolve("run-" + (runs[0]++) + ".bin");
                 String[] done;
+                int linesBefore = worker.lines().size();
                 try {
                     done = w6Command(
                             worker,
@@ -470,6 +484,10 @@ final class Workloads {
                 if (measured) {
                     addPins(pins, impl, done);
                 }
+                List<String> lines = worker.lines();
+                lines.subList(linesBefore, lines.size()).stream()
+                        .filter(l -> l.startsWith("PINNED-BY-DLOCK "))
+                        .forEach((measured ? measuredStacks : warmUpStacks)::add);
                 return readAndDelete(file);
             });
             for (Result r : results) {
@@ -509,11 +527,14 @@ final class Workloads {
                 r.extra().put("pinnedLoadingClasses", p[1]);
                 r.extra().put("pinnedByDlock", p[2]);
             }
-            worker.lines().stream()
-                    .filter(l -> l.startsWith("PINNED-BY-DLOCK "))
-                    .distinct()
-                    .limit(10)
-                    .forEach(log::println);
+            // Only the measured rounds' pins are counted; the warm-up's are printed apart, so that a
+            // stack from a first call (a call site or class linked by a virtual thread) is not read
+            // as one of the counted pins.
+            measuredStacks.stream().limit(10).forEach(log::println);
+            if (!warmUpStacks.isEmpty()) {
+                log.println("W6 pins with a dlock frame in the warm-up periods (not counted):");
+                warmUpStacks.stream().limit(10).map(l -> "  warm-up " + l).forEach(log::println);
+            }
             return results;
         } finally {
             stop(workers, dir);
@@ -741,7 +762,9 @@ final class Workloads {
      * ZooKeeper: {@code zk_packets_received} from {@code mntr} (less what an idle interval of the
      * same probes adds: session pings of the open clients). Redis: the client's own requests as
      * {@code MONITOR} sees them (commands run inside scripts listed apart), and the {@code INFO
-     * commandstats} delta, which counts both, without the probes themselves.
+     * commandstats} delta, which counts both, without the probes themselves. The client JVM's and
+     * the server's CPU time per cycle come from a pass of {@code costCycles} cycles of their own,
+     * without those probes.
      */
     List<Result> cost(List<LockImpl> impls) throws InterruptedException {
         List<Result> out = new ArrayList<>();
@@ -762,9 +785,17 @@ final class Workloads {
                 int n = config.costCycles();
                 Map<String, Object> extra = new LinkedHashMap<>();
                 double perCycle;
+                // CPU time over a pass of its own, before the counted one: MONITOR's feed (the server
+                // writes it, a thread of this JVM reads it) is a line per command, so it cost dlock's
+                // scripts more than the floors' bare commands, and the probes cost every client.
                 long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
                 long serverCpu0 = cpuNanos(serverPid);
                 long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
+                for (int i = 0; i < n; i++) {
+                    lock.acquire().release();
+                }
+                long serverCpu = cpuNanos(serverPid) - serverCpu0;
+                long clientCpu = cpuNanos(ProcessHandle.current().pid()) - clientCpu0;
                 if (impl.backend() == Backend.ZOOKEEPER) {
                     String zk = servers.address(Backend.ZOOKEEPER);
                     long idle0 = ServerStats.zooKeeperPacketsReceived(zk);
@@ -817,9 +848,6 @@ final class Workloads {
                         extra.put("netInBytesPerCycle", bytes / (double) n);
                     }
                 }
-                // Includes the few probes around the loop (mntr, INFO, MONITOR's feed): small against n cycles.
-                long serverCpu = cpuNanos(serverPid) - serverCpu0;
-                long clientCpu = cpuNanos(ProcessHandle.current().pid()) - clientCpu0;
                 extra.put("serverCpuUsPerCycle", serverCpu0 < 0 ? Double.NaN : serverCpu / 1e3 / n);
                 extra.put("clientCpuUsPerCycle", clientCpu0 < 0 ? Double.NaN : clientCpu / 1e3 / n);
                 log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
