@@ -25,12 +25,19 @@ import org.junit.jupiter.api.Test;
  */
 class ZooKeeperLeftoverIT {
 
-    private static final Duration SESSION = Duration.ofSeconds(3);
+    /**
+     * The restarted server gives the old sessions this long again, and the client must reconnect and
+     * delete its node inside it for the test to see who deleted it: 3 s was too short for a loaded
+     * CI machine (the old session expired first, so the client's delete could not be told apart).
+     */
+    private static final Duration SESSION = Duration.ofSeconds(8);
+
+    private static final String OPTIONS = "?sessionTimeout=" + SESSION.toSeconds() + "s&connectTimeout=5s";
 
     @Test
     void release_whileServerDownPastSession_nodeDeletedFromNewSessionBeforeServerExpiry() throws Exception {
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
-            String uri = server.uri("leftover") + "?sessionTimeout=3s&connectTimeout=5s";
+            String uri = server.uri("leftover") + OPTIONS;
             try (LockClient holder = LockClient.connect(uri)) {
                 Lease lease = holder.lock("orphan").acquire();
                 AtomicInteger lost = new AtomicInteger();
@@ -49,7 +56,7 @@ class ZooKeeperLeftoverIT {
                 }
 
                 server.kill();
-                await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> lost.get() == 1);
+                await().atMost(Timing.scale(SESSION.plusSeconds(5))).until(() -> lost.get() == 1);
                 lease.close(); // the server is down: the node cannot be deleted now
                 // The fault itself: down longer than the session timeout, so Curator gives the
                 // session up while the server, once back, still has it (with a fresh timeout).
@@ -84,7 +91,7 @@ class ZooKeeperLeftoverIT {
     @Test
     void waiter_sessionGivenUpWhileServerDown_oldNodeDeletedAndWaiterGranted() throws Exception {
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
-            String uri = server.uri("waiters") + "?sessionTimeout=3s&connectTimeout=5s";
+            String uri = server.uri("waiters") + OPTIONS;
             try (LockClient holder = LockClient.connect(uri);
                     LockClient waiter = LockClient.connect(uri)) {
                 Lease held = holder.lock("queue").acquire();
@@ -101,7 +108,7 @@ class ZooKeeperLeftoverIT {
                 }
 
                 server.kill();
-                await().atMost(Timing.scale(Duration.ofSeconds(10))).until(() -> !held.isValid());
+                await().atMost(Timing.scale(SESSION.plusSeconds(5))).until(() -> !held.isValid());
                 held.close();
                 Thread.sleep(SESSION.plusSeconds(2).toMillis()); // the fault: both sessions given up
                 server.restart();
