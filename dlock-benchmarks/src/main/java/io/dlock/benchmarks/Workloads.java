@@ -786,8 +786,8 @@ final class Workloads {
                 Map<String, Object> extra = new LinkedHashMap<>();
                 double perCycle;
                 // CPU time over a pass of its own, before the counted one: MONITOR's feed (the server
-                // writes it, a thread of this JVM reads it) is a line per command, so it cost dlock's
-                // scripts more than the floors' bare commands, and the probes cost every client.
+                // writes it, a thread of this JVM reads it) is a line per command, those inside
+                // scripts too, and would count as the client's and the server's work.
                 long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
                 long serverCpu0 = cpuNanos(serverPid);
                 long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
