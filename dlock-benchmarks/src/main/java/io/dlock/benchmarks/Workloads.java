@@ -63,7 +63,8 @@ final class Workloads {
     }
 
     private interface Period {
-        Measurement run(LockImpl impl, Duration length) throws InterruptedException;
+        /** One period of {@code impl}; {@code measured} is false for warm-up periods. */
+        Measurement run(LockImpl impl, Duration length, boolean measured) throws InterruptedException;
     }
 
     /** Warm-up for each, then rounds of A, B, C ...; returns the merged measurement of each. */
@@ -76,13 +77,13 @@ final class Workloads {
             for (LockImpl impl : impls) {
                 log.printf("%s warm-up %d/%d %s (%s)%n", workload, pass, WARM_UP_PASSES, impl.label(), each);
                 log.flush();
-                period.run(impl, each);
+                period.run(impl, each, false);
             }
         }
         Map<LockImpl, List<Measurement>> parts = new EnumMap<>(LockImpl.class);
         for (int round = 1; round <= config.rounds(); round++) {
             for (LockImpl impl : impls) {
-                Measurement m = period.run(impl, config.duration());
+                Measurement m = period.run(impl, config.duration(), true);
                 log.printf(
                         Locale.ROOT,
                         "%s round %d %-17s %10.0f ops/s%n",
@@ -112,7 +113,7 @@ final class Workloads {
         for (LockImpl impl : impls) {
             locks.put(impl, client(impl).lock("w1"));
         }
-        return interleaved("W1", impls, (impl, length) -> {
+        return interleaved("W1", impls, (impl, length, measured) -> {
             long[] w = window(length, 0);
             return Loops.uncontended(java.util.Objects.requireNonNull(locks.get(impl)), w[0], w[1]);
         });
@@ -124,7 +125,7 @@ final class Workloads {
         for (LockImpl impl : impls) {
             locks.put(impl, client(impl).lock("w2"));
         }
-        return interleaved("W2", impls, (impl, length) -> {
+        return interleaved("W2", impls, (impl, length, measured) -> {
             long[] w = window(length, 50_000_000L); // let every thread reach the start line
             return Loops.contended(
                     java.util.Objects.requireNonNull(locks.get(impl)),
@@ -150,8 +151,7 @@ final class Workloads {
             int[] runs = {0};
             Map<LockImpl, long[]> perJvm = new EnumMap<>(LockImpl.class);
             Map<LockImpl, LongList> crossJvm = new EnumMap<>(LockImpl.class);
-            int[] periods = {0};
-            List<Result> results = interleaved("W3", impls, (impl, length) -> {
+            List<Result> results = interleaved("W3", impls, (impl, length, measured) -> {
                 long[] w = window(length, 500_000_000L); // the commands reach every worker before the start
                 List<Path> files = new ArrayList<>();
                 for (ChildJvm worker : workers) {
@@ -166,9 +166,7 @@ final class Workloads {
                     awaitDone(workers.get(i), "W3 worker " + i, timeout);
                     parts.add(readAndDelete(files.get(i)));
                 }
-                // Warm-up periods come first, WARM_UP_PASSES per implementation: leave them out of the
-                // shares.
-                if (periods[0]++ >= WARM_UP_PASSES * impls.size()) {
+                if (measured) {
                     long[] shares = perJvm.computeIfAbsent(impl, k -> new long[workers.size()]);
                     for (int i = 0; i < parts.size(); i++) {
                         shares[i] += parts.get(i).ops;
@@ -242,7 +240,7 @@ final class Workloads {
                 for (int jvms : config.scaleJvms()) {
                     List<ChildJvm> cell = workers.subList(0, jvms);
                     String workload = "SCALE j=" + jvms + " n=" + names;
-                    out.addAll(interleaved(workload, here, (impl, length) -> {
+                    out.addAll(interleaved(workload, here, (impl, length, measured) -> {
                         long[] w = window(length, 500_000_000L); // the commands reach every worker first
                         List<Path> files = new ArrayList<>();
                         for (ChildJvm worker : cell) {
@@ -372,7 +370,7 @@ final class Workloads {
             }
             io.lettuce.core.api.sync.@Nullable RedisCommands<String, String> probeSync =
                     redis == null ? null : redis.sync();
-            List<Result> out = interleaved("W5", impls, (impl, length) -> {
+            List<Result> out = interleaved("W5", impls, (impl, length, measured) -> {
                 long[] w = window(length, 50_000_000L);
                 List<BenchLock> names = java.util.Objects.requireNonNull(locks.get(impl));
                 io.lettuce.core.api.sync.@Nullable RedisCommands<String, String> probe =
@@ -443,13 +441,10 @@ final class Workloads {
             Map<LockImpl, long[]> pins = new EnumMap<>(LockImpl.class);
             Map<LockImpl, String> failed = new EnumMap<>(LockImpl.class);
             int[] runs = {0};
-            int[] periods = {0};
             Set<String> measuredStacks = new LinkedHashSet<>();
             Set<String> warmUpStacks = new LinkedHashSet<>();
-            List<Result> results = interleaved("W6", impls, (impl, length) -> {
-                // Warm-up periods come first, WARM_UP_PASSES per implementation: their pins (first calls that
-                // link call sites and load classes) are left out.
-                boolean measured = periods[0]++ >= WARM_UP_PASSES * impls.size();
+            List<Result> results = interleaved("W6", impls, (impl, length, measured) -> {
+                // Warm-up periods' pins (first calls that link call sites and load classes) are left out.
                 if (failed.containsKey(impl)) {
                     return new Measurement(0, length.toNanos(), new long[0], new long[0], new long[0], 0);
                 }
