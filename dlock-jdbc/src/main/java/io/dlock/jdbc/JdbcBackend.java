@@ -472,6 +472,45 @@ final class JdbcBackend implements LockBackend {
     }
 
     /** Whether connections come from the application's DataSource (their settings are not dlock's). */
+    /**
+     * Runs {@code body} as one transaction on {@code c} at {@code isolation}, then puts the
+     * connection back in autocommit at the isolation it had. Blocks on the server; throws what the
+     * body or the commit threw, after a rollback.
+     */
+    <T> T inTransaction(Connection c, int isolation, SqlBody<T> body) throws SQLException {
+        // Our own connections are all READ COMMITTED (PostgreSQL's default, set for MariaDB's).
+        int had = borrowsConnections() ? c.getTransactionIsolation() : Connection.TRANSACTION_READ_COMMITTED;
+        if (had != isolation) {
+            c.setTransactionIsolation(isolation);
+        }
+        c.setAutoCommit(false);
+        boolean committed = false;
+        try {
+            T result = body.run();
+            c.commit();
+            committed = true;
+            return result;
+        } finally {
+            try {
+                if (!committed) {
+                    c.rollback();
+                }
+                c.setAutoCommit(true);
+                if (had != isolation) {
+                    c.setTransactionIsolation(had);
+                }
+            } catch (SQLException e) {
+                // Never hand on a connection that may still be inside a transaction.
+                throw new SQLException("could not end a transaction: " + e.getMessage(), "08003", e);
+            }
+        }
+    }
+
+    @FunctionalInterface
+    interface SqlBody<T> {
+        T run() throws SQLException;
+    }
+
     boolean borrowsConnections() {
         return connections instanceof BorrowedConnections;
     }

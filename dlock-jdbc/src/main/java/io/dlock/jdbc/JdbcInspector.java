@@ -71,6 +71,7 @@ final class JdbcInspector implements LockInspector {
     private final String releaseHeld;
     private final String releaseEntry;
     private final AtomicInteger watchThreads = new AtomicInteger();
+    private final int snapshotIsolation;
 
     JdbcInspector(JdbcBackend backend) {
         this.backend = backend;
@@ -79,6 +80,11 @@ final class JdbcInspector implements LockInspector {
         this.table = backend.uri.table();
         this.waiters = backend.sql.waiters;
         this.timeout = backend.options.connectTimeout().multipliedBy(3);
+        // H2's REPEATABLE READ fixes each table at its first read, not the whole database at the
+        // first read as PostgreSQL's and InnoDB's do; its SERIALIZABLE does.
+        this.snapshotIsolation = dialect == JdbcDialect.H2
+                ? Connection.TRANSACTION_SERIALIZABLE
+                : Connection.TRANSACTION_REPEATABLE_READ;
         String like = " LIKE ? ESCAPE '" + ESCAPE + "'";
         // Counter rows (rw/…, s/…, pg/…) never have an owner: every owned row is an exclusive lock.
         readHeld = "SELECT name, owner, client, token, holder, expires_ms - " + now + ", " + now + " FROM " + table
@@ -147,7 +153,9 @@ final class JdbcInspector implements LockInspector {
         String pattern = likePrefix(prefix);
         Set<String> sessions = java.util.concurrent.ConcurrentHashMap.newKeySet();
         await(
-                backend.submit(c -> {
+                // One snapshot for both tables: read apart, a hand-over committed between the reads
+                // showed the old holder with its waiter gone.
+                backend.submit(c -> backend.inTransaction(c, snapshotIsolation, () -> {
                     try (PreparedStatement ps = c.prepareStatement(readHeld)) {
                         ps.setString(1, pattern);
                         try (ResultSet rs = ps.executeQuery()) {
@@ -222,7 +230,7 @@ final class JdbcInspector implements LockInspector {
                         }
                     }
                     return Boolean.TRUE;
-                }),
+                })),
                 exactName);
         if (dialect == JdbcDialect.POSTGRESQL) {
             holders.replaceAll((k, list) -> withLiveness(list, sessions));

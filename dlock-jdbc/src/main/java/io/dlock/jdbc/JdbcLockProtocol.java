@@ -1044,7 +1044,8 @@ final class JdbcLockProtocol implements LockProtocol {
      * waiter row, and on PostgreSQL wake whoever the purge let through.
      */
     Outcome sharedAttempt(Connection c, String acq, SharedQueue.Request r, boolean insert) throws SQLException {
-        return inTransaction(c, () -> {
+        // READ COMMITTED: each statement sees what the previous holder of the counter row committed.
+        return backend.inTransaction(c, Connection.TRANSACTION_READ_COMMITTED, () -> {
             long counter = lockCounter(c, r.key(), true);
             int purged;
             try (PreparedStatement ps = c.prepareStatement(sql.purgeWaiters)) {
@@ -1114,7 +1115,7 @@ final class JdbcLockProtocol implements LockProtocol {
             deleteWaiter(c, acq); // the other clients' pollers find out
             return;
         }
-        inTransaction(c, () -> {
+        backend.inTransaction(c, Connection.TRANSACTION_READ_COMMITTED, () -> {
             // Serialized with the grants of this name: two releases at once each see the other's
             // departure, so a waiter both let through is woken by the second.
             lockCounter(c, key, false);
@@ -1205,45 +1206,6 @@ final class JdbcLockProtocol implements LockProtocol {
                 ps.executeQuery().close();
             }
         }
-    }
-
-    /**
-     * Runs {@code body} as one transaction on {@code c} and puts the connection back in autocommit.
-     * READ COMMITTED is what the steps rely on (each statement sees what the previous holder of the
-     * counter row committed); a borrowed connection set otherwise is switched for the transaction.
-     */
-    private <T> T inTransaction(Connection c, SqlBody<T> body) throws SQLException {
-        int isolation =
-                backend.borrowsConnections() ? c.getTransactionIsolation() : Connection.TRANSACTION_READ_COMMITTED;
-        if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-            c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-        }
-        c.setAutoCommit(false);
-        boolean committed = false;
-        try {
-            T result = body.run();
-            c.commit();
-            committed = true;
-            return result;
-        } finally {
-            try {
-                if (!committed) {
-                    c.rollback();
-                }
-                c.setAutoCommit(true);
-                if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-                    c.setTransactionIsolation(isolation);
-                }
-            } catch (SQLException e) {
-                // Never hand on a connection that may still be inside a transaction.
-                throw new SQLException("could not end a transaction: " + e.getMessage(), "08003", e);
-            }
-        }
-    }
-
-    @FunctionalInterface
-    private interface SqlBody<T> {
-        T run() throws SQLException;
     }
 
     // ---- release, renewal, recovery
