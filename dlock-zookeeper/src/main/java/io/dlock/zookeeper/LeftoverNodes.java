@@ -66,7 +66,7 @@ final class LeftoverNodes {
 
     /** Remembers {@code entry}'s node, owned by {@code entry.session()}, and sweeps. */
     void add(QueueEntry entry) {
-        add(entry.lockName(), backend.lockPath(entry.lockName()) + "/" + LockNodes.nodeName(entry), entry.session());
+        add(entry.lockName(), backend.nodePath(entry.lockName(), LockNodes.nodeName(entry)), entry.session());
     }
 
     /** Remembers the node at {@code path}, owned by {@code session}, and sweeps. */

@@ -32,6 +32,8 @@ final class LockNodes {
     static final String DOWNGRADE_FLAG = "dg";
     /** How a downgrade's read node name ends before its sequence; an acquisition id ends before "-". */
     private static final String DOWNGRADE_TAIL = "-" + DOWNGRADE_FLAG + READ_MARKER;
+    /** How an exclusive node's name ends before its sequence. */
+    private static final String EXCLUSIVE_TAIL = "-" + LOCK_MARKER;
 
     private LockNodes() {}
 
@@ -49,12 +51,12 @@ final class LockNodes {
 
     /** The prefix ZooKeeper appends the sequence to. */
     static String prefix(String acquisitionId, LockMode mode, int permits) {
-        String base = PROTECTED_PREFIX + acquisitionId + "-";
+        // One concatenation each: the uncontended cycle builds these names on every acquisition.
         return switch (mode) {
-            case EXCLUSIVE -> base + LOCK_MARKER;
-            case READ -> base + READ_MARKER;
-            case WRITE -> base + WRITE_MARKER;
-            case SEMAPHORE -> base + "p" + permits + SEMAPHORE_MARKER;
+            case EXCLUSIVE -> PROTECTED_PREFIX + acquisitionId + EXCLUSIVE_TAIL;
+            case READ -> PROTECTED_PREFIX + acquisitionId + "-" + READ_MARKER;
+            case WRITE -> PROTECTED_PREFIX + acquisitionId + "-" + WRITE_MARKER;
+            case SEMAPHORE -> PROTECTED_PREFIX + acquisitionId + "-p" + permits + SEMAPHORE_MARKER;
         };
     }
 
@@ -69,14 +71,17 @@ final class LockNodes {
      * other node's whole name. A held exclusive lock so keeps a 10-character key (W4).
      */
     static String key(String nodeName, String acquisitionId) {
-        String exclusive = prefix(acquisitionId);
-        return nodeName.startsWith(exclusive) ? nodeName.substring(exclusive.length()) : nodeName;
+        int tail = PROTECTED_PREFIX.length() + acquisitionId.length();
+        boolean exclusive = nodeName.startsWith(PROTECTED_PREFIX)
+                && nodeName.startsWith(acquisitionId, PROTECTED_PREFIX.length())
+                && nodeName.startsWith(EXCLUSIVE_TAIL, tail);
+        return exclusive ? nodeName.substring(tail + EXCLUSIVE_TAIL.length()) : nodeName;
     }
 
     /** The node's name of {@code entry}, from its {@link #key}. */
     static String nodeName(QueueEntry entry) {
         String key = entry.key();
-        return key.startsWith(PROTECTED_PREFIX) ? key : prefix(entry.acquisitionId()) + key;
+        return key.startsWith(PROTECTED_PREFIX) ? key : PROTECTED_PREFIX + entry.acquisitionId() + EXCLUSIVE_TAIL + key;
     }
 
     /** The exclusive-lock prefix. */

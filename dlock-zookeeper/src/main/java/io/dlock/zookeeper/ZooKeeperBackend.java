@@ -54,6 +54,9 @@ final class ZooKeeperBackend implements LockBackend {
             Capability.NO_HERD));
 
     final ZooKeeperUri uri;
+    /** {@code /<namespace>/}: every lock's path starts with it. */
+    private final String pathPrefix;
+
     final LockOptions options;
     final CuratorFramework curator;
     final List<ACL> acl;
@@ -66,6 +69,7 @@ final class ZooKeeperBackend implements LockBackend {
 
     private ZooKeeperBackend(ZooKeeperUri uri, CuratorFramework curator, Duration negotiatedSessionTimeout) {
         this.uri = uri;
+        this.pathPrefix = "/" + uri.namespace() + "/";
         this.options = uri.options();
         this.curator = curator;
         this.acl = uri.hasCredentials() ? ZooDefs.Ids.CREATOR_ALL_ACL : ZooDefs.Ids.OPEN_ACL_UNSAFE;
@@ -213,8 +217,14 @@ final class ZooKeeperBackend implements LockBackend {
                 });
     }
 
+    /** The parent of {@code lockName}'s queue nodes. */
     String lockPath(String lockName) {
-        return "/" + uri.namespace() + "/" + lockName;
+        return pathPrefix + lockName;
+    }
+
+    /** The path of {@code lockName}'s queue node {@code node}. */
+    String nodePath(String lockName, String node) {
+        return pathPrefix + lockName + "/" + node;
     }
 
     @Override

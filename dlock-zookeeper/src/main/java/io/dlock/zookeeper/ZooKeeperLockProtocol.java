@@ -644,22 +644,23 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     /** As above; {@code ifGranted}, when the entry is granted, becomes {@link #firstAtCreation} before the engine hears of it. */
     private void complete(
             CompletableFuture<Position> result, QueueEntry entry, List<String> children, @Nullable Alone ifGranted) {
+        String key = LockNodes.nodeName(entry);
         Position now;
         try {
-            now = position(entry, children);
+            now = position(entry, key, children);
         } catch (EntryLostException e) {
-            forget(LockNodes.nodeName(entry));
+            forget(key);
             result.completeExceptionally(e);
             return;
         }
         if (ifGranted != null && now.isGranted()) {
             firstAtCreation = ifGranted;
         }
-        handOut(result, now);
+        handOut(result, now, key);
     }
 
-    private void handOut(CompletableFuture<Position> result, Position now) {
-        String key = LockNodes.nodeName(now.entry());
+    /** Hands {@code now} to the engine; {@code key} is its entry's node name. */
+    private void handOut(CompletableFuture<Position> result, Position now, String key) {
         if (now.isGranted()) {
             waits.remove(key);
             result.complete(now);
@@ -706,14 +707,12 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
     }
 
-    /** Where {@code entry} stands among {@code children}, by the rule of its mode. */
-    private Position position(QueueEntry entry, List<String> children) {
-        String own = LockNodes.nodeName(entry);
+    /** Where {@code entry}, whose node is {@code own}, stands among {@code children}, by the rule of its mode. */
+    private Position position(QueueEntry entry, String own, List<String> children) {
         if (!children.contains(own)) {
             throw new EntryLostException(entry, "it is no longer among the lock's children");
         }
         LockNodes.Node node = java.util.Objects.requireNonNull(LockNodes.parse(own), own); // our own node
-        LockRequest request = requests.get(own);
         String waitFor =
                 switch (node.mode()) {
                     case EXCLUSIVE -> LockNodes.nearestAhead(node, children);
@@ -732,6 +731,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                                     .findFirst()
                                     .orElse(null);
                     case SEMAPHORE -> {
+                        LockRequest request = requests.get(own);
                         int max = request == null ? Integer.MAX_VALUE : request.maxPermits();
                         int taken = LockNodes.ahead(node, children).stream()
                                 .mapToInt(LockNodes.Node::permits)
@@ -841,7 +841,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                             }
                             Position now;
                             try {
-                                now = position(entry, children);
+                                now = position(entry, key, children);
                             } catch (EntryLostException e) {
                                 forget(key);
                                 result.completeExceptionally(e);
@@ -964,7 +964,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
         CompletableFuture<Void> done = tracked(new CompletableFuture<>(), true, null);
         if (!done.isDone()) {
-            delete(entry, done, 0);
+            delete(entry, backend.nodePath(entry.lockName(), node), done, 0);
         }
         return done;
     }
@@ -973,7 +973,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * Deletes the node, through connection drops (with the retry policy's back-off, no bound on
      * attempts), until it is gone or its session has ended; a client closed meanwhile ends it too.
      */
-    private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
+    private void delete(QueueEntry entry, String path, CompletableFuture<Void> done, int attempt) {
         if (done.isDone() || backend.isClosed()) {
             done.complete(null); // client closed: the session ends with it
             return;
@@ -982,7 +982,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         try {
             zk = backend.zk();
         } catch (LockBackendException e) {
-            retry(attempt, () -> delete(entry, done, attempt + 1));
+            retry(attempt, () -> delete(entry, path, done, attempt + 1));
             return;
         }
         if (zk.getSessionId() != entry.session()) {
@@ -993,13 +993,13 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (zk instanceof DirectZooKeeper direct) {
-            direct.delete(path(entry), (rc, unused) -> deleted(entry, done, attempt, rc));
+            direct.delete(path, (rc, unused) -> deleted(entry, path, done, attempt, rc));
         } else {
-            zk.delete(path(entry), -1, (rc, path, ctx) -> deleted(entry, done, attempt, rc), null);
+            zk.delete(path, -1, (rc, p, ctx) -> deleted(entry, path, done, attempt, rc), null);
         }
     }
 
-    private void deleted(QueueEntry entry, CompletableFuture<Void> done, int attempt, int rc) {
+    private void deleted(QueueEntry entry, String path, CompletableFuture<Void> done, int attempt, int rc) {
         Code code = Code.get(rc);
         switch (code) {
             case OK, NONODE -> {
@@ -1016,8 +1016,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                 done.complete(null);
             }
             case CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONMOVED -> retry(
-                    attempt, () -> delete(entry, done, attempt + 1));
-            default -> done.completeExceptionally(failure(entry.lockName(), "deleting " + path(entry), code));
+                    attempt, () -> delete(entry, path, done, attempt + 1));
+            default -> done.completeExceptionally(failure(entry.lockName(), "deleting " + path, code));
         }
     }
 
@@ -1271,7 +1271,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * the entry's lock name gives, and the node's name follows from the key and the acquisition id.
      */
     private String path(QueueEntry entry) {
-        return backend.lockPath(entry.lockName()) + "/" + LockNodes.nodeName(entry);
+        return backend.nodePath(entry.lockName(), LockNodes.nodeName(entry));
     }
 
     private static String nodeName(String path) {
