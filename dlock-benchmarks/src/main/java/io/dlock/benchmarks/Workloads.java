@@ -561,6 +561,55 @@ final class Workloads {
         return sb.toString();
     }
 
+    /** The median of {@code values} (the mean of the middle two of an even count); NaN if any is NaN. */
+    static double median(List<Double> values) {
+        double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        if (v.length == 0 || Double.isNaN(v[v.length - 1])) {
+            return Double.NaN;
+        }
+        int mid = v.length / 2;
+        return v.length % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+    }
+
+    private static String roundsText(List<Double> values) {
+        StringBuilder sb = new StringBuilder();
+        for (double v : values) {
+            sb.append(sb.length() == 0 ? "" : " / ").append(String.format(Locale.ROOT, "%.1f", v));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * CPU time (user + system) of this JVM's JIT compiler threads, from {@code /proc/self/task}
+     * (Linux), or -1 if unknown; resolution is the kernel's tick. COST reports the client's CPU with
+     * and without it: compiling is a warm-up cost, and a pass after a warm-up of seconds still
+     * caught the compiler at the hot path (the runner's own loop is interpreted until its
+     * on-stack replacement, after tens of thousands of cycles).
+     */
+    static long compilerCpuNanos() {
+        long ticks = 0;
+        try (java.nio.file.DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path task : tasks) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (IOException e) {
+                    continue; // the thread ended meanwhile
+                }
+                // "tid (name) state ...": the name may hold spaces, so fields count from its ')'.
+                int close = stat.lastIndexOf(')');
+                String name = stat.substring(stat.indexOf('(') + 1, close);
+                if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
+                    String[] f = stat.substring(close + 2).split(" ");
+                    ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return ticks * 10_000_000L; // USER_HZ is 100 on Linux (sysconf(_SC_CLK_TCK))
+    }
+
     /** CPU time of a process (user + system), or -1 if unknown; resolution is the kernel's tick. */
     static long cpuNanos(long pid) {
         if (pid < 0) {
@@ -758,8 +807,8 @@ final class Workloads {
      * same probes adds: session pings of the open clients). Redis: the client's own requests as
      * {@code MONITOR} sees them (commands run inside scripts listed apart), and the {@code INFO
      * commandstats} delta, which counts both, without the probes themselves. The client JVM's and
-     * the server's CPU time per cycle come from a pass of {@code costCycles} cycles of their own,
-     * without those probes.
+     * the server's CPU time per cycle are the medians of {@code rounds} interleaved passes of
+     * {@code costCycles} cycles each, without those probes.
      */
     List<Result> cost(List<LockImpl> impls) throws InterruptedException {
         List<Result> out = new ArrayList<>();
@@ -770,27 +819,65 @@ final class Workloads {
                 redisClient = RedisClient.create(RedisURI.create("redis://" + servers.address(Backend.REDIS)));
                 redis = redisClient.connect();
             }
+            Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
             for (LockImpl impl : impls) {
-                BenchLock lock = client(impl).lock("cost");
-                // Warm up the client and the server (whose JIT would otherwise count as its CPU).
-                long warmEnd = System.nanoTime() + config.warmup().toNanos();
-                for (int i = 0; i < 100 || System.nanoTime() - warmEnd < 0; i++) {
-                    lock.acquire().release();
+                locks.put(impl, client(impl).lock("cost"));
+            }
+            // Warm up the clients and the servers (whose JIT would otherwise count as CPU), in
+            // interleaved passes as the timed workloads do.
+            Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
+            for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
+                for (LockImpl impl : impls) {
+                    BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
+                    long warmEnd = System.nanoTime() + each.toNanos();
+                    for (int i = 0; i < 100 || System.nanoTime() - warmEnd < 0; i++) {
+                        lock.acquire().release();
+                    }
                 }
-                int n = config.costCycles();
+            }
+            int n = config.costCycles();
+            // CPU time over passes of their own, before the counted one: MONITOR's feed (the server
+            // writes it, a thread of this JVM reads it) is a line per command, those inside
+            // scripts too, and would count as the client's and the server's work. One pass of a few
+            // seconds varied by a third between runs (a collection, the compiler, the host), so
+            // the passes are interleaved rounds and the median counts.
+            Map<LockImpl, List<Double>> clientCpus = new EnumMap<>(LockImpl.class);
+            Map<LockImpl, List<Double>> jitCpus = new EnumMap<>(LockImpl.class);
+            Map<LockImpl, List<Double>> serverCpus = new EnumMap<>(LockImpl.class);
+            for (int round = 1; round <= config.rounds(); round++) {
+                for (LockImpl impl : impls) {
+                    BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
+                    long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
+                    long serverCpu0 = cpuNanos(serverPid);
+                    long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
+                    long jitCpu0 = compilerCpuNanos();
+                    for (int i = 0; i < n; i++) {
+                        lock.acquire().release();
+                    }
+                    double server = serverCpu0 < 0 ? Double.NaN : (cpuNanos(serverPid) - serverCpu0) / 1e3 / n;
+                    double client = clientCpu0 < 0
+                            ? Double.NaN
+                            : (cpuNanos(ProcessHandle.current().pid()) - clientCpu0) / 1e3 / n;
+                    double jit = jitCpu0 < 0 ? Double.NaN : (compilerCpuNanos() - jitCpu0) / 1e3 / n;
+                    log.printf(
+                            Locale.ROOT,
+                            "COST round %d %-17s client %.1f us (JIT compilers %.1f of it), server %.1f us of CPU a"
+                                    + " cycle%n",
+                            round,
+                            impl.label(),
+                            client,
+                            jit,
+                            server);
+                    log.flush();
+                    clientCpus.computeIfAbsent(impl, k -> new ArrayList<>()).add(client);
+                    jitCpus.computeIfAbsent(impl, k -> new ArrayList<>()).add(jit);
+                    serverCpus.computeIfAbsent(impl, k -> new ArrayList<>()).add(server);
+                }
+            }
+            for (LockImpl impl : impls) {
+                BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
                 Map<String, Object> extra = new LinkedHashMap<>();
                 double perCycle;
-                // CPU time over a pass of its own, before the counted one: MONITOR's feed (the server
-                // writes it, a thread of this JVM reads it) is a line per command, those inside
-                // scripts too, and would count as the client's and the server's work.
-                long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
-                long serverCpu0 = cpuNanos(serverPid);
-                long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
-                for (int i = 0; i < n; i++) {
-                    lock.acquire().release();
-                }
-                long serverCpu = cpuNanos(serverPid) - serverCpu0;
-                long clientCpu = cpuNanos(ProcessHandle.current().pid()) - clientCpu0;
                 if (impl.backend() == Backend.ZOOKEEPER) {
                     String zk = servers.address(Backend.ZOOKEEPER);
                     long idle0 = ServerStats.zooKeeperPacketsReceived(zk);
@@ -843,8 +930,19 @@ final class Workloads {
                         extra.put("netInBytesPerCycle", bytes / (double) n);
                     }
                 }
-                extra.put("serverCpuUsPerCycle", serverCpu0 < 0 ? Double.NaN : serverCpu / 1e3 / n);
-                extra.put("clientCpuUsPerCycle", clientCpu0 < 0 ? Double.NaN : clientCpu / 1e3 / n);
+                List<Double> server = java.util.Objects.requireNonNull(serverCpus.get(impl));
+                List<Double> client = java.util.Objects.requireNonNull(clientCpus.get(impl));
+                extra.put("serverCpuUsPerCycle", median(server));
+                List<Double> jit = java.util.Objects.requireNonNull(jitCpus.get(impl));
+                List<Double> clientNoJit = new ArrayList<>();
+                for (int i = 0; i < client.size(); i++) {
+                    clientNoJit.add(client.get(i) - jit.get(i));
+                }
+                extra.put("clientCpuUsPerCycle", median(client));
+                extra.put("clientCpuUsRounds", roundsText(client));
+                extra.put("clientCpuNoJitUsPerCycle", median(clientNoJit));
+                extra.put("clientCpuNoJitUsRounds", roundsText(clientNoJit));
+                extra.put("serverCpuUsRounds", roundsText(server));
                 log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
                 log.flush();
                 out.add(new Result("COST", impl, perCycle, n, Double.NaN, Double.NaN, Double.NaN, 0, extra));

@@ -71,4 +71,12 @@ class MeasurementTest {
         String json = Report.toJson(Map.of("a\"b", List.of(1, 2.5, "x\ny")));
         assertThat(json).isEqualTo("{\"a\\\"b\":[1,2.500,\"x\\ny\"]}");
     }
+
+    @Test
+    void median_oddEvenAndUnknown() {
+        assertThat(Workloads.median(List.of(145.0, 213.0, 140.0))).isEqualTo(145.0);
+        assertThat(Workloads.median(List.of(4.0, 1.0, 3.0, 2.0))).isEqualTo(2.5);
+        assertThat(Workloads.median(List.of(1.0, Double.NaN, 2.0))).isNaN();
+        assertThat(Workloads.median(List.of())).isNaN();
+    }
 }
