@@ -72,14 +72,7 @@ final class Workloads {
         // Two interleaved passes of half the warm-up each: with one pass, the first implementation
         // warmed up while the JVM was still cold and was measured while the compiler still worked
         // through what the others' warm-ups had queued (its rounds kept rising, the others' did not).
-        Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
-        for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
-            for (LockImpl impl : impls) {
-                log.printf("%s warm-up %d/%d %s (%s)%n", workload, pass, WARM_UP_PASSES, impl.label(), each);
-                log.flush();
-                period.run(impl, each, false);
-            }
-        }
+        warmUp(workload, impls, period);
         Map<LockImpl, List<Measurement>> parts = new EnumMap<>(LockImpl.class);
         for (int round = 1; round <= config.rounds(); round++) {
             for (LockImpl impl : impls) {
@@ -100,6 +93,18 @@ final class Workloads {
             out.add(Result.of(workload, impl, Measurement.merge(java.util.Objects.requireNonNull(parts.get(impl)))));
         }
         return out;
+    }
+
+    /** {@link #WARM_UP_PASSES} interleaved passes over {@code impls}, each a share of the warm-up. */
+    private void warmUp(String workload, List<LockImpl> impls, Period period) throws InterruptedException {
+        Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
+        for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
+            for (LockImpl impl : impls) {
+                log.printf("%s warm-up %d/%d %s (%s)%n", workload, pass, WARM_UP_PASSES, impl.label(), each);
+                log.flush();
+                period.run(impl, each, false);
+            }
+        }
     }
 
     private static long[] window(Duration length, long delayNanos) {
@@ -823,18 +828,11 @@ final class Workloads {
             for (LockImpl impl : impls) {
                 locks.put(impl, client(impl).lock("cost"));
             }
-            // Warm up the clients and the servers (whose JIT would otherwise count as CPU), in
-            // interleaved passes as the timed workloads do.
-            Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
-            for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
-                for (LockImpl impl : impls) {
-                    BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
-                    long warmEnd = System.nanoTime() + each.toNanos();
-                    for (int i = 0; i < 100 || System.nanoTime() - warmEnd < 0; i++) {
-                        lock.acquire().release();
-                    }
-                }
-            }
+            // Warm up the clients and the servers (whose JIT would otherwise count as CPU).
+            warmUp("COST", impls, (impl, length, measured) -> {
+                long[] w = window(length, 0);
+                return Loops.uncontended(java.util.Objects.requireNonNull(locks.get(impl)), w[0], w[1]);
+            });
             int n = config.costCycles();
             // CPU time over passes of their own, before the counted one: MONITOR's feed (the server
             // writes it, a thread of this JVM reads it) is a line per command, those inside
