@@ -152,6 +152,7 @@ final class JdbcInspector implements LockInspector {
         TreeMap<Key, Integer> maxPermits = new TreeMap<>(holders.comparator());
         String pattern = likePrefix(prefix);
         Set<String> sessions = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        Set<String> owners = new java.util.HashSet<>();
         await(
                 // One snapshot for both tables: read apart, a hand-over committed between the reads
                 // showed the old holder with its waiter gone.
@@ -165,6 +166,7 @@ final class JdbcInspector implements LockInspector {
                                     continue;
                                 }
                                 long token = rs.getLong(4);
+                                owners.add(name + "#" + rs.getString(2));
                                 holders.computeIfAbsent(new Key(name, LockKind.EXCLUSIVE), k -> new ArrayList<>())
                                         .add(entry(
                                                 name + "#" + rs.getString(2) + "#" + token,
@@ -200,6 +202,11 @@ final class JdbcInspector implements LockInspector {
                                         };
                                 String name = mode == LockMode.EXCLUSIVE ? row : row.substring(row.indexOf('/') + 1);
                                 if (exactName != null && !exactName.equals(name)) {
+                                    continue;
+                                }
+                                if (mode == LockMode.EXCLUSIVE && owners.contains(row + "#" + rs.getString(2))) {
+                                    // A waiter that polled its way to the grant deletes its row in a
+                                    // statement of its own: until then that row is the holder's.
                                     continue;
                                 }
                                 long token = rs.getLong(7);

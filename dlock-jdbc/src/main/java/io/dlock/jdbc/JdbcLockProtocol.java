@@ -511,6 +511,14 @@ final class JdbcLockProtocol implements LockProtocol {
         @GuardedBy("this")
         boolean gone;
 
+        /**
+         * The token of the grant that completed the wait from the rows or a hand-over; -1 before.
+         * An attempt in flight that answers with this same token took that same grant (the poll
+         * saw its update before its reply came): it is the caller's lease, not a late grant.
+         */
+        @GuardedBy("this")
+        long grantedToken = -1;
+
         /** Completes once the attempt in flight has been answered; null while none ever was. */
         @GuardedBy("this")
         @Nullable
@@ -594,7 +602,9 @@ final class JdbcLockProtocol implements LockProtocol {
             Long token = error == null && outcome != null ? outcome.token() : null;
             boolean runAgain;
             boolean ended;
+            long handedToken;
             synchronized (this) {
+                handedToken = grantedToken;
                 checking = false;
                 runAgain = again;
                 again = false;
@@ -628,7 +638,7 @@ final class JdbcLockProtocol implements LockProtocol {
                 }
             }
             if (ended) {
-                if (token != null) {
+                if (token != null && token != handedToken) {
                     giveBackLateGrant(token);
                 }
                 return;
@@ -724,6 +734,7 @@ final class JdbcLockProtocol implements LockProtocol {
                 }
                 gone = true;
                 done = pending;
+                grantedToken = token;
             }
             waiters.remove(entry.acquisitionId(), this);
             waited.add(entry.acquisitionId());
