@@ -798,12 +798,51 @@ final class Workloads {
         }
     }
 
+    /**
+     * The heap in use as the last of three full collections left it, by the collector's own account
+     * ({@code GcInfo}); the heap read some time after a collection also counts what the client's
+     * threads (renewals, I/O) allocated since. Falls back to that read where the JVM has no such
+     * account.
+     */
     static long usedHeapAfterGc() throws InterruptedException {
         for (int i = 0; i < 3; i++) {
-            System.gc(); // a full collection under G1 (ExplicitGCInvokesConcurrent is off by default)
             Thread.sleep(100);
+            System.gc(); // a full collection under G1 (ExplicitGCInvokesConcurrent is off by default)
         }
-        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        long afterGc = heapAfterLastGc();
+        return afterGc >= 0
+                ? afterGc
+                : ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    /** The heap pools' use right after the JVM's most recent collection; -1 if the JVM does not say. */
+    static long heapAfterLastGc() {
+        Set<String> heapPools = new java.util.HashSet<>();
+        for (java.lang.management.MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == java.lang.management.MemoryType.HEAP) {
+                heapPools.add(pool.getName());
+            }
+        }
+        com.sun.management.GcInfo latest = null;
+        for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            if (gc instanceof com.sun.management.GarbageCollectorMXBean g) {
+                com.sun.management.GcInfo info = g.getLastGcInfo();
+                if (info != null && (latest == null || info.getEndTime() > latest.getEndTime())) {
+                    latest = info;
+                }
+            }
+        }
+        if (latest == null) {
+            return -1;
+        }
+        long used = 0;
+        for (Map.Entry<String, java.lang.management.MemoryUsage> e :
+                latest.getMemoryUsageAfterGc().entrySet()) {
+            if (heapPools.contains(e.getKey())) {
+                used += e.getValue().getUsed();
+            }
+        }
+        return used;
     }
 
     /**

@@ -79,4 +79,23 @@ class MeasurementTest {
         assertThat(Workloads.median(List.of(1.0, Double.NaN, 2.0))).isNaN();
         assertThat(Workloads.median(List.of())).isNaN();
     }
+
+    @Test
+    void usedHeapAfterGc_countsWhatStaysReachableAndNotGarbageMadeSince() throws Exception {
+        long before = Workloads.usedHeapAfterGc();
+        byte[][] kept = new byte[1024][]; // 64 KiB each: no humongous object, whatever the region size
+        for (int i = 0; i < kept.length; i++) {
+            kept[i] = new byte[64 << 10];
+        }
+        long held = Workloads.usedHeapAfterGc();
+        long garbage = 0;
+        for (int i = 0; i < 512; i++) {
+            garbage += new byte[64 << 10].length; // made after the collection: not in its figure
+        }
+        long heldAgain = Workloads.heapAfterLastGc();
+        assertThat(held - before).isBetween(64L << 20, 68L << 20);
+        assertThat(garbage).isEqualTo(32L << 20);
+        assertThat(heldAgain).isLessThan(held + (8L << 20));
+        assertThat(kept[1023]).hasSize(64 << 10);
+    }
 }
