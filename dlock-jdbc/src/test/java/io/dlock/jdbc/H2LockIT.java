@@ -44,7 +44,8 @@ class H2LockIT extends H2TestSupport implements ExclusiveLockContract {
      * database). The client's poll sees the row owned by that acquisition meanwhile and completes
      * the wait with it; the attempt's reply then brings the same grant. That is the caller's lease:
      * it used to be taken for a late grant of an ended acquisition and released, and the holder
-     * lost its lock at its next renewal (the watch of {@code H2InspectIT} caught it in CI).
+     * lost its lock at its next renewal (found while tracing the state CI's {@code H2InspectIT}
+     * watch saw: the new holder with its own waiter row still there).
      */
     @Test
     void grantSeenByThePollWhileItsReplyIsSlow_staysHeld() throws Exception {
