@@ -1,5 +1,6 @@
 package io.dlock.benchmarks;
 
+import com.sun.management.GcInfo;
 import io.dlock.testkit.ChildJvm;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -7,12 +8,17 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -817,16 +823,16 @@ final class Workloads {
 
     /** The heap pools' use right after the JVM's most recent collection; -1 if the JVM does not say. */
     static long heapAfterLastGc() {
-        Set<String> heapPools = new java.util.HashSet<>();
-        for (java.lang.management.MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
-            if (pool.getType() == java.lang.management.MemoryType.HEAP) {
+        Set<String> heapPools = new HashSet<>();
+        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == MemoryType.HEAP) {
                 heapPools.add(pool.getName());
             }
         }
-        com.sun.management.GcInfo latest = null;
-        for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+        GcInfo latest = null;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
             if (gc instanceof com.sun.management.GarbageCollectorMXBean g) {
-                com.sun.management.GcInfo info = g.getLastGcInfo();
+                GcInfo info = g.getLastGcInfo();
                 if (info != null && (latest == null || info.getEndTime() > latest.getEndTime())) {
                     latest = info;
                 }
@@ -836,8 +842,7 @@ final class Workloads {
             return -1;
         }
         long used = 0;
-        for (Map.Entry<String, java.lang.management.MemoryUsage> e :
-                latest.getMemoryUsageAfterGc().entrySet()) {
+        for (Map.Entry<String, MemoryUsage> e : latest.getMemoryUsageAfterGc().entrySet()) {
             if (heapPools.contains(e.getKey())) {
                 used += e.getValue().getUsed();
             }

@@ -51,10 +51,7 @@ class H2LockIT extends H2TestSupport implements ExclusiveLockContract {
     void grantSeenByThePollWhileItsReplyIsSlow_staysHeld() throws Exception {
         StatementGate gate = new StatementGate(new JdbcStatements(JdbcDialect.H2, table).deleteWaiter);
         LockClient a = client();
-        LockClient b = track(JdbcLocks.builder(gate.dataSource(this::connect))
-                .table(table)
-                .createTable(true)
-                .connect());
+        LockClient b = clientThrough(gate);
         Lease held = a.lock("slow").acquire();
         CompletableFuture<Lease> pending = b.lock("slow").acquireAsync(Duration.ofMinutes(1));
         await().atMost(scaled(10)).until(() -> entries("slow").size() == 2);

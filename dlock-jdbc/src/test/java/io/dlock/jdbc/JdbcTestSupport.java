@@ -2,6 +2,7 @@ package io.dlock.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.LockClient;
 import io.dlock.LockOptions;
 import io.dlock.spi.LockInspector;
 import io.dlock.testkit.LockFixtureSupport;
@@ -73,6 +74,14 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
 
     Connection connect() throws SQLException {
         return DriverManager.getConnection(jdbcUrl());
+    }
+
+    /** A client on the test's table whose connections pass through {@code gate} (closed after the test). */
+    LockClient clientThrough(StatementGate gate) {
+        return track(JdbcLocks.builder(gate.dataSource(this::connect))
+                .table(table)
+                .createTable(true)
+                .connect());
     }
 
     // ---- InspectorContract's and JdbcInspectCases' hooks (used by the *InspectIT classes)

@@ -122,10 +122,7 @@ class PostgresHandOverIT extends PostgresTestSupport {
         String grantSql = new JdbcStatements(JdbcDialect.POSTGRESQL, table).grant;
         StatementGate gate = new StatementGate(grantSql);
         LockClient a = client();
-        LockClient b = track(JdbcLocks.builder(gate.dataSource(this::connect))
-                .table(table)
-                .createTable(true)
-                .connect());
+        LockClient b = clientThrough(gate);
         Lease held = a.lock("late").acquire();
         var pending = b.lock("late").acquireAsync(Duration.ofMinutes(1));
         await().atMost(scaled(10)).until(() -> entries("late").size() == 2);

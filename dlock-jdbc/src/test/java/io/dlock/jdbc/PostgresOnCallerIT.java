@@ -47,10 +47,7 @@ class PostgresOnCallerIT extends PostgresTestSupport {
     void anApplicationsDataSource_isNeverUsedOnTheCaller() throws Exception {
         JdbcStatements sql = new JdbcStatements(JdbcDialect.POSTGRESQL, table);
         StatementGate watch = new StatementGate(sql.grant, java.util.Objects.requireNonNull(sql.releaseAlone));
-        LockClient client = track(JdbcLocks.builder(watch.dataSource(this::connect))
-                .table(table)
-                .createTable(true)
-                .connect());
+        LockClient client = clientThrough(watch);
         try (Lease lease = client.lock("pool").acquire()) {
             assertThat(lease.isValid()).isTrue();
         }
