@@ -289,6 +289,40 @@ public final class EmbeddedZooKeeper implements TestServer {
     }
 
     /**
+     * Stops or restarts the removal of empty container znodes (dlock's lock parents), which runs
+     * every {@link #CONTAINER_CHECK_INTERVAL_MS} here: for a test that counts requests or
+     * transactions and must not see the server's own.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server is stopped; a restart ({@link #restart()}) checks
+     * containers again.
+     *
+     * @param on whether empty containers are removed
+     * @throws IllegalStateException if not serving
+     */
+    public synchronized void reapContainers(boolean on) {
+        Server s = (Server) running();
+        if (containers != null) {
+            containers.stop(); // a stopped manager cannot start again: a new one takes its place
+            containers = null;
+        }
+        if (on) {
+            containers = containerManager(s);
+        }
+    }
+
+    private static ContainerManager containerManager(Server s) {
+        ContainerManager manager = new ContainerManager(
+                s.getZKDatabase(),
+                s.requestProcessor(),
+                Integer.getInteger("znode.container.checkIntervalMs", CONTAINER_CHECK_INTERVAL_MS),
+                Integer.getInteger("znode.container.maxPerMinute", 10_000),
+                Long.getLong("znode.container.maxNeverUsedIntervalMs", 0L));
+        manager.start();
+        return manager;
+    }
+
+    /**
      * Returns the zxid of the last transaction the server applied.
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
@@ -393,13 +427,7 @@ public final class EmbeddedZooKeeper implements TestServer {
             f = ServerCnxnFactory.createFactory(
                     new InetSocketAddress(FreePorts.loopbackAddress(), port), UNLIMITED_CLIENTS);
             f.startup(s); // loads the data directory and starts serving
-            containers = new ContainerManager(
-                    s.getZKDatabase(),
-                    s.requestProcessor(),
-                    Integer.getInteger("znode.container.checkIntervalMs", CONTAINER_CHECK_INTERVAL_MS),
-                    Integer.getInteger("znode.container.maxPerMinute", 10_000),
-                    Long.getLong("znode.container.maxNeverUsedIntervalMs", 0L));
-            containers.start();
+            containers = containerManager(s);
             txnLog = log;
             factory = f;
             server = s;

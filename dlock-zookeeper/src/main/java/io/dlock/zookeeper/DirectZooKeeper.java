@@ -44,6 +44,9 @@ import org.slf4j.LoggerFactory;
  * throws is logged and swallowed (thrown into the I/O thread it would drop the connection). Requests and watches sent through the ordinary API still answer on
  * the event thread; nothing here orders them against those.
  *
+ * <p>The OK replies of its creates and deletes also feed its session's {@link AloneLedger}, which
+ * lets the uncontended cycle skip the read when this session's own writes prove a new node alone.
+ *
  * <p>Only for handles without a chroot in the connect string (dlock's {@code zookeeper://} URI
  * names the namespace as a path prefix, never a chroot): paths go to the server as given.
  */
@@ -74,6 +77,9 @@ final class DirectZooKeeper extends ZooKeeper {
     static boolean replying() {
         return REPLYING.get();
     }
+
+    /** This handle's (one session's) own writes; used on its I/O thread, where OK replies arrive. */
+    private final AloneLedger ledger = new AloneLedger();
 
     DirectZooKeeper(String connectString, int sessionTimeout, Watcher watcher, boolean canBeReadOnly)
             throws IOException {
@@ -111,15 +117,53 @@ final class DirectZooKeeper extends ZooKeeper {
         };
     }
 
-    /** {@code create2}: the created node's path and stat. Never blocks. */
-    void create(String path, byte[] data, List<ACL> acl, CreateMode mode, Reply<Create2Response> reply) {
+    /** What a create's reply is handed to; runs on ZooKeeper's I/O thread. */
+    @FunctionalInterface
+    interface CreateReply {
+        /**
+         * @param rc ZooKeeper's result code
+         * @param result the created node's path and stat, or null unless {@code rc} is OK
+         * @param writes this session's count of writes with this one (see {@link AloneLedger#writes})
+         * @param alone whether the node is proven alone under its parent ({@link AloneLedger})
+         */
+        void done(int rc, @Nullable Create2Response result, long writes, boolean alone);
+    }
+
+    /**
+     * {@code create2} of a node under the parent that {@code parentKey} names (one name per parent
+     * for this handle's whole life). Never blocks; the reply says whether this handle's own writes
+     * prove the node alone ({@link AloneLedger}).
+     */
+    void create(String path, String parentKey, byte[] data, List<ACL> acl, CreateMode mode, CreateReply reply) {
         Create2Response response = new Create2Response();
         send(
                 ZooDefs.OpCode.create2,
                 new CreateRequest(path, data, acl, mode.toFlag()),
                 response,
                 path,
-                (rc, unused) -> reply.done(rc, rc == Code.OK.intValue() ? response : null));
+                (rc, unused) -> {
+                    if (rc == Code.OK.intValue()) {
+                        boolean alone =
+                                ledger.created(parentKey, response.getStat().getCzxid());
+                        reply.done(rc, response, ledger.writes(), alone);
+                    } else {
+                        reply.done(rc, null, 0, false);
+                    }
+                });
+    }
+
+    /**
+     * Records that the node {@code czxid} under {@code parentKey}, whose create's reply counted
+     * {@code writes}, was its parent's only child in the read pipelined after that create. Only from
+     * that read's reply.
+     */
+    void readAlone(String parentKey, long czxid, long writes) {
+        ledger.readAlone(parentKey, czxid, writes);
+    }
+
+    /** A hint, from any thread: whether a create under {@code parentKey} is likely proven alone. Never blocks. */
+    boolean mayBeAlone(String parentKey) {
+        return ledger.mayBeAlone(parentKey);
     }
 
     /** {@code getChildren} without a watch. Never blocks. */
@@ -133,9 +177,14 @@ final class DirectZooKeeper extends ZooKeeper {
                 (rc, unused) -> reply.done(rc, rc == Code.OK.intValue() ? response.getChildren() : null));
     }
 
-    /** {@code delete} of any version. Never blocks. */
-    void delete(String path, Reply<Void> reply) {
-        send(ZooDefs.OpCode.delete, new DeleteRequest(path, -1), null, path, reply::done);
+    /** {@code delete} of any version of the node {@code czxid} under {@code parentKey}. Never blocks. */
+    void delete(String path, String parentKey, long czxid, Reply<Void> reply) {
+        send(ZooDefs.OpCode.delete, new DeleteRequest(path, -1), null, path, (rc, unused) -> {
+            if (rc == Code.OK.intValue()) {
+                ledger.deleted(parentKey, czxid);
+            }
+            reply.done(rc, null);
+        });
     }
 
     private void send(int type, Record request, @Nullable Record response, String path, Reply<Void> reply) {

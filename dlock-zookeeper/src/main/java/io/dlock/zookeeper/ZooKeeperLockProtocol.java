@@ -46,10 +46,10 @@ import org.slf4j.LoggerFactory;
  * would break the order zxids keep across leader changes. The README says so.
  *
  * <p>Failure: the create and the first {@code getChildren} are pipelined (ZooKeeper answers one
- * session's requests in order), so an uncontended acquire waits one round trip. When this client's
- * previous node under the same parent was granted at once and deleted, and no other transaction
- * reached the ensemble since, the create alone shows that the new node is alone (its zxid is two
- * above the old one's; see {@link #createdAfterAlone}), and no read is sent. A create whose
+ * session's requests in order), so an uncontended acquire waits one round trip. When this session's
+ * previous node under the same parent was alone and is deleted, and every transaction the ensemble
+ * made since was one of this session's own writes, none of them a create under that parent, the
+ * create alone shows that the new node is alone ({@link AloneLedger}), and no read is sent. A create whose
  * reply is lost is never blindly retried: after reconnecting, the client looks for a child carrying
  * its acquisition id and adopts it only if that child's ephemeral owner is the current session (a
  * node of an expired session is about to vanish, and adopting it let two clients hold a Curator
@@ -163,23 +163,35 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         Created created = new Created();
         String prefix = parent + "/" + LockNodes.prefix(id, request.mode(), request.permits());
         if (zk instanceof DirectZooKeeper direct) {
-            Alone alone = lastAlone;
-            if (alone != null
-                    && request.mode() == LockMode.EXCLUSIVE
-                    && alone.parent().equals(parent)) {
+            if (request.mode() == LockMode.EXCLUSIVE
+                    && request.grantedDespite() == null
+                    && direct.mayBeAlone(lockName)) {
                 direct.create(
                         prefix,
+                        lockName,
                         backend.nodeData,
                         backend.acl,
                         CreateMode.EPHEMERAL_SEQUENTIAL,
-                        (rc, r) -> createdAfterAlone(request, result, attempt, direct, parent, alone, rc, r));
+                        (rc, r, writes, alone) ->
+                                createdMaybeAlone(request, result, attempt, direct, parent, rc, r, writes, alone));
                 return;
             }
             // Pipelined: the getChildren is answered after the create, so it already lists the new
             // child, and its reply is handled after the create's (one session answers in order).
-            direct.create(prefix, backend.nodeData, backend.acl, CreateMode.EPHEMERAL_SEQUENTIAL, created::fill);
-            direct.getChildren(
-                    parent, (rc, children) -> createdAndRead(request, result, attempt, parent, created, rc, children));
+            direct.create(
+                    prefix,
+                    lockName,
+                    backend.nodeData,
+                    backend.acl,
+                    CreateMode.EPHEMERAL_SEQUENTIAL,
+                    (rc, r, writes, alone) -> created.fill(rc, r, writes));
+            direct.getChildren(parent, (rc, children) -> {
+                Stat stat = created.stat;
+                if (children != null && children.size() == 1 && stat != null) {
+                    direct.readAlone(lockName, stat.getCzxid(), created.writes);
+                }
+                createdAndRead(request, result, attempt, parent, created, rc, children);
+            });
         } else {
             zk.create(
                     prefix,
@@ -207,68 +219,50 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         volatile @Nullable String name;
         volatile @Nullable Stat stat;
 
+        /** The create's count of this session's writes ({@link AloneLedger#writes}); set before the rc. */
+        volatile long writes;
+
         /** Takes a direct create's reply; the rc last, which the reader checks first. */
-        void fill(int code, @Nullable Create2Response r) {
+        void fill(int code, @Nullable Create2Response r, long writesSoFar) {
             if (r != null) {
                 name = r.getPath();
                 stat = r.getStat();
             }
+            writes = writesSoFar;
             rc = code;
         }
     }
 
     /**
-     * An exclusive node of this client, by its parent, creation zxid and session, that was first in
-     * its queue when this client read the queue after creating it (so it was granted at once).
+     * The reply to a create sent without the pipelined read, because this session's last node under
+     * the same parent was alone and is deleted, and its writes since may prove the new node alone
+     * ({@link AloneLedger}). Proven, it is granted without a read: the uncontended cycle is the
+     * floor's create and delete. Otherwise the queue is read, one round trip later than the pipelined
+     * read would have answered; the ledger's hint makes that rare while other sessions write.
      */
-    private record Alone(String parent, long czxid, long session) {}
-
-    /** The latest node granted at its creation's read ({@link Alone}); written by any thread, read by the delete. */
-    private volatile @Nullable Alone firstAtCreation;
-
-    /**
-     * The latest {@link Alone} node that this client has since deleted (the delete succeeded): the
-     * uncontended cycle's shortcut, see {@link #createdAfterAlone}.
-     */
-    private volatile @Nullable Alone lastAlone;
-
-    /**
-     * The reply to a create sent without the pipelined read, because this client's last node under
-     * the same parent was {@link Alone} and deleted. ZooKeeper gives every transaction of the
-     * ensemble the next zxid of the epoch, and nothing changes the tree but a transaction. So if the
-     * new node's zxid is exactly two above that node's, the only transaction between them was this
-     * client's delete of it (it succeeded before this create was sent): no child was created or
-     * deleted under the parent since the old node was created, when it had no node ahead of it (any
-     * node ahead would have had to go, a transaction, before it was granted) and none behind (a later
-     * node is a later transaction). So the parent holds the new node alone, and it is granted without
-     * a read: the uncontended cycle is the floor's create and delete. Any other transaction in the
-     * ensemble meanwhile (another client's, a session's start or end, a leader's new epoch) makes the
-     * gap larger, and the queue is then read, one round trip later than the pipelined read would have
-     * answered. That costs only a client that alternates between running alone and contending; a
-     * contended cycle records no {@link Alone} node and so is pipelined again from the next one.
-     * The session must be the same too: a server restarted without its data starts its zxids again
-     * and could reach the old number by chance, but it has forgotten every session, so this client's
-     * next node is then created by a new one.
-     */
-    private void createdAfterAlone(
+    private void createdMaybeAlone(
             LockRequest request,
             CompletableFuture<Position> result,
             int attempt,
             DirectZooKeeper direct,
             String parent,
-            Alone before,
             int rc,
-            @Nullable Create2Response r) {
+            @Nullable Create2Response r,
+            long writes,
+            boolean alone) {
         Created c = new Created();
-        c.fill(rc, r);
+        c.fill(rc, r, writes);
         if (r == null) {
             createdAndRead(request, result, attempt, parent, c, rc, null); // the create's code decides
-        } else if (r.getStat().getCzxid() == before.czxid() + 2
-                && r.getStat().getEphemeralOwner() == before.session()) {
+        } else if (alone) {
             createdAndRead(request, result, attempt, parent, c, rc, List.of(nodeName(r.getPath())));
         } else {
-            direct.getChildren(
-                    parent, (rc2, children) -> createdAndRead(request, result, attempt, parent, c, rc2, children));
+            direct.getChildren(parent, (rc2, children) -> {
+                if (children != null && children.size() == 1) {
+                    direct.readAlone(request.lockName(), r.getStat().getCzxid(), writes);
+                }
+                createdAndRead(request, result, attempt, parent, c, rc2, children);
+            });
         }
     }
 
@@ -301,14 +295,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         createdStat.getCzxid());
                 remember(entry, request);
                 if (Code.get(rc) == Code.OK && children != null) {
-                    boolean exclusive = request.mode() == LockMode.EXCLUSIVE && request.grantedDespite() == null;
-                    complete(
-                            result,
-                            entry,
-                            children,
-                            exclusive
-                                    ? new Alone(parent, createdStat.getCzxid(), createdStat.getEphemeralOwner())
-                                    : null);
+                    complete(result, entry, children);
                 } else {
                     readPosition(entry, result, 0);
                 }
@@ -638,12 +625,6 @@ final class ZooKeeperLockProtocol implements LockProtocol {
      * {@code awaitTurn} is noticed there.
      */
     private void complete(CompletableFuture<Position> result, QueueEntry entry, List<String> children) {
-        complete(result, entry, children, null);
-    }
-
-    /** As above; {@code ifGranted}, when the entry is granted, becomes {@link #firstAtCreation} before the engine hears of it. */
-    private void complete(
-            CompletableFuture<Position> result, QueueEntry entry, List<String> children, @Nullable Alone ifGranted) {
         String key = LockNodes.nodeName(entry);
         Position now;
         try {
@@ -652,9 +633,6 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             forget(key);
             result.completeExceptionally(e);
             return;
-        }
-        if (ifGranted != null && now.isGranted()) {
-            firstAtCreation = ifGranted;
         }
         handOut(result, now, key);
     }
@@ -993,7 +971,8 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             return;
         }
         if (zk instanceof DirectZooKeeper direct) {
-            direct.delete(path, (rc, unused) -> deleted(entry, path, done, attempt, rc));
+            direct.delete(
+                    path, entry.lockName(), entry.token(), (rc, unused) -> deleted(entry, path, done, attempt, rc));
         } else {
             zk.delete(path, -1, (rc, p, ctx) -> deleted(entry, path, done, attempt, rc), null);
         }
@@ -1002,13 +981,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     private void deleted(QueueEntry entry, String path, CompletableFuture<Void> done, int attempt, int rc) {
         Code code = Code.get(rc);
         switch (code) {
-            case OK, NONODE -> {
-                Alone first = firstAtCreation;
-                if (code == Code.OK && first != null && first.czxid() == entry.token()) {
-                    lastAlone = first;
-                }
-                done.complete(null);
-            }
+            case OK, NONODE -> done.complete(null);
                 // The handle's session is over, but maybe only here (Curator gives a session up
                 // after a session timeout out of reach, while a restarted server still has it).
             case SESSIONEXPIRED -> {

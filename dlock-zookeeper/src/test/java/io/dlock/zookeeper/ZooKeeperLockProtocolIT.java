@@ -163,7 +163,7 @@ class ZooKeeperLockProtocolIT extends ZooKeeperTestSupport {
         java.util.concurrent.atomic.AtomicInteger code = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicReference<Thread> thread =
                 new java.util.concurrent.atomic.AtomicReference<>();
-        zk.delete("/" + namespace + "/none", (rc, unused) -> {
+        zk.delete("/" + namespace + "/none", "none", 1, (rc, unused) -> {
             code.set(rc);
             thread.set(Thread.currentThread());
         });

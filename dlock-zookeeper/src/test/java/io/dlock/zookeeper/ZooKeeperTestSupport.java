@@ -30,9 +30,22 @@ abstract class ZooKeeperTestSupport extends LockFixtureSupport {
         namespace = "t-" + info.getTestMethod().orElseThrow().getName();
     }
 
+    /** Whether this test stopped the server's removal of empty parents ({@link #pauseContainerReaping}). */
+    private boolean reapingPaused;
+
+    /** Stops the server's removal of empty parents until this test ends. */
+    void pauseContainerReaping() {
+        server.reapContainers(false);
+        reapingPaused = true;
+    }
+
     @AfterEach
     void closeClients() throws Exception {
         closeTracked();
+        if (reapingPaused) {
+            reapingPaused = false;
+            server.reapContainers(true);
+        }
     }
 
     @Override

@@ -1,0 +1,131 @@
+package io.dlock.zookeeper;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The ledger's proof, fed the replies a session would see: zxids as the ensemble would assign them
+ * and this session's own creates and deletes in reply order.
+ */
+class AloneLedgerTest {
+
+    /** A session's view: the next zxid of the ensemble, which other sessions may also take. */
+    private long zxid = 100;
+
+    private final AloneLedger ledger = new AloneLedger();
+
+    /** A node created alone under {@code key} and read so; returns its czxid. */
+    private long createdAndReadAlone(String key) {
+        long czxid = ++zxid;
+        assertThat(ledger.created(key, czxid)).isFalse();
+        ledger.readAlone(key, czxid, ledger.writes());
+        return czxid;
+    }
+
+    @Test
+    void nextNode_afterTheDeleteOnly_isAlone() {
+        long a = createdAndReadAlone("p");
+        ledger.deleted("p", a);
+        zxid++;
+        assertThat(ledger.mayBeAlone("p")).isTrue();
+        assertThat(ledger.created("p", ++zxid)).isTrue();
+    }
+
+    @Test
+    void ownWritesUnderOtherParents_inBetween_stillProveIt() {
+        long a = createdAndReadAlone("p");
+        long q = createdAndReadAlone("q");
+        ledger.deleted("p", a);
+        zxid++;
+        ledger.deleted("q", q);
+        zxid++;
+        assertThat(ledger.created("r", ++zxid)).isFalse(); // nothing known of r
+        assertThat(ledger.created("p", ++zxid)).isTrue();
+    }
+
+    @Test
+    void anotherSessionsTransaction_inBetween_leavesItUnproven() {
+        long a = createdAndReadAlone("p");
+        zxid++; // another session's write, anywhere in the ensemble
+        ledger.deleted("p", a);
+        zxid++;
+        assertThat(ledger.created("p", ++zxid)).isFalse();
+        // ... and the hint says so for every parent from then on, until a quiet stretch.
+        long q = createdAndReadAlone("q");
+        ledger.deleted("q", q);
+        zxid++;
+        assertThat(ledger.mayBeAlone("q")).isTrue(); // the last two creates had nothing foreign between
+        zxid++;
+        ledger.created("s", ++zxid);
+        assertThat(ledger.mayBeAlone("q")).isFalse();
+    }
+
+    @Test
+    void ownCreateUnderTheSameParent_inBetween_leavesItUnproven() {
+        long a = createdAndReadAlone("p");
+        long waiter = ++zxid; // another thread of this session queues under p
+        assertThat(ledger.created("p", waiter)).isFalse();
+        ledger.deleted("p", a);
+        zxid++;
+        // Every transaction between was this session's, but the waiter still lives under p.
+        assertThat(ledger.mayBeAlone("p")).isFalse();
+        assertThat(ledger.created("p", ++zxid)).isFalse();
+    }
+
+    @Test
+    void nodeNeverReadAlone_provesNothingAfterItsDelete() {
+        long a = ++zxid;
+        assertThat(ledger.created("p", a)).isFalse(); // its read showed a queue: no readAlone
+        ledger.deleted("p", a);
+        zxid++;
+        assertThat(ledger.created("p", ++zxid)).isFalse();
+    }
+
+    @Test
+    void deleteOfAnotherNode_doesNotCountAsTheLoneNodesDelete() {
+        long a = createdAndReadAlone("p");
+        ledger.deleted("p", a - 1); // some older node of p, by its token
+        zxid++;
+        assertThat(ledger.created("p", ++zxid)).isFalse();
+    }
+
+    @Test
+    void provenNode_provesTheNextInTurn() {
+        long a = createdAndReadAlone("p");
+        for (int i = 0; i < 5; i++) {
+            ledger.deleted("p", a);
+            zxid++;
+            a = ++zxid;
+            assertThat(ledger.created("p", a)).isTrue();
+        }
+    }
+
+    @Test
+    void manyParents_tableGrows_andKeepsProvingThem() {
+        int parents = 10_000;
+        long[] nodes = new long[parents];
+        for (int round = 0; round < 3; round++) {
+            int proven = 0;
+            for (int i = 0; i < parents; i++) {
+                String key = "lock-" + i;
+                long czxid = ++zxid;
+                boolean alone = ledger.created(key, czxid);
+                if (alone) {
+                    proven++;
+                } else {
+                    ledger.readAlone(key, czxid, ledger.writes());
+                }
+                nodes[i] = czxid;
+                ledger.deleted(key, czxid);
+                zxid++;
+            }
+            if (round == 0) {
+                assertThat(proven).isZero();
+            } else if (round == 2) {
+                // 1,024 slots to start with would keep about a tenth of 10,000 parents.
+                assertThat(proven).isGreaterThan(parents * 8 / 10);
+            }
+        }
+    }
+}
