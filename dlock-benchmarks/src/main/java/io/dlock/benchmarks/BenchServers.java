@@ -31,7 +31,12 @@ import org.jspecify.annotations.Nullable;
  * <p>Thread-safety: start and close from one thread.
  */
 final class BenchServers implements AutoCloseable {
-    /** JVM options of the ZooKeeper server: C2, a heap large enough for W4, pauses kept short. */
+    /**
+     * JVM options of the ZooKeeper server: C2, a heap large enough for W4, pauses kept short, and
+     * empty containers removed every 60 s as ZooKeeper's default does, or as often as the system
+     * property {@code dlock.bench.zooKeeperContainerCheckMs} says (to see what that removal costs the
+     * implementations whose lock parents are containers: dlock and Curator, not the floor).
+     */
     static final List<String> ZOOKEEPER_JVM_OPTIONS = List.of(
             "-Xms512m",
             "-Xmx1g",
@@ -39,7 +44,7 @@ final class BenchServers implements AutoCloseable {
             "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.4lw.commands.whitelist=*",
             "-Dzookeeper.jmx.log4j.disable=true",
-            "-Dznode.container.checkIntervalMs=60000");
+            "-Dznode.container.checkIntervalMs=" + Long.getLong("dlock.bench.zooKeeperContainerCheckMs", 60_000L));
 
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
 

@@ -13,10 +13,10 @@ import org.jspecify.annotations.Nullable;
  * between the two. If this session counted {@code b - a - 1} of them, every transaction between
  * {@code a} and {@code b} was one of its own. If, besides, {@code a} was alone under the parent
  * (read so, or proven so), none of those writes created a node under it (each create consumes the
- * parent's record here), and the last of them to touch {@code a} deleted it, then the parent holds
- * {@code b} alone. A write of this session that is not counted (sent through the ordinary API, or
- * answered with an error), a transaction of another session, a session's end or a leader's new
- * epoch all leave a zxid uncounted, and the queue is then read as usual.
+ * parent's record here), and one of them deleted {@code a}, then the parent holds {@code b} alone.
+ * A write of this session that is not counted (sent through the ordinary API, or answered with an
+ * error), a transaction of another session, a session's end, a leader's new epoch and the server's
+ * own deletes of empty containers all leave a zxid uncounted, and the queue is then read as usual.
  *
  * <p>One client running alone on an ensemble over many lock names is the case this serves: the
  * 2026-11-28 W5 measurement (64 threads, 10,000 names) read the queue on every cycle under the
@@ -89,8 +89,12 @@ final class AloneLedger {
 
     private long lastCreateZxid = -1;
     private long lastCreateWrites;
-    /** Whether only this session's counted writes lay between its last two creates (the hint). */
-    private volatile boolean quiet = true;
+    /**
+     * The hint's bound: the creation zxid of this session's latest node whose create found an
+     * uncounted transaction since the create before it. A record older than that has one in its
+     * gap, most likely, and a record at or above it has none known.
+     */
+    private volatile long uncountedBefore;
     /** Records that could still save a read, pushed out by another parent's since the last growth. */
     private int evicted;
 
@@ -100,8 +104,8 @@ final class AloneLedger {
      */
     boolean created(String key, long czxid) {
         long w = ++writes;
-        if (lastCreateZxid >= 0) {
-            quiet = czxid - lastCreateZxid == w - lastCreateWrites;
+        if (lastCreateZxid < 0 || czxid - lastCreateZxid != w - lastCreateWrites) {
+            uncountedBefore = czxid;
         }
         lastCreateZxid = czxid;
         lastCreateWrites = w;
@@ -141,14 +145,14 @@ final class AloneLedger {
         }
     }
 
-    /** A hint, from any thread: whether a create under {@code key} is likely to be proven alone. */
+    /**
+     * A hint, from any thread: whether a create under {@code key} is likely to be proven alone (its
+     * record is deleted and no uncounted transaction is known since it was created).
+     */
     boolean mayBeAlone(String key) {
-        if (!quiet) {
-            return false;
-        }
         Slots s = slots;
         int i = s.find(key);
-        return i >= 0 && s.states[i] == DELETED;
+        return i >= 0 && s.states[i] == DELETED && s.zxids[i] >= uncountedBefore;
     }
 
     private void put(String key, long czxid, long writesAt) {

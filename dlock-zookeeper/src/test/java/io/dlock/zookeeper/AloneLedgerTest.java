@@ -47,18 +47,22 @@ class AloneLedgerTest {
     @Test
     void anotherSessionsTransaction_inBetween_leavesItUnproven() {
         long a = createdAndReadAlone("p");
+        long r = createdAndReadAlone("r");
+        ledger.deleted("r", r);
+        zxid++;
         zxid++; // another session's write, anywhere in the ensemble
         ledger.deleted("p", a);
         zxid++;
+        assertThat(ledger.mayBeAlone("p")).isTrue(); // nothing uncounted seen yet
         assertThat(ledger.created("p", ++zxid)).isFalse();
-        // ... and the hint says so for every parent from then on, until a quiet stretch.
+        // The create saw the gap: the hint now says so for every record older than that create ...
+        assertThat(ledger.mayBeAlone("r")).isFalse();
+        // ... and not for one made after it.
         long q = createdAndReadAlone("q");
         ledger.deleted("q", q);
         zxid++;
-        assertThat(ledger.mayBeAlone("q")).isTrue(); // the last two creates had nothing foreign between
-        zxid++;
-        ledger.created("s", ++zxid);
-        assertThat(ledger.mayBeAlone("q")).isFalse();
+        assertThat(ledger.mayBeAlone("q")).isTrue();
+        assertThat(ledger.created("q", ++zxid)).isTrue();
     }
 
     @Test
