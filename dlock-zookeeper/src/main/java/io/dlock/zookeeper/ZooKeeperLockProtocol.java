@@ -163,35 +163,26 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         Created created = new Created();
         String prefix = parent + "/" + LockNodes.prefix(id, request.mode(), request.permits());
         if (zk instanceof DirectZooKeeper direct) {
-            if (request.mode() == LockMode.EXCLUSIVE
+            boolean tryAlone = request.mode() == LockMode.EXCLUSIVE
                     && request.grantedDespite() == null
-                    && direct.mayBeAlone(lockName)) {
-                direct.create(
-                        prefix,
-                        lockName,
-                        backend.nodeData,
-                        backend.acl,
-                        CreateMode.EPHEMERAL_SEQUENTIAL,
-                        (rc, r, writes, alone) ->
-                                createdMaybeAlone(request, result, attempt, direct, parent, rc, r, writes, alone));
-                return;
-            }
-            // Pipelined: the getChildren is answered after the create, so it already lists the new
-            // child, and its reply is handled after the create's (one session answers in order).
+                    && direct.mayBeAlone(lockName);
             direct.create(
                     prefix,
                     lockName,
                     backend.nodeData,
                     backend.acl,
                     CreateMode.EPHEMERAL_SEQUENTIAL,
-                    (rc, r, writes, alone) -> created.fill(rc, r, writes));
-            direct.getChildren(parent, (rc, children) -> {
-                Stat stat = created.stat;
-                if (children != null && children.size() == 1 && stat != null) {
-                    direct.readAlone(lockName, stat.getCzxid(), created.writes);
-                }
-                createdAndRead(request, result, attempt, parent, created, rc, children);
-            });
+                    (rc, r, writes, alone) -> {
+                        created.fill(rc, r, writes);
+                        if (tryAlone) {
+                            createdMaybeAlone(request, result, attempt, direct, parent, created, alone);
+                        }
+                    });
+            if (!tryAlone) {
+                // Pipelined: the getChildren is answered after the create, so it already lists the
+                // new child, and its reply is handled after the create's (one session answers in order).
+                readQueue(request, result, attempt, direct, parent, created);
+            }
         } else {
             zk.create(
                     prefix,
@@ -246,24 +237,36 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             int attempt,
             DirectZooKeeper direct,
             String parent,
-            int rc,
-            @Nullable Create2Response r,
-            long writes,
+            Created created,
             boolean alone) {
-        Created c = new Created();
-        c.fill(rc, r, writes);
-        if (r == null) {
-            createdAndRead(request, result, attempt, parent, c, rc, null); // the create's code decides
+        String name = created.name;
+        if (name == null) {
+            createdAndRead(request, result, attempt, parent, created, created.rc, null); // the create's code decides
         } else if (alone) {
-            createdAndRead(request, result, attempt, parent, c, rc, List.of(nodeName(r.getPath())));
+            createdAndRead(request, result, attempt, parent, created, created.rc, List.of(nodeName(name)));
         } else {
-            direct.getChildren(parent, (rc2, children) -> {
-                if (children != null && children.size() == 1) {
-                    direct.readAlone(request.lockName(), r.getStat().getCzxid(), writes);
-                }
-                createdAndRead(request, result, attempt, parent, c, rc2, children);
-            });
+            readQueue(request, result, attempt, direct, parent, created);
         }
+    }
+
+    /**
+     * Reads the queue after {@code created}'s create (pipelined or not) and hands out its position;
+     * a node that was its parent's only child is recorded in the ledger ({@link AloneLedger}).
+     */
+    private void readQueue(
+            LockRequest request,
+            CompletableFuture<Position> result,
+            int attempt,
+            DirectZooKeeper direct,
+            String parent,
+            Created created) {
+        direct.getChildren(parent, (rc, children) -> {
+            Stat stat = created.stat;
+            if (children != null && children.size() == 1 && stat != null) {
+                direct.readAlone(request.lockName(), stat.getCzxid(), created.writes);
+            }
+            createdAndRead(request, result, attempt, parent, created, rc, children);
+        });
     }
 
     private void createdAndRead(

@@ -23,11 +23,16 @@ class AloneLedgerTest {
         return czxid;
     }
 
+    /** This session's delete of the node {@code czxid} under {@code key}, a transaction of its own. */
+    private void deleted(String key, long czxid) {
+        ledger.deleted(key, czxid);
+        zxid++;
+    }
+
     @Test
     void nextNode_afterTheDeleteOnly_isAlone() {
         long a = createdAndReadAlone("p");
-        ledger.deleted("p", a);
-        zxid++;
+        deleted("p", a);
         assertThat(ledger.mayBeAlone("p")).isTrue();
         assertThat(ledger.created("p", ++zxid)).isTrue();
     }
@@ -36,10 +41,8 @@ class AloneLedgerTest {
     void ownWritesUnderOtherParents_inBetween_stillProveIt() {
         long a = createdAndReadAlone("p");
         long q = createdAndReadAlone("q");
-        ledger.deleted("p", a);
-        zxid++;
-        ledger.deleted("q", q);
-        zxid++;
+        deleted("p", a);
+        deleted("q", q);
         assertThat(ledger.created("r", ++zxid)).isFalse(); // nothing known of r
         assertThat(ledger.created("p", ++zxid)).isTrue();
     }
@@ -48,19 +51,16 @@ class AloneLedgerTest {
     void anotherSessionsTransaction_inBetween_leavesItUnproven() {
         long a = createdAndReadAlone("p");
         long r = createdAndReadAlone("r");
-        ledger.deleted("r", r);
-        zxid++;
+        deleted("r", r);
         zxid++; // another session's write, anywhere in the ensemble
-        ledger.deleted("p", a);
-        zxid++;
+        deleted("p", a);
         assertThat(ledger.mayBeAlone("p")).isTrue(); // nothing uncounted seen yet
         assertThat(ledger.created("p", ++zxid)).isFalse();
         // The create saw the gap: the hint now says so for every record older than that create ...
         assertThat(ledger.mayBeAlone("r")).isFalse();
         // ... and not for one made after it.
         long q = createdAndReadAlone("q");
-        ledger.deleted("q", q);
-        zxid++;
+        deleted("q", q);
         assertThat(ledger.mayBeAlone("q")).isTrue();
         assertThat(ledger.created("q", ++zxid)).isTrue();
     }
@@ -70,8 +70,7 @@ class AloneLedgerTest {
         long a = createdAndReadAlone("p");
         long waiter = ++zxid; // another thread of this session queues under p
         assertThat(ledger.created("p", waiter)).isFalse();
-        ledger.deleted("p", a);
-        zxid++;
+        deleted("p", a);
         // Every transaction between was this session's, but the waiter still lives under p.
         assertThat(ledger.mayBeAlone("p")).isFalse();
         assertThat(ledger.created("p", ++zxid)).isFalse();
@@ -81,8 +80,7 @@ class AloneLedgerTest {
     void nodeNeverReadAlone_provesNothingAfterItsDelete() {
         long a = ++zxid;
         assertThat(ledger.created("p", a)).isFalse(); // its read showed a queue: no readAlone
-        ledger.deleted("p", a);
-        zxid++;
+        deleted("p", a);
         assertThat(ledger.created("p", ++zxid)).isFalse();
     }
 
@@ -98,8 +96,7 @@ class AloneLedgerTest {
     void provenNode_provesTheNextInTurn() {
         long a = createdAndReadAlone("p");
         for (int i = 0; i < 5; i++) {
-            ledger.deleted("p", a);
-            zxid++;
+            deleted("p", a);
             a = ++zxid;
             assertThat(ledger.created("p", a)).isTrue();
         }
@@ -121,8 +118,7 @@ class AloneLedgerTest {
                     ledger.readAlone(key, czxid, ledger.writes());
                 }
                 nodes[i] = czxid;
-                ledger.deleted(key, czxid);
-                zxid++;
+                deleted(key, czxid);
             }
             if (round == 0) {
                 assertThat(proven).isZero();

@@ -253,7 +253,7 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
             LockClient mine = t == 0 ? other : client;
             runs.add(CompletableFuture.runAsync(() -> {
                 for (int i = 0; i < cycles; i++) {
-                    String name = pick(random, names);
+                    String name = names[random.nextInt(names.length)];
                     try (Lease lease = mine.lock(name).acquire()) {
                         io.dlock.testkit.MutualExclusionChecker checker = checkers.get(name);
                         checker.enter(who);
@@ -285,23 +285,19 @@ class ZooKeeperLockIT extends ZooKeeperTestSupport implements ExclusiveLockContr
      * earlier tests' sessions end: each transaction of another session costs a cycle that could have
      * been read-free one read.
      */
-    private void awaitNoOtherTransactions() throws InterruptedException {
+    private void awaitNoOtherTransactions() {
         pauseContainerReaping();
-        long deadline = System.nanoTime() + Timing.scale(Duration.ofSeconds(30)).toNanos();
-        long last = server.lastProcessedZxid();
-        while (System.nanoTime() < deadline) {
-            Thread.sleep(700);
-            long now = server.lastProcessedZxid();
-            if (now == last) {
-                return;
-            }
-            last = now;
-        }
-        throw new AssertionError("the server kept making transactions for 30 s");
-    }
-
-    private static String pick(java.util.Random random, String[] names) {
-        return names[random.nextInt(names.length)];
+        long[] last = {server.lastProcessedZxid(), System.nanoTime()};
+        await().atMost(Timing.scale(Duration.ofSeconds(30)))
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> {
+                    long now = server.lastProcessedZxid();
+                    if (now != last[0]) {
+                        last[0] = now;
+                        last[1] = System.nanoTime();
+                    }
+                    return System.nanoTime() - last[1] >= Duration.ofMillis(700).toNanos();
+                });
     }
 
     @Test
