@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A TCP proxy on 127.0.0.1 placed between clients and one server, which injects network faults at
  * run time: added latency, a blackhole (connections are accepted and stay open, but bytes are
- * dropped silently, as in a network partition) and connection resets. Latency and blackhole apply
+ * dropped silently, as in a network partition), connection resets, and refusal of new connections
+ * (as from a server that is down). Latency and blackhole apply
  * per {@link Direction}, so one can lose only the server's replies (a request that succeeds but
  * whose answer never arrives).
  *
@@ -127,6 +128,7 @@ public final class FaultProxy implements AutoCloseable {
     private final AtomicLong forwardedBytes = new AtomicLong();
     private volatile Rule upstream = Rule.PASS;
     private volatile Rule downstream = Rule.PASS;
+    private volatile boolean refusing;
     private volatile boolean closed;
 
     @GuardedBy("this")
@@ -232,12 +234,27 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     /**
-     * Clears every fault: bytes flow both ways at once, including bytes still queued; connections
-     * that lost bytes to a blackhole stay silent (see the class description).
+     * Clears every fault: new connections are accepted, bytes flow both ways at once, including
+     * bytes still queued; connections that lost bytes to a blackhole stay silent (see the class
+     * description).
      */
     public void pass() {
         upstream = Rule.PASS;
         downstream = Rule.PASS;
+        refusing = false;
+    }
+
+    /**
+     * Resets every new connection as soon as it is accepted, as a host whose server is down
+     * answers with a reset: a client fails over to its next server at once, where a {@link
+     * #blackhole} would hold it until its own timeout. Open connections keep their faults; {@link
+     * #pass()} ends the refusal.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never fails.
+     */
+    public void refuse() {
+        refusing = true;
+        LOG.debug("{}: refusing new connections", this);
     }
 
     /**
@@ -319,7 +336,7 @@ public final class FaultProxy implements AutoCloseable {
     /**
      * Returns how many client connections the proxy has accepted since it started.
      *
-     * @return the count, including connections closed at once for exceeding the limit
+     * @return the count, including connections refused or closed at once for exceeding the limit
      */
     public long acceptedConnections() {
         return accepted.get();
@@ -381,7 +398,7 @@ public final class FaultProxy implements AutoCloseable {
     @Override
     public String toString() {
         return "FaultProxy[" + connectString() + " -> " + target.getAddress().getHostAddress() + ":" + target.getPort()
-                + ", up=" + upstream.mode() + ", down=" + downstream.mode() + "]";
+                + ", up=" + upstream.mode() + ", down=" + downstream.mode() + (refusing ? ", refusing" : "") + "]";
     }
 
     private void set(Direction direction, Rule rule) {
@@ -410,6 +427,10 @@ public final class FaultProxy implements AutoCloseable {
                 return;
             }
             accepted.incrementAndGet();
+            if (refusing) {
+                reset(client);
+                continue;
+            }
             if (links.size() >= MAX_CONNECTIONS) {
                 LOG.warn("{}: {} connections open, closing a new one", this, MAX_CONNECTIONS);
                 closeQuietly(client);

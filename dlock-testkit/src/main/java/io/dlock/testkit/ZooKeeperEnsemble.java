@@ -163,7 +163,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             for (Member m : members) {
                 m.launch(false);
             }
-            ensemble.awaitLeader(Timing.scale(START_TIMEOUT));
+            // A leader with one follower is a quorum; the last member may still be syncing, and
+            // refuses clients until it is done.
+            ensemble.awaitServing(Timing.scale(START_TIMEOUT));
             return ensemble;
         } catch (RuntimeException e) {
             ensemble.close();

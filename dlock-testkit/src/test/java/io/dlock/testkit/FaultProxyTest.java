@@ -162,6 +162,33 @@ class FaultProxyTest {
     }
 
     @Test
+    void refuse_resetsNewConnectionsAtOnce_keepsOpenOnes_andPassAcceptsAgain() throws IOException {
+        Socket open = connect();
+        send(open, "a");
+        receive(open, 1);
+        proxy.refuse();
+        Socket s = new Socket();
+        sockets.add(s);
+        assertThatThrownBy(() -> {
+                    s.connect(new InetSocketAddress("127.0.0.1", proxy.port()), 5_000);
+                    s.setSoTimeout(5_000);
+                    if (s.getInputStream().read() < 0) {
+                        throw new SocketException("closed");
+                    }
+                })
+                .isInstanceOf(IOException.class)
+                .isNotInstanceOf(SocketTimeoutException.class);
+        assertThat(proxy.acceptedConnections()).isEqualTo(2);
+        send(open, "b");
+        assertThat(receive(open, 1)).isEqualTo("b");
+        assertThat(proxy.openConnections()).isEqualTo(1);
+        proxy.pass();
+        Socket again = connect();
+        send(again, "ok");
+        assertThat(receive(again, 2)).isEqualTo("ok");
+    }
+
+    @Test
     void close_openConnections_closesThemAndStopsListening() throws IOException {
         Socket s = connect();
         send(s, "a");

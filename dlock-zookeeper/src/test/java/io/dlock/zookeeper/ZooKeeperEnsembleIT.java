@@ -154,13 +154,14 @@ class ZooKeeperEnsembleIT {
             int leader = ensemble.leader().orElseThrow();
             int minority = (leader + 1) % ensemble.size();
             int majority = (leader + 2) % ensemble.size();
-            // The client knows two members through proxies; the majority's proxy is silent while it
-            // connects, so it lands on the member about to be cut off.
+            // The client knows two members through proxies; the majority's proxy refuses while it
+            // connects, so it lands on the member about to be cut off. (A silent proxy would hold a
+            // client that tries it first for its whole per-server timeout, half the session's 30 s.)
             try (FaultProxy toMinority =
                             FaultProxy.start(ensemble.member(minority).port());
                     FaultProxy toMajority =
                             FaultProxy.start(ensemble.member(majority).port())) {
-                toMajority.blackhole(FaultProxy.Direction.BOTH);
+                toMajority.refuse();
                 String uri = "zookeeper://" + toMinority.connectString() + "," + toMajority.connectString()
                         + "/partition?sessionTimeout=30s&connectTimeout=20s";
                 try (LockClient moving = LockClient.connect(uri);
