@@ -143,19 +143,7 @@ class FaultProxyTest {
         try (Socket reserved = new Socket()) {
             reserved.bind(new InetSocketAddress(FreePorts.loopbackAddress(), 0));
             try (FaultProxy down = FaultProxy.start(reserved.getLocalPort())) {
-                Socket s = new Socket();
-                sockets.add(s);
-                // The proxy resets the accepted connection at once: that shows either in the
-                // connect itself or in the first read, depending on who is faster.
-                assertThatThrownBy(() -> {
-                            s.connect(new InetSocketAddress("127.0.0.1", down.port()), 5_000);
-                            s.setSoTimeout(5_000);
-                            if (s.getInputStream().read() < 0) {
-                                throw new SocketException("closed");
-                            }
-                        })
-                        .isInstanceOf(IOException.class)
-                        .isNotInstanceOf(SocketTimeoutException.class);
+                assertEndsAtOnce(down.port());
                 assertThat(down.openConnections()).isZero();
             }
         }
@@ -167,17 +155,7 @@ class FaultProxyTest {
         send(open, "a");
         receive(open, 1);
         proxy.refuse();
-        Socket s = new Socket();
-        sockets.add(s);
-        assertThatThrownBy(() -> {
-                    s.connect(new InetSocketAddress("127.0.0.1", proxy.port()), 5_000);
-                    s.setSoTimeout(5_000);
-                    if (s.getInputStream().read() < 0) {
-                        throw new SocketException("closed");
-                    }
-                })
-                .isInstanceOf(IOException.class)
-                .isNotInstanceOf(SocketTimeoutException.class);
+        assertEndsAtOnce(proxy.port());
         assertThat(proxy.acceptedConnections()).isEqualTo(2);
         send(open, "b");
         assertThat(receive(open, 1)).isEqualTo("b");
@@ -225,6 +203,24 @@ class FaultProxyTest {
                 .hasMessageContaining("targetPort");
         assertThatThrownBy(() -> FaultProxy.start(InetSocketAddress.createUnresolved("no.such.host.invalid", 1)))
                 .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    /**
+     * A connection to {@code port} ends with an error, not a timeout. The proxy resets it at once:
+     * that shows either in the connect itself or in the first read, depending on who is faster.
+     */
+    private void assertEndsAtOnce(int port) {
+        Socket s = new Socket();
+        sockets.add(s);
+        assertThatThrownBy(() -> {
+                    s.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
+                    s.setSoTimeout(5_000);
+                    if (s.getInputStream().read() < 0) {
+                        throw new SocketException("closed");
+                    }
+                })
+                .isInstanceOf(IOException.class)
+                .isNotInstanceOf(SocketTimeoutException.class);
     }
 
     private Socket connect() throws IOException {
