@@ -47,6 +47,7 @@ import org.slf4j.LoggerFactory;
  *     proxy.blackhole(FaultProxy.Direction.BOTH);   // partition
  *     proxy.pass();                                 // heal
  *     proxy.resetConnections();                     // drop every connection with a RST
+ *     proxy.refuse();                               // reset new connections, as a down server
  * }
  * }</pre>
  *
