@@ -25,19 +25,23 @@ import org.junit.jupiter.api.Test;
  */
 class ZooKeeperLeftoverIT {
 
-    /**
-     * The restarted server gives the old sessions this long again, and the client must reconnect and
-     * delete its node inside it for the test to see who deleted it: 3 s was too short for a loaded
-     * CI machine (the old session expired first, so the client's delete could not be told apart).
-     */
+    /** The session timeout of the test's clients, and how long the restarted server keeps their old sessions. */
     private static final Duration SESSION = Duration.ofSeconds(8);
 
     private static final String OPTIONS = "?sessionTimeout=" + SESSION.toSeconds() + "s&connectTimeout=5s";
 
+    /**
+     * The release test tells who deleted the node by the old session still being on the server, so
+     * the client must reconnect and delete the node before the restarted server expires that
+     * session: 3 s, then 8 s were too short on a loaded CI machine (once in about a dozen runs the
+     * old session expired first, and the delete could not be told apart).
+     */
+    private static final Duration LONG_SESSION = Duration.ofSeconds(20);
+
     @Test
     void release_whileServerDownPastSession_nodeDeletedFromNewSessionBeforeServerExpiry() throws Exception {
         try (ZooKeeperProcess server = ZooKeeperProcess.start()) {
-            String uri = server.uri("leftover") + OPTIONS;
+            String uri = server.uri("leftover") + "?sessionTimeout=" + LONG_SESSION.toSeconds() + "s&connectTimeout=5s";
             try (LockClient holder = LockClient.connect(uri)) {
                 Lease lease = holder.lock("orphan").acquire();
                 AtomicInteger lost = new AtomicInteger();
@@ -56,22 +60,25 @@ class ZooKeeperLeftoverIT {
                 }
 
                 server.kill();
-                await().atMost(Timing.scale(SESSION.plusSeconds(5))).until(() -> lost.get() == 1);
+                await().atMost(Timing.scale(LONG_SESSION.plusSeconds(5))).until(() -> lost.get() == 1);
                 lease.close(); // the server is down: the node cannot be deleted now
                 // The fault itself: down longer than the session timeout, so Curator gives the
                 // session up while the server, once back, still has it (with a fresh timeout).
-                Thread.sleep(SESSION.plusSeconds(2).toMillis());
+                Thread.sleep(LONG_SESSION.plusSeconds(2).toMillis());
                 server.restart();
 
                 // The node goes while its session still lives on the server: deleted by the client.
+                long restarted = System.nanoTime();
                 ZooKeeper check = raw(server);
                 try {
-                    await().atMost(Timing.scale(Duration.ofSeconds(20)))
+                    await().atMost(Timing.scale(LONG_SESSION.plusSeconds(10)))
                             .pollInterval(Duration.ofMillis(20))
                             .until(() -> check.exists(node, false) == null);
                     String dump = FourLetterWordMain.send4LetterWord("127.0.0.1", server.port(), "dump");
                     assertThat(dump)
-                            .as("the old session is still on the server: the client deleted its node")
+                            .as(
+                                    "the old session is still on the server: the client deleted its node (gone %d ms after the restart)",
+                                    (System.nanoTime() - restarted) / 1_000_000)
                             .containsIgnoringCase("0x" + Long.toHexString(oldSession));
                 } finally {
                     check.close();
