@@ -115,6 +115,14 @@ public final class BenchCommand implements Callable<Integer> {
     private Duration warmup;
 
     @Option(
+            names = "--warmup-of",
+            paramLabel = "WORKLOAD=D",
+            description = "A workload's own warm-up, in place of --warmup (repeatable). On 2 cores W1's"
+                    + " loop and dlock's engine are compiled by C2 only 25-37 s into a run, so W1=45s"
+                    + " COST=45s measure the compiled cycle without making every workload wait as long.")
+    private Map<String, String> warmupOf = new LinkedHashMap<>();
+
+    @Option(
             names = "--duration",
             paramLabel = "D",
             converter = DurationConverter.class,
@@ -425,7 +433,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    private RunConfig validate() {
+    RunConfig validate() {
         for (String w : workloads) {
             if (!WORKLOADS.contains(w.toUpperCase(Locale.ROOT))) {
                 throw new CommandLine.ParameterException(
@@ -449,6 +457,23 @@ public final class BenchCommand implements Callable<Integer> {
         if (wu.isNegative()) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--warmup must not be negative: " + wu);
         }
+        Map<String, Duration> warmups = new LinkedHashMap<>();
+        warmupOf.forEach((workload, text) -> {
+            String w = workload.toUpperCase(Locale.ROOT);
+            if (!WORKLOADS.contains(w)) {
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(),
+                        "--warmup-of: unknown workload '" + workload + "'; known: " + String.join(", ", WORKLOADS));
+            }
+            Duration each;
+            try {
+                each = new DurationConverter().convert(text);
+            } catch (CommandLine.TypeConversionException e) {
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(), "--warmup-of " + w + ": " + e.getMessage());
+            }
+            warmups.put(w, quick ? wu : each);
+        });
         if (w4Threads > w4) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(), "--w4-threads (" + w4Threads + ") must not exceed --w4-locks (" + w4 + ")");
@@ -472,6 +497,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
         return new RunConfig(
                 wu,
+                Map.copyOf(warmups),
                 d,
                 r,
                 w2Threads,
@@ -577,6 +603,9 @@ public final class BenchCommand implements Callable<Integer> {
         h.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
         h.put("impls", impls.stream().map(LockImpl::label).toList());
         h.put("warmup", c.warmup().toString());
+        if (!c.warmups().isEmpty()) {
+            h.put("warmupOf", new java.util.TreeMap<>(c.warmups()).toString());
+        }
         h.put("duration", c.duration().toString());
         h.put("rounds", c.rounds());
         h.put("w2Threads", c.w2Threads());

@@ -7,6 +7,7 @@ import java.time.Duration;
  * The knobs of one run, validated by {@link BenchCommand}.
  *
  * @param warmup the warm-up of each implementation before its first measured period
+ * @param warmups workloads' own warm-ups, in place of {@code warmup}
  * @param duration one measured period
  * @param rounds how many measured periods each implementation gets, interleaved with the others'
  * @param w2Threads threads on one lock in W2
@@ -26,6 +27,7 @@ import java.time.Duration;
  */
 record RunConfig(
         Duration warmup,
+        java.util.Map<String, Duration> warmups,
         Duration duration,
         int rounds,
         int w2Threads,
@@ -41,4 +43,10 @@ record RunConfig(
         Path w6Java,
         java.util.List<Integer> scaleJvms,
         java.util.List<Integer> scaleNames,
-        int scaleThreads) {}
+        int scaleThreads) {
+
+    /** The warm-up of each implementation in {@code workload}: its own, else {@link #warmup}. */
+    Duration warmup(String workload) {
+        return warmups.getOrDefault(workload, warmup);
+    }
+}

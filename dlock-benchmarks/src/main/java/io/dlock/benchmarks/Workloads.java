@@ -103,7 +103,7 @@ final class Workloads {
 
     /** {@link #WARM_UP_PASSES} interleaved passes over {@code impls}, each a share of the warm-up. */
     private void warmUp(String workload, List<LockImpl> impls, Period period) throws InterruptedException {
-        Duration each = config.warmup().dividedBy(WARM_UP_PASSES);
+        Duration each = config.warmup(workload).dividedBy(WARM_UP_PASSES);
         for (int pass = 1; pass <= WARM_UP_PASSES; pass++) {
             for (LockImpl impl : impls) {
                 log.printf("%s warm-up %d/%d %s (%s)%n", workload, pass, WARM_UP_PASSES, impl.label(), each);

@@ -90,6 +90,33 @@ class BenchCommandTest {
     }
 
     @Test
+    void call_warmupOfAnUnknownWorkloadOrNotADuration_exits2() {
+        Run unknown = run("--warmup-of", "W9=45s");
+        assertThat(unknown.status()).isEqualTo(2);
+        assertThat(unknown.err()).contains("--warmup-of: unknown workload 'W9'").contains("W1, W2");
+        assertThat(unknown.out()).doesNotContain("dlock bench {");
+        Run bad = run("--warmup-of", "W1=long");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err()).contains("--warmup-of W1: 'long' is not a duration");
+        Run negative = run("--warmup-of", "COST=-5s");
+        assertThat(negative.status()).isEqualTo(2);
+        assertThat(negative.err()).contains("--warmup-of COST: '-5s' is not a duration");
+    }
+
+    @Test
+    void warmupOf_replacesTheWarmupOfItsWorkloadOnly_andQuickOverridesBoth() {
+        BenchCommand cmd = new BenchCommand();
+        new CommandLine(cmd).parseArgs("--warmup", "10s", "--warmup-of", "w1=45s", "--warmup-of", "COST=30s");
+        RunConfig config = cmd.validate();
+        assertThat(config.warmup("W1")).isEqualTo(java.time.Duration.ofSeconds(45));
+        assertThat(config.warmup("COST")).isEqualTo(java.time.Duration.ofSeconds(30));
+        assertThat(config.warmup("W2")).isEqualTo(java.time.Duration.ofSeconds(10));
+        BenchCommand quick = new BenchCommand();
+        new CommandLine(quick).parseArgs("--quick", "--warmup-of", "W1=45s");
+        assertThat(quick.validate().warmup("W1")).isEqualTo(java.time.Duration.ofMillis(500));
+    }
+
+    @Test
     void call_unknownImplementation_exits2ListingKnownOnes() {
         Run r = run("--impls", "consul-lock");
         assertThat(r.status()).isEqualTo(2);
