@@ -13,7 +13,7 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * <p>Thread-safety: safe from any thread; a mutex is released by the thread that acquired it.
  */
 final class CuratorAdapter implements BenchClient {
-    private static final String ROOT = "/curator-bench/";
+    static final String ROOT = "/curator-bench/";
 
     private final CuratorFramework curator;
 

@@ -118,6 +118,29 @@ final class Workloads {
         return new long[] {start, start + length.toNanos()};
     }
 
+    /**
+     * Deletes the parent nodes of {@code names} that the ZooKeeper implementations among {@code
+     * impls} left, so that the server's removal of empty containers (10,000 a minute) does not run
+     * on through the next workloads ({@link ZooKeeperTidy}). Outside every timed phase.
+     */
+    private void tidyZooKeeper(String what, List<LockImpl> impls, List<String> names) throws InterruptedException {
+        List<String> paths = ZooKeeperTidy.parents(impls, names);
+        if (paths.isEmpty() || servers.zookeeper() == null) {
+            return;
+        }
+        long t0 = System.nanoTime();
+        ZooKeeperTidy.Outcome done = ZooKeeperTidy.deleteEmpty(servers.address(Backend.ZOOKEEPER), paths);
+        log.printf(
+                Locale.ROOT,
+                "%s: deleted %d of %d lock parent paths on ZooKeeper in %.1f s (%d failed)%n",
+                what,
+                done.deleted(),
+                paths.size(),
+                (System.nanoTime() - t0) / 1e9,
+                done.failed());
+        log.flush();
+    }
+
     /** W1: one thread, acquire+release cycles on one lock. */
     List<Result> w1(List<LockImpl> impls) throws InterruptedException {
         Map<LockImpl, BenchLock> locks = new EnumMap<>(LockImpl.class);
@@ -421,6 +444,11 @@ final class Workloads {
                     r.extra().put("netInBytesPerCycle", bc[0] / (double) bc[1]);
                 }
             }
+            List<String> names = new ArrayList<>(config.w5Names());
+            for (int i = 0; i < config.w5Names(); i++) {
+                names.add("w5-" + i);
+            }
+            tidyZooKeeper("W5", impls, names);
             return out;
         } finally {
             if (redis != null) {
@@ -765,6 +793,11 @@ final class Workloads {
                 releaseSeconds,
                 bytesPerLock);
         log.flush();
+        List<String> names = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            names.add("w4-" + run + "-" + i);
+        }
+        tidyZooKeeper("W4 " + impl.label(), List.of(impl), names);
         return new Result(
                 "W4",
                 impl,

@@ -24,7 +24,7 @@ import org.apache.zookeeper.ZooKeeper;
  * <p>Thread-safety: safe from any thread, as the ZooKeeper handle is.
  */
 final class ZooKeeperFloorAdapter implements BenchClient {
-    private static final String ROOT = "/floor-bench";
+    static final String ROOT = "/floor-bench";
     private static final byte[] EMPTY = new byte[0];
 
     /** How the calls are made. */
