@@ -297,9 +297,11 @@ final class PgSessionProtocol implements LockProtocol {
                 ps.executeQuery().close();
                 s.locked = true;
             } catch (SQLException e) {
-                if (!"57014".equals(e.getSQLState())) { // else cancelled by a withdrawal: the session is fine
-                    s.broken = true;
-                }
+                // Even a wait cancelled by a withdrawal (57014) may hold the lock: when the cancel
+                // lands just as the holder's unlock grants it, PostgreSQL keeps the granted
+                // session-level lock and still fails the statement. So the session is ended (its
+                // connection closed), never kept idle with a lock no one knows of.
+                s.broken = true;
                 synchronized (s) {
                     s.blocked = false;
                     if (s.withdrawn) {

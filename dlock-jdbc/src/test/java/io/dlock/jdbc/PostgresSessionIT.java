@@ -76,6 +76,41 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
         assertThat(lost).hasValue(1);
     }
 
+    /**
+     * A cancel that lands just as the holder's unlock grants the waiter the lock fails the wait
+     * (57014) while PostgreSQL keeps the lock granted to the session; kept idle for reuse, that
+     * connection held the lock with no lease (seen once in CI: the contract's cancel race timed
+     * out). Every withdrawn wait must end its session, which drops whatever it holds.
+     */
+    @Test
+    void aWaiterWithdrawnWhileBlocked_hasItsSessionEnded_notKeptIdle() throws Exception {
+        LockClient holder = client();
+        LockClient waiter = client();
+        try (Lease held = holder.lock("withdrawn").acquire()) {
+            var async = waiter.lock("withdrawn").acquireAsync(Duration.ofMinutes(1));
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> entries("withdrawn").size() == 2);
+            int waiting = Integer.parseInt(entries("withdrawn").get(1).split(" ")[1]);
+            assertThat(async.cancel(true)).isTrue();
+            await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> !backendAlive(waiting));
+            assertThat(entries("withdrawn")).hasSize(1);
+            assertThat(held.isValid()).isTrue();
+        }
+        try (Lease next = waiter.lock("withdrawn").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(next.isValid()).isTrue();
+        }
+    }
+
+    private boolean backendAlive(int pid) throws SQLException {
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement("SELECT 1 FROM pg_stat_activity WHERE pid = ?")) {
+            ps.setInt(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
     @Test
     void sessionMode_exclusiveOnly_andPostgresOnly() {
         LockClient client = client();
