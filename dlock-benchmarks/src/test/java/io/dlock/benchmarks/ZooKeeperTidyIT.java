@@ -7,7 +7,9 @@ import io.dlock.testkit.ZooKeeperProcess;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.Test;
 
@@ -22,11 +24,21 @@ class ZooKeeperTidyIT {
         try (ZooKeeperProcess server = ZooKeeperProcess.start();
                 DlockAdapter dlock = DlockAdapter.zookeeper("127.0.0.1:" + server.port(), LockOptions.defaults());
                 CuratorAdapter curator = new CuratorAdapter("127.0.0.1:" + server.port())) {
-            dlock.lock("done").acquire().release();
-            curator.lock("done").acquire().release();
+            dlock.lock("warm").acquire().release(); // makes the roots
+            curator.lock("warm").acquire().release();
             BenchLock.Held held = dlock.lock("held").acquire();
+            // Empty parents as persistent nodes: the testkit's server removes empty containers
+            // within a second, which would make the count a race.
+            ZooKeeper setup = connect(server);
+            try {
+                for (String path : List.of("/dlock-bench/empty", "/curator-bench/empty")) {
+                    setup.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
+                }
+            } finally {
+                setup.close();
+            }
             List<String> paths = ZooKeeperTidy.parents(
-                    List.of(LockImpl.DLOCK_ZK, LockImpl.CURATOR), List.of("done", "held", "never"));
+                    List.of(LockImpl.DLOCK_ZK, LockImpl.CURATOR), List.of("empty", "held", "never"));
 
             ZooKeeperTidy.Outcome outcome = ZooKeeperTidy.deleteEmpty("127.0.0.1:" + server.port(), paths);
 
@@ -34,16 +46,16 @@ class ZooKeeperTidyIT {
             assertThat(outcome.failed()).isZero();
             ZooKeeper zk = connect(server);
             try {
-                assertThat(zk.exists("/dlock-bench/done", false)).isNull();
-                assertThat(zk.exists("/curator-bench/done", false)).isNull();
+                assertThat(zk.exists("/dlock-bench/empty", false)).isNull();
+                assertThat(zk.exists("/curator-bench/empty", false)).isNull();
                 assertThat(zk.getChildren("/dlock-bench/held", false)).hasSize(1);
             } finally {
                 zk.close();
             }
             held.release();
             // The lock works again on a tidied name: its parent is made anew.
-            curator.lock("done").acquire().release();
-            dlock.lock("done").acquire().release();
+            curator.lock("empty").acquire().release();
+            dlock.lock("empty").acquire().release();
         }
     }
 
