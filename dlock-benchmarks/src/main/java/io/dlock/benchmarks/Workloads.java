@@ -28,6 +28,7 @@ import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -123,11 +124,16 @@ final class Workloads {
      * impls} left, so that the server's removal of empty containers (10,000 a minute) does not run
      * on through the next workloads ({@link ZooKeeperTidy}). Outside every timed phase.
      */
-    private void tidyZooKeeper(String what, List<LockImpl> impls, List<String> names) throws InterruptedException {
-        List<String> paths = ZooKeeperTidy.parents(impls, names);
-        if (paths.isEmpty() || servers.zookeeper() == null) {
+    private void tidyZooKeeper(String what, List<LockImpl> impls, int count, IntFunction<String> nameOf)
+            throws InterruptedException {
+        if (servers.zookeeper() == null || impls.stream().allMatch(i -> ZooKeeperTidy.prefix(i) == null)) {
             return;
         }
+        List<String> names = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            names.add(nameOf.apply(i));
+        }
+        List<String> paths = ZooKeeperTidy.parents(impls, names);
         long t0 = System.nanoTime();
         ZooKeeperTidy.Outcome done = ZooKeeperTidy.deleteEmpty(servers.address(Backend.ZOOKEEPER), paths);
         log.printf(
@@ -139,6 +145,10 @@ final class Workloads {
                 (System.nanoTime() - t0) / 1e9,
                 done.failed());
         log.flush();
+    }
+
+    private static String w5Name(int i) {
+        return "w5-" + i;
     }
 
     /** W1: one thread, acquire+release cycles on one lock. */
@@ -385,7 +395,7 @@ final class Workloads {
         for (LockImpl impl : impls) {
             List<BenchLock> names = new ArrayList<>(config.w5Names());
             for (int i = 0; i < config.w5Names(); i++) {
-                names.add(client(impl).lock("w5-" + i));
+                names.add(client(impl).lock(w5Name(i)));
             }
             locks.put(impl, names);
             log.printf("W5 %s: taking each of %d names once%n", impl.label(), names.size());
@@ -444,11 +454,7 @@ final class Workloads {
                     r.extra().put("netInBytesPerCycle", bc[0] / (double) bc[1]);
                 }
             }
-            List<String> names = new ArrayList<>(config.w5Names());
-            for (int i = 0; i < config.w5Names(); i++) {
-                names.add("w5-" + i);
-            }
-            tidyZooKeeper("W5", impls, names);
+            tidyZooKeeper("W5", impls, config.w5Names(), Workloads::w5Name);
             return out;
         } finally {
             if (redis != null) {
@@ -727,6 +733,7 @@ final class Workloads {
         CountDownLatch released = new CountDownLatch(threads);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         String run = Long.toString(System.nanoTime(), 36);
+        IntFunction<String> w4Name = i -> "w4-" + run + "-" + i;
         log.printf("W4 %s: %d locks by %d threads%n", impl.label(), n, threads);
         log.flush();
         long heapBefore = usedHeapAfterGc();
@@ -740,7 +747,7 @@ final class Workloads {
                         try {
                             try {
                                 for (int i = from; i < to; i++) {
-                                    held[i] = client.lock("w4-" + run + "-" + i).acquire();
+                                    held[i] = client.lock(w4Name.apply(i)).acquire();
                                 }
                             } finally {
                                 acquired.countDown();
@@ -793,11 +800,7 @@ final class Workloads {
                 releaseSeconds,
                 bytesPerLock);
         log.flush();
-        List<String> names = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            names.add("w4-" + run + "-" + i);
-        }
-        tidyZooKeeper("W4 " + impl.label(), List.of(impl), names);
+        tidyZooKeeper("W4 " + impl.label(), List.of(impl), n, w4Name);
         return new Result(
                 "W4",
                 impl,
