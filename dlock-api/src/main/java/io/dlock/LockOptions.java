@@ -393,12 +393,14 @@ public final class LockOptions {
          *
          * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
          *
-         * @param leaseTime at least 1 ms
+         * @param leaseTime from 100 ms to 365 days
          * @return this builder
-         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         * @throws IllegalArgumentException if shorter than 100 ms (a grant is renewed every third of
+         *     its lease time and declared lost at least 10 ms before it runs out: a shorter lease could
+         *     not be renewed reliably) or longer than 365 days
          */
         public Builder leaseTime(Duration leaseTime) {
-            this.leaseTime = positive("leaseTime", leaseTime);
+            this.leaseTime = between("leaseTime", leaseTime, MIN_LEASE_TIME);
             return this;
         }
 
@@ -407,9 +409,9 @@ public final class LockOptions {
          *
          * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
          *
-         * @param sessionTimeout at least 1 ms
+         * @param sessionTimeout from 1 ms to 365 days
          * @return this builder
-         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         * @throws IllegalArgumentException if shorter than 1 ms or longer than 365 days
          */
         public Builder sessionTimeout(Duration sessionTimeout) {
             this.sessionTimeout = positive("sessionTimeout", sessionTimeout);
@@ -421,9 +423,9 @@ public final class LockOptions {
          *
          * <p>Blocking: never. Thread-safety: confined. On failure: throws, builder unchanged.
          *
-         * @param connectTimeout at least 1 ms
+         * @param connectTimeout from 1 ms to 365 days
          * @return this builder
-         * @throws IllegalArgumentException if shorter than 1 ms or negative
+         * @throws IllegalArgumentException if shorter than 1 ms or longer than 365 days
          */
         public Builder connectTimeout(Duration connectTimeout) {
             this.connectTimeout = positive("connectTimeout", connectTimeout);
@@ -637,10 +639,22 @@ public final class LockOptions {
             return new LockOptions(this);
         }
 
+        private static final Duration MIN_LEASE_TIME = Duration.ofMillis(100);
+        private static final Duration MAX_DURATION = Duration.ofDays(365);
+
         private static Duration positive(String name, Duration value) {
+            return between(name, value, Duration.ofMillis(1));
+        }
+
+        private static Duration between(String name, Duration value, Duration min) {
             Objects.requireNonNull(value, name);
-            if (value.isNegative() || value.compareTo(Duration.ofMillis(1)) < 0) {
-                throw new IllegalArgumentException(name + " must be at least 1ms: " + value);
+            if (value.compareTo(min) < 0) {
+                throw new IllegalArgumentException(name + " must be at least " + min.toMillis() + "ms: " + value);
+            }
+            // Longer values would overflow the nanosecond deadlines the client computes from them.
+            if (value.compareTo(MAX_DURATION) > 0) {
+                throw new IllegalArgumentException(
+                        name + " must be at most " + MAX_DURATION.toDays() + " days: " + value);
             }
             return value;
         }

@@ -77,18 +77,39 @@ class LockOptionsTest {
                         d -> LockOptions.builder().connectTimeout(d)));
     }
 
+    private static Duration smallest(String name) {
+        return name.equals("leaseTime") ? Duration.ofMillis(100) : Duration.ofMillis(1);
+    }
+
     @ParameterizedTest
     @MethodSource("durationSetters")
-    void durationSetter_zeroNegativeOrSubMillisecond_throwsIllegalArgumentNamingArgument(
+    void durationSetter_zeroNegativeOrBelowItsMinimum_throwsIllegalArgumentNamingArgument(
             String name, Function<Duration, LockOptions.Builder> setter) {
-        for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofSeconds(-1), Duration.ofNanos(999_999)}) {
+        Duration justBelow = smallest(name).minusNanos(1);
+        for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofSeconds(-1), justBelow}) {
             assertThatThrownBy(() -> setter.apply(bad))
                     .as("%s(%s)", name, bad)
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining(name)
+                    .hasMessageContaining("at least " + smallest(name).toMillis() + "ms")
                     .hasMessageContaining(bad.toString());
         }
-        assertThat(setter.apply(Duration.ofMillis(1))).isNotNull(); // the smallest legal value
+        assertThat(setter.apply(smallest(name))).isNotNull();
+    }
+
+    /** Longer values would overflow the nanosecond deadlines the client computes (at about 292 years). */
+    @ParameterizedTest
+    @MethodSource("durationSetters")
+    void durationSetter_longerThanAYear_throwsIllegalArgumentNamingArgument(
+            String name, Function<Duration, LockOptions.Builder> setter) {
+        for (Duration bad : new Duration[] {Duration.ofDays(365).plusNanos(1), Duration.ofSeconds(Long.MAX_VALUE)}) {
+            assertThatThrownBy(() -> setter.apply(bad))
+                    .as("%s(%s)", name, bad)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining(name)
+                    .hasMessageContaining("at most 365 days");
+        }
+        assertThat(setter.apply(Duration.ofDays(365))).isNotNull();
     }
 
     @ParameterizedTest
