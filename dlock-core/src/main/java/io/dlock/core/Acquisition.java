@@ -219,6 +219,13 @@ final class Acquisition {
     /** How many local hand-offs separate this grant from its backend grant. */
     volatile int localSeq;
 
+    /**
+     * The client's {@linkplain EngineClient#lastLoss() loss count} when this grant was made by the
+     * backend (a local hand-off inherits it with the grant). A loss of every grant that runs while
+     * this one moves to HELD may miss it; the count having moved meanwhile tells.
+     */
+    private volatile int grantEpoch;
+
     private volatile long fencingToken;
 
     Acquisition(
@@ -376,9 +383,11 @@ final class Acquisition {
         localSeq = from.localSeq + 1;
         renewedAt = from.renewedAt;
         holds = 1;
+        grantEpoch = from.grantEpoch;
         if (transition(LockState.QUEUED, LockState.HELD)) {
             client.onGranted(this);
             granted();
+            loseIfALossRacedTheGrant();
             return true;
         }
         holds = 0;
@@ -395,6 +404,19 @@ final class Acquisition {
     CompletableFuture<Acquisition> outcome() {
         CompletableFuture<Acquisition> o = outcome;
         return o != null ? o : CompletableFuture.completedFuture(this);
+    }
+
+    /**
+     * A loss of every grant ({@code EngineClient.loseAll}) scans for HELD ones. A backend grant
+     * moving into HELD behind the scan is missed, and so is a local hand-off, which moves its grant
+     * out of HELD (the carrier) and back into it (the waiter). The loss count taken with the grant,
+     * compared once this one is HELD, tells.
+     */
+    private void loseIfALossRacedTheGrant() {
+        EngineClient.Loss last = client.lastLoss();
+        if (last.epoch() != grantEpoch) {
+            lose(last.why(), last.reason() + " (while this grant was being made)", null);
+        }
     }
 
     /** Completes the outcome with the grant and drops it; kept if it had failed already. */
@@ -485,10 +507,12 @@ final class Acquisition {
             // hand-off copies the renewal time of the grant it takes over instead).
             renewedAt = client.ticker.read();
             holds = 1;
+            grantEpoch = client.lastLoss().epoch();
             if (transition(LockState.QUEUED, LockState.HELD)) {
                 cancelTimer();
                 client.onGranted(this);
                 granted();
+                loseIfALossRacedTheGrant();
             } else {
                 holds = 0;
                 withdraw();
@@ -605,7 +629,7 @@ final class Acquisition {
         if (e == null || !claimWithdrawal(e)) {
             return;
         }
-        client.protocol.release(e).whenComplete((ok, err) -> {
+        CompletableFuture<?> unused = client.sendRelease(e, false).whenComplete((ok, err) -> {
             if (err != null) {
                 log.warn("[lock={} state=CANCELLED] could not withdraw entry {}: {}", name, e.key(), err.toString());
             }
@@ -640,7 +664,7 @@ final class Acquisition {
         client.protocol
                 .findOwnEntry(name, id)
                 .thenCompose(found -> found.isPresent() && claimWithdrawal(found.get())
-                        ? client.protocol.release(found.get())
+                        ? client.sendRelease(found.get(), false)
                         : CompletableFuture.<Void>completedFuture(null))
                 .whenComplete((ok, err) -> {
                     if (err == null || !client.isOpen()) {
@@ -764,7 +788,7 @@ final class Acquisition {
         if (e == null || !claimWithdrawal(e)) {
             return CompletableFuture.completedFuture(null);
         }
-        CompletableFuture<Void> cleaned = client.protocol.release(e).toCompletableFuture();
+        CompletableFuture<Void> cleaned = client.sendRelease(e, false);
         client.local.ended(this);
         return cleaned.handle((ok, err) -> {
             if (err != null) {
@@ -813,16 +837,13 @@ final class Acquisition {
             return done;
         }
         QueueEntry e = entry();
-        CompletableFuture<Void> done = client.protocol
-                .release(e, callerWaits)
-                .toCompletableFuture()
-                .handle((ok, err) -> {
-                    if (err != null) {
-                        log.warn("[lock={} state=RELEASING] release of {} failed: {}", name, e.key(), err.toString());
-                    }
-                    transition(LockState.RELEASING, LockState.RELEASED);
-                    return null;
-                });
+        CompletableFuture<Void> done = client.sendRelease(e, callerWaits).handle((ok, err) -> {
+            if (err != null) {
+                log.warn("[lock={} state=RELEASING] release of {} failed: {}", name, e.key(), err.toString());
+            }
+            transition(LockState.RELEASING, LockState.RELEASED);
+            return null;
+        });
         released = done;
         client.local.ended(this); // after the release is sent: the next local waiter queues behind it
         return done;
@@ -877,7 +898,8 @@ final class Acquisition {
         }
         LockLostException cause = r.lostCause;
         Queue<Consumer<LockLostException>> listeners = r.lostListeners;
-        if (listeners == null) {
+        if (cause == null || listeners == null) {
+            // LOST, but lose() has not set the cause yet: its own run, after it has, takes these.
             return;
         }
         Consumer<LockLostException> l;

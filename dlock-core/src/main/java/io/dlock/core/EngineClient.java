@@ -14,6 +14,7 @@ import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.QueueEntry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -25,6 +26,7 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
@@ -93,6 +95,16 @@ final class EngineClient implements LockClient {
     final LockMetrics metrics;
 
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.OPEN);
+
+    /** The latest loss of every grant ({@link #loseAll}), counted; see {@link Acquisition}'s grantEpoch. */
+    record Loss(int epoch, LockMetrics.LossCause why, String reason) {}
+
+    private final AtomicInteger releasesInFlight = new AtomicInteger();
+    private final CountDownLatch closed = new CountDownLatch(1);
+    private volatile @Nullable Thread closing;
+
+    private final AtomicReference<Loss> lastLoss =
+            new AtomicReference<>(new Loss(0, LockMetrics.LossCause.SESSION, ""));
     /** Live acquisitions and thread holds, one map node per lock name (see {@link Registry}). */
     final Registry registry = new Registry();
 
@@ -235,8 +247,10 @@ final class EngineClient implements LockClient {
     @Override
     public void close() {
         if (!lifecycle.compareAndSet(Lifecycle.OPEN, Lifecycle.CLOSING)) {
+            awaitClosedByAnother();
             return;
         }
+        closing = Thread.currentThread();
         log.debug("[client={}] closing: {} live acquisitions", backendName, registry.liveCount());
         List<CompletableFuture<?>> pending = new ArrayList<>();
         for (Acquisition a : registry.live()) {
@@ -250,9 +264,11 @@ final class EngineClient implements LockClient {
                         .thenCompose(x -> x != null ? x.release() : CompletableFuture.<Void>completedFuture(null)));
             }
         }
+        long deadline = System.nanoTime() + options.connectTimeout().toNanos();
         try {
             CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
                     .get(options.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            awaitReleases(deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Exception e) {
@@ -271,7 +287,36 @@ final class EngineClient implements LockClient {
                 listeners.shutdown();
                 metrics.close();
                 lifecycle.set(Lifecycle.CLOSED);
+                closed.countDown();
             }
+        }
+    }
+
+    /**
+     * A second caller of {@link #close} returns once the first has closed, as its contract says;
+     * not on the closing thread itself (a listener of the backend's close calling close again).
+     */
+    private void awaitClosedByAnother() {
+        if (Thread.currentThread() == closing) {
+            return;
+        }
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + 2 * options.connectTimeout().toNanos();
+        while (true) {
+            try {
+                if (!closed.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    log.warn(
+                            "[client={}] close() by another thread had not finished after {}",
+                            backendName,
+                            options.connectTimeout().multipliedBy(2));
+                }
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -437,7 +482,48 @@ final class EngineClient implements LockClient {
                         + backend.maxSuspension().toMillis() + " ms: the server may have expired the session");
     }
 
+    /**
+     * Sends the removal of an entry, counted while in flight: {@link #close} waits for the ones
+     * other threads started (a lease closed on a worker while the application shuts the client
+     * down) before it disconnects, which would cut them off and leave their entries to expire.
+     */
+    CompletableFuture<Void> sendRelease(QueueEntry entry, boolean callerWaits) {
+        releasesInFlight.incrementAndGet();
+        CompletableFuture<Void> sent;
+        try {
+            sent = protocol.release(entry, callerWaits).toCompletableFuture();
+        } catch (RuntimeException | Error e) {
+            releaseEnded();
+            throw e;
+        }
+        return sent.whenComplete((ok, err) -> releaseEnded());
+    }
+
+    private void releaseEnded() {
+        if (releasesInFlight.decrementAndGet() == 0 && lifecycle.get() != Lifecycle.OPEN) {
+            synchronized (releasesInFlight) {
+                releasesInFlight.notifyAll();
+            }
+        }
+    }
+
+    /** Waits until no release is in flight, or {@code deadline} (System.nanoTime). */
+    private void awaitReleases(long deadline) throws InterruptedException {
+        synchronized (releasesInFlight) {
+            long left;
+            while (releasesInFlight.get() > 0 && (left = deadline - System.nanoTime()) > 0) {
+                TimeUnit.NANOSECONDS.timedWait(releasesInFlight, left);
+            }
+        }
+    }
+
+    Loss lastLoss() {
+        return Objects.requireNonNull(lastLoss.get()); // set at construction, never to null
+    }
+
     private void loseAll(LockMetrics.LossCause why, String reason) {
+        // Counted before the scan: a grant moving to HELD behind the scan sees the count move.
+        lastLoss.updateAndGet(l -> new Loss(l.epoch() + 1, why, reason));
         for (Acquisition a : registry.live()) {
             if (a.state() == LockState.HELD) {
                 a.lose(why, reason, null);

@@ -70,13 +70,16 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
         if (mode == LockMode.WRITE) {
             refuseUpgrade(me);
         }
+        Acquisition write = mode == LockMode.READ ? client.heldBy(name, LockMode.WRITE, me) : null;
+        if (write != null && write.holds() > 0 && !write.isValid()) {
+            // A read would queue behind this thread's own lost write entry, which the server may
+            // still have: it would wait for itself.
+            throw new IllegalStateException("lock '" + name + "' on " + client.backendName
+                    + ": this thread's write lock was lost; close its lease before taking the read lock");
+        }
         Acquisition a = client.newAcquisition(name, mode, 1, 1, me, reentrant, wait);
-        if (mode == LockMode.READ) {
-            // Downgrade: a read under this thread's own write lock is not blocked by it.
-            Acquisition write = client.heldBy(name, LockMode.WRITE, me);
-            if (write != null && write.isValid()) {
-                a.downgradeOf(write);
-            }
+        if (write != null && write.isValid()) {
+            a.downgradeOf(write); // a read under this thread's own write lock is not blocked by it
         }
         client.begin(a);
         try {
@@ -86,13 +89,17 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
         }
     }
 
-    /** A read holder asking for the write lock would wait for itself (and for other upgraders). */
+    /**
+     * A read holder asking for the write lock would wait for itself (and for other upgraders); so
+     * would one whose read lease was lost but not closed, behind its own entry the server may keep.
+     */
     private void refuseUpgrade(Thread me) {
         Acquisition read = client.heldBy(name, LockMode.READ, me);
-        if (read != null && read.isValid()) {
+        if (read != null && read.holds() > 0) {
             throw new IllegalStateException("lock '" + name + "' on " + client.backendName
                     + ": cannot upgrade a read lock to a write lock (two upgrading readers would wait for each"
-                    + " other for ever); release the read lock first");
+                    + " other for ever); release the read lock first"
+                    + (read.isValid() ? "" : " (it was lost: close its lease)"));
         }
     }
 
@@ -130,6 +137,12 @@ final class EngineLock implements DistributedLock, JavaLockView.Acquirer {
         long start = System.nanoTime();
         EngineLease.awaitRelease(held.exit(true), client, start);
         return true;
+    }
+
+    /** Whether the calling thread has a hold, valid or lost, that {@link #unlockCurrentThread} would drop. */
+    boolean hasHoldOfCurrentThread() {
+        Acquisition held = client.heldBy(name, mode, Thread.currentThread());
+        return held != null && held.holds() > 0;
     }
 
     /** Waits longer than this (about 73 years) count as this, so that a deadline never overflows. */

@@ -108,8 +108,19 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
             }
             return;
         }
-        CompletableFuture<Lease> part =
-                parts.get(index).acquireAsync(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
+        CompletableFuture<Lease> part;
+        try {
+            part = parts.get(index).acquireAsync(Duration.ofNanos(Math.max(0, deadline - client.ticker.read())));
+        } catch (RuntimeException | Error e) {
+            // From a part's callback (the client closed meanwhile) a throw would fail only that
+            // callback's own future: the caller's must fail instead.
+            closeAll(held);
+            if (index == 0) {
+                throw e;
+            }
+            result.completeExceptionally(e);
+            return;
+        }
         inFlight.set(part);
         if (result.isDone()) {
             part.cancel(true); // the caller gave up before this part was in flight for the handler above
@@ -142,19 +153,20 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
     }
 
     /**
-     * {@code unlock()} drops this thread's hold on every part it holds, valid or lost: a part lost
-     * to the server must not keep the others held. It throws only if the thread holds no part.
+     * {@code unlock()} drops one hold of this thread on every part, valid or lost: a part lost to
+     * the server must not keep the others held. A thread without a hold on every part did not lock
+     * the multi-lock (a hold it has on some of the names came from those single locks), so it gets
+     * {@link IllegalMonitorStateException} and nothing is released.
      */
     @Override
     public Lock asJavaLock() {
         return new JavaLockView(this, client.backendName, () -> {
-            boolean any = false;
-            for (int i = parts.size() - 1; i >= 0; i--) {
-                any |= parts.get(i).unlockCurrentThread();
-            }
-            if (!any) {
+            if (!parts.stream().allMatch(EngineLock::hasHoldOfCurrentThread)) {
                 throw new IllegalMonitorStateException("multi-lock '" + name + "' on " + client.backendName
                         + " is not held by thread '" + Thread.currentThread().getName() + "'");
+            }
+            for (int i = parts.size() - 1; i >= 0; i--) {
+                parts.get(i).unlockCurrentThread();
             }
         });
     }

@@ -43,7 +43,8 @@ import java.util.function.Consumer;
  * monitor.
  *
  * <p>Test controls: {@link #emit}, {@link #maxSuspension(Duration)}, the counters, {@link #queue},
- * {@link #failNextEnqueue}, {@link #holdEnqueueReplies} / {@link #deliverHeldReplies}.
+ * {@link #failNextEnqueue}, {@link #holdEnqueueReplies} / {@link #deliverHeldReplies}, {@link
+ * #holdReleases} / {@link #deliverHeldReleases}.
  */
 final class InMemoryBackend implements LockBackend, LockProtocol {
 
@@ -271,6 +272,8 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     private final AtomicReference<FailMode> failNextEnqueue = new AtomicReference<>();
     private final AtomicBoolean holdEnqueueReplies = new AtomicBoolean();
     private final List<Runnable> heldReplies = new ArrayList<>(); // guarded by itself
+    private final AtomicBoolean holdReleases = new AtomicBoolean();
+    private final List<Runnable> heldReleases = new ArrayList<>(); // guarded by itself
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean failRenewals = new AtomicBoolean();
     private final AtomicInteger failLookups = new AtomicInteger();
@@ -347,6 +350,29 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
         synchronized (heldReplies) {
             out = new ArrayList<>(heldReplies);
             heldReplies.clear();
+        }
+        for (Runnable r : out) {
+            REPLIES.execute(r);
+        }
+    }
+
+    /** While on, release requests are held back before the server applies them (in flight). */
+    void holdReleases(boolean hold) {
+        holdReleases.set(hold);
+    }
+
+    int heldReleases() {
+        synchronized (heldReleases) {
+            return heldReleases.size();
+        }
+    }
+
+    /** Applies the releases held back so far (asynchronously, in order). */
+    void deliverHeldReleases() {
+        List<Runnable> out;
+        synchronized (heldReleases) {
+            out = new ArrayList<>(heldReleases);
+            heldReleases.clear();
         }
         for (Runnable r : out) {
             REPLIES.execute(r);
@@ -435,9 +461,11 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     @Override
     public CompletionStage<Position> enqueue(LockRequest request) {
-        if (request.mode() != LockMode.EXCLUSIVE) {
+        if (request.mode() != LockMode.EXCLUSIVE && !capabilities.contains(Capability.READ_WRITE)) {
             throw new UnsupportedOperationException("the in-memory backend queues exclusive locks only");
         }
+        // With READ_WRITE, reads and writes queue as exclusive entries too: enough for the engine's
+        // own checks of its read-write locks; shared reads are the real backends' tests.
         String lockName = request.lockName();
         String acquisitionId = request.acquisitionId();
         CompletableFuture<Position> reply = new CompletableFuture<>();
@@ -483,11 +511,18 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         CompletableFuture<Void> reply = new CompletableFuture<>();
-        REPLIES.execute(() -> {
+        Runnable apply = () -> {
             List<Runnable> after = server.remove(entry);
             reply.complete(null);
             after.forEach(REPLIES::execute);
-        });
+        };
+        if (holdReleases.get()) {
+            synchronized (heldReleases) {
+                heldReleases.add(apply);
+            }
+        } else {
+            REPLIES.execute(apply);
+        }
         return reply;
     }
 

@@ -92,7 +92,7 @@ class Issue19Test {
         int trials = 0;
         int closedSeen = 0;
         while (trials < 2_000 && System.nanoTime() < end) {
-            int form = trials % 5;
+            int form = trials % 6;
             String name = trials % 2 == 0 ? "busy" : "free-" + trials; // waiting or granted at once
             String other = "other-" + trials;
             LockClient c = LockEngine.newClient(
@@ -109,6 +109,9 @@ class Issue19Test {
                                 .acquireAsync(Duration.ofMinutes(1))
                                 .get();
                         case 3 -> c.multiLock(List.of(name, other)).acquire();
+                        case 4 -> c.multiLock(List.of(name, other))
+                                .acquireAsync(Duration.ofMinutes(1))
+                                .get();
                         default -> {
                             Lock l = c.lock(name).asJavaLock();
                             l.lock();
