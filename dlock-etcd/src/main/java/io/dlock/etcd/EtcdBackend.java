@@ -49,10 +49,14 @@ import org.slf4j.LoggerFactory;
  * the engine before any grant on the next lease exists.
  *
  * <p>Failure: a keep-alive that etcd answers with "lease not found" (revoked, or expired while this
- * client could not reach the cluster) makes the lease LOST at once. A keep-alive that cannot reach
- * the cluster is retried on every tick; each grant's validity is the last confirmed keep-alive's
- * send time plus the TTL etcd reported, so the engine declares grants lost before etcd can expire
- * them. Once a lease is lost, the next acquisition grants a new one.
+ * client could not reach the cluster) makes the lease LOST at once. A keep-alive is sent on every
+ * tick whether or not earlier ones were answered, and each one's reply is awaited for as long as it
+ * can still extend the lease: until its send time plus the TTL, not one tick (so a round trip
+ * longer than a tick, but well under the TTL, keeps the lease). The lease is valid until the
+ * newest confirmed keep-alive's send time (read before sending) plus the TTL etcd reported: etcd
+ * received that keep-alive after it was sent, so it keeps the lease at least that long, and the
+ * engine declares grants lost before etcd can expire them. A lease with no confirmation left is
+ * LOST on the next tick. Once a lease is lost, the next acquisition grants a new one.
  *
  * <p>Invariants: every entry this client creates is attached to its current lease; a lease once
  * lost is never used again.
@@ -136,8 +140,12 @@ final class EtcdBackend implements LockBackend {
         this.requestTimeout = options.connectTimeout();
         this.requestTimeoutNanos = requestTimeout.toNanos();
         this.ttlSeconds = uri.ttlSeconds();
-        // At most a second apart, so that a lease revoked behind dlock's back is noticed within one.
-        this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 4);
+        // At most a second apart, so that a lease revoked behind dlock's back is noticed within one;
+        // and a sixth of the TTL for short leases: the engine renews every third of the lease time and
+        // takes the lease's validity as of each renewal, which lags the newest send time by up to a
+        // round trip plus a tick, so with round trips up to a third of the TTL a grant keeps a margin
+        // above the engine's loss threshold (a quarter left none at 2 s and 600 ms).
+        this.keepAliveNanos = Math.min(TimeUnit.SECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(ttlSeconds) / 6);
         // The lock-delay lease outlives the main one by the delay, plus a keep-alive period in case
         // its last keep-alive was one tick older than the main lease's.
         long delayMs = uri.lockDelay().toMillis();
@@ -325,8 +333,11 @@ final class EtcdBackend implements LockBackend {
                     if (err == null && r.getTTL() >= 0) {
                         check.complete(new HashSet<>(r.getKeys()));
                     } else if (err == null || isLeaseGone(err)) {
-                        lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
-                        check.complete(Set.of());
+                        try {
+                            lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
+                        } finally {
+                            check.complete(Set.of()); // the renewals waiting on it find their keys gone
+                        }
                     } else {
                         check.completeExceptionally(
                                 EtcdLockProtocol.failure(null, "reading the keys of " + lease, err));
@@ -498,18 +509,29 @@ final class EtcdBackend implements LockBackend {
         return l != null && l.alive ? l : null;
     }
 
-    /** Keeps the current lease (and its lock-delay lease) alive; one tick of the timer. */
+    /**
+     * Keeps the current lease (and its lock-delay lease) alive; one tick of the timer. Never throws:
+     * a periodic task that throws is never run again, and the lease would go unwatched.
+     */
     private void keepAlive() {
+        try {
+            keepAliveOnce();
+        } catch (RuntimeException e) {
+            log.warn("[client={}] keep-alive tick failed", NAME, e);
+        }
+    }
+
+    private void keepAliveOnce() {
         EtcdLease l = currentLease();
         if (l == null || closed.get()) {
             return;
         }
-        long sentAt = now();
+        long sentAt = now(); // before sending: etcd receives the keep-alive later, so keeps the lease longer
         if (sentAt - l.confirmedUntil > 0) {
             lost(
                     l,
-                    "etcd lease " + Long.toHexString(l.id) + " ran out: no keep-alive was confirmed for "
-                            + TimeUnit.NANOSECONDS.toMillis(l.ttlNanos) + " ms",
+                    "etcd lease " + Long.toHexString(l.id) + " ran out: no keep-alive sent in the last "
+                            + TimeUnit.NANOSECONDS.toMillis(l.ttlNanos) + " ms was answered in time",
                     null);
             return;
         }
@@ -519,9 +541,13 @@ final class EtcdBackend implements LockBackend {
         client.getLeaseClient()
                 .keepAliveOnce(l.id)
                 .thenCombine(delay, (r, x) -> r)
-                .orTimeout(Math.max(1, TimeUnit.NANOSECONDS.toMillis(keepAliveNanos)), TimeUnit.MILLISECONDS)
+                // Awaited while its answer can still extend the lease: past its send time + TTL it
+                // confirms nothing that is not over. Not one tick: a reply later than that is not lost.
+                .orTimeout(l.ttlNanos, TimeUnit.NANOSECONDS)
                 .whenComplete((r, err) -> {
                     if (err == null) {
+                        // Validity counts from the send, never from this reply's arrival; a reply
+                        // that overtook a later one's never moves it back.
                         long until = sentAt + TimeUnit.SECONDS.toNanos(r.getTTL());
                         if (until - l.confirmedUntil > 0) {
                             l.confirmedUntil = until;
@@ -573,7 +599,12 @@ final class EtcdBackend implements LockBackend {
         }
         protocol.leaseLost(l, reason);
         // Only the main lease: the lock-delay lease must run out on its own, keeping the delay.
-        client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> {});
+        try {
+            client.getLeaseClient().revoke(l.id).whenComplete((r, e) -> {});
+        } catch (RuntimeException e) {
+            // a closing jetcd client refuses: the lease then runs out on the server
+            log.debug("[client={}] revoking lost {}: {}", NAME, l, e.toString());
+        }
     }
 
     private void revoke(EtcdLease l) {

@@ -356,10 +356,14 @@ final class EtcdLockProtocol implements LockProtocol {
 
     private void enqueue(LockRequest request, CompletableFuture<Position> result, int attempt, int[] slot) {
         backend.lease().whenComplete((lease, err) -> {
-            if (err != null) {
-                retryOrFail(request, result, attempt, err, slot);
-            } else {
-                put(request, lease, result, attempt, slot);
+            try {
+                if (err != null) {
+                    retryOrFail(request, result, attempt, err, slot);
+                } else {
+                    put(request, lease, result, attempt, slot);
+                }
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
             }
         });
     }
@@ -402,14 +406,14 @@ final class EtcdLockProtocol implements LockProtocol {
                     bytes(writeKey), GetOption.builder().withCountOnly(true).build()));
         }
         txn(ifs, then, otherwise).whenComplete((r, err) -> {
-            if (err != null) {
-                if (EtcdBackend.isLeaseGone(err)) {
-                    backend.lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
-                }
-                retryOrFail(request, result, attempt, err, slot);
-                return;
-            }
             try {
+                if (err != null) {
+                    if (EtcdBackend.isLeaseGone(err)) {
+                        backend.lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
+                    }
+                    retryOrFail(request, result, attempt, err, slot);
+                    return;
+                }
                 if (r.isSucceeded()) {
                     long revision = r.getHeader().getRevision();
                     QueueEntry entry = entry(name, request.acquisitionId(), key, lease.id, revision);
@@ -452,7 +456,17 @@ final class EtcdLockProtocol implements LockProtocol {
                     readPosition(entry, result);
                 } else {
                     // Ours, but on a lease that is lost: delete it (if still that one) and put again.
-                    deleteIf(kv).whenComplete((x, e) -> retryOrFail(request, result, attempt, e, slot));
+                    deleteIf(kv).whenComplete((x, e) -> {
+                        try {
+                            if (e == null) {
+                                enqueue(request, result, attempt, slot);
+                            } else {
+                                retryOrFail(request, result, attempt, e, slot);
+                            }
+                        } catch (RuntimeException failed) {
+                            result.completeExceptionally(failed);
+                        }
+                    });
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(e);
@@ -483,17 +497,33 @@ final class EtcdLockProtocol implements LockProtocol {
                     failure(request.lockName(), "enqueue failed after " + (attempt + 1) + " attempt(s)", cause));
             return;
         }
-        backend.schedule(
-                () -> findOwnEntry(request.lockName(), request.acquisitionId()).whenComplete((found, e) -> {
-                    if (e == null && found.isPresent()) {
-                        readPosition(found.get(), result);
-                    } else if (e == null) {
-                        enqueue(request, result, attempt + 1, slot);
-                    } else {
-                        retryOrFail(request, result, attempt + 1, e, slot);
+        Runnable retry = () -> {
+            try {
+                findOwnEntry(request.lockName(), request.acquisitionId()).whenComplete((found, e) -> {
+                    try {
+                        if (e == null && found.isPresent()) {
+                            readPosition(found.get(), result);
+                        } else if (e == null) {
+                            enqueue(request, result, attempt + 1, slot);
+                        } else {
+                            retryOrFail(request, result, attempt + 1, e, slot);
+                        }
+                    } catch (RuntimeException failed) {
+                        result.completeExceptionally(failed);
                     }
-                }),
-                backoffMillis(attempt + 1));
+                });
+            } catch (RuntimeException failed) {
+                result.completeExceptionally(failed);
+            }
+        };
+        if (backend.schedule(retry, backoffMillis(attempt + 1)) == null) {
+            result.completeExceptionally(closed(request.lockName()));
+        }
+    }
+
+    /** The failure of a stage whose retry cannot be scheduled: the client is closing. */
+    static LockBackendException closed(String lockName) {
+        return new LockBackendException(lockName, EtcdBackend.NAME, "client closed", null);
     }
 
     /** Where an exclusive entry stands, given its predecessor and, with lock-delay, a foreign tombstone. */
@@ -515,25 +545,76 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
-    /** Puts the holder's tombstone while its entry exists; only then is the grant reported. */
+    /**
+     * Puts the holder's tombstone while its entry exists; only then is the grant reported. If the
+     * lease is lost while the put is in flight, there is no grant: the entry is lost (the engine
+     * stands in the queue again), and the tombstone and the entry are taken back, since nobody was
+     * ever told it held the lock.
+     */
     private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
-        ByteSequence tomb = bytes(tombstoneKey(entry.lockName(), etcdKey(entry)));
+        String key = etcdKey(entry);
+        ByteSequence tomb = bytes(tombstoneKey(entry.lockName(), key));
         txn(
-                        List.of(new Cmp(bytes(etcdKey(entry)), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                        List.of(new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
                         List.of(Op.put(
                                 tomb,
                                 bytes("d"),
                                 PutOption.builder().withLeaseId(lease.delayId).build())),
                         List.of())
                 .whenComplete((r, err) -> {
-                    if (err != null) {
-                        result.completeExceptionally(failure(entry.lockName(), "writing the lock-delay key", err));
-                    } else if (!r.isSucceeded()) {
-                        result.completeExceptionally(entryLost(entry, "its key is gone"));
-                    } else {
-                        result.complete(Position.granted(grant(entry, lease)));
+                    // Every outcome completes the result: it is the acquisition's only way on.
+                    try {
+                        if (err != null) {
+                            result.completeExceptionally(failure(entry.lockName(), "writing the lock-delay key", err));
+                            return;
+                        }
+                        if (!r.isSucceeded()) {
+                            result.completeExceptionally(entryLost(entry, "its key is gone"));
+                            return;
+                        }
+                        Grant g;
+                        try {
+                            g = grant(entry, lease);
+                        } catch (EntryLostException lost) {
+                            takeBack(entry, key, tomb, r.getHeader().getRevision());
+                            result.completeExceptionally(lost);
+                            return;
+                        }
+                        result.complete(Position.granted(g));
+                    } catch (RuntimeException e) {
+                        result.completeExceptionally(e);
                     }
                 });
+    }
+
+    /**
+     * Deletes what an acquisition that was never granted wrote: its tombstone (only the one put at
+     * {@code tombRevision}) and its entry (only its own generation; gone already if the lost
+     * lease's revoke reached etcd). Best effort and never blocks: whatever stays runs out with its
+     * lease.
+     */
+    private void takeBack(QueueEntry entry, String key, ByteSequence tomb, long tombRevision) {
+        List<CompletableFuture<TxnResponse>> deletes = List.of(
+                txn(
+                        List.of(new Cmp(tomb, Cmp.Op.EQUAL, CmpTarget.modRevision(tombRevision))),
+                        List.of(Op.delete(tomb, DeleteOption.DEFAULT)),
+                        List.of()),
+                txn(
+                        List.of(new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()))),
+                        List.of(Op.delete(bytes(key), DeleteOption.DEFAULT)),
+                        List.of()));
+        for (CompletableFuture<TxnResponse> d : deletes) {
+            d.whenComplete((x, err) -> {
+                if (err != null) {
+                    log.debug(
+                            "[lock={} state=QUEUED] taking back {} after its lease was lost: {}; it runs out with"
+                                    + " its lease",
+                            entry.lockName(),
+                            key,
+                            err.toString());
+                }
+            });
+        }
     }
 
     private Grant grant(QueueEntry entry, EtcdBackend.EtcdLease lease) {
@@ -823,10 +904,14 @@ final class EtcdLockProtocol implements LockProtocol {
         }
         // Once the watch exists: a delete before this read is in it, a delete after it is delivered.
         shared.ready().whenComplete((x, err) -> {
-            if (err != null) {
-                result.completeExceptionally(failure(entry.lockName(), "watching " + key, err));
-            } else {
-                recheck(entry, target, result);
+            try {
+                if (err != null) {
+                    result.completeExceptionally(failure(entry.lockName(), "watching " + key, err));
+                } else {
+                    recheck(entry, target, result);
+                }
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
             }
         });
         return result;
@@ -841,11 +926,15 @@ final class EtcdLockProtocol implements LockProtocol {
         CompletableFuture<Position> probe = new CompletableFuture<>();
         readPosition(entry, probe);
         probe.whenComplete((now, err) -> {
-            if (err != null) {
-                result.completeExceptionally(unwrap(err));
-            } else if (now.isGranted()
-                    || !java.util.Objects.requireNonNull(now.predecessor()).startsWith(target + "@")) {
-                result.complete(now);
+            try {
+                if (err != null) {
+                    result.completeExceptionally(unwrap(err));
+                } else if (now.isGranted()
+                        || !java.util.Objects.requireNonNull(now.predecessor()).startsWith(target + "@")) {
+                    result.complete(now);
+                }
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
             }
         });
     }
@@ -855,7 +944,19 @@ final class EtcdLockProtocol implements LockProtocol {
         readPosition(entry, result, 0);
     }
 
+    /**
+     * Never throws: whatever goes wrong completes {@code result}, which may be a waiter's only way
+     * on (it also runs from the shared watch's listener and from timer tasks).
+     */
     private void readPosition(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
+        try {
+            readPositionOnce(entry, result, attempt);
+        } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+        }
+    }
+
+    private void readPositionOnce(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
         if (result.isDone()) {
             return;
         }
@@ -881,8 +982,9 @@ final class EtcdLockProtocol implements LockProtocol {
             if (err != null) {
                 if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
                     result.completeExceptionally(failure(entry.lockName(), "reading the queue", err));
-                } else {
-                    backend.schedule(() -> readPosition(entry, result, attempt + 1), backoffMillis(attempt + 1));
+                } else if (backend.schedule(() -> readPosition(entry, result, attempt + 1), backoffMillis(attempt + 1))
+                        == null) {
+                    result.completeExceptionally(closed(entry.lockName()));
                 }
                 return;
             }
@@ -931,8 +1033,11 @@ final class EtcdLockProtocol implements LockProtocol {
 
     /**
      * Sends nothing for the grant itself. The client keeps its one lease alive (the keep-alive moves
-     * {@code confirmedUntil}), so a grant is as valid as the last confirmed keep-alive of its lease,
-     * read before anything is sent; and it is held while its key is still attached to that lease.
+     * {@code confirmedUntil}), so a grant is as valid as the newest confirmed keep-alive of its
+     * lease, and it is held while its key is still attached to that lease. The validity is read once
+     * the key check has answered, not before: it is the keep-alive's send time plus the TTL (the
+     * ticker read before that keep-alive was sent), so it never outlives etcd's copy whenever it is
+     * read, and read late it does not lag the lease by the key check's round trip.
      * The renewals of one renewal tick share one request that lists the lease's attached keys
      * ({@link EtcdBackend#attachedKeys}): a key deleted behind dlock's back, or replaced by
      * someone else's on another lease, is missing there, and only that grant is lost. A lease that
@@ -945,13 +1050,15 @@ final class EtcdLockProtocol implements LockProtocol {
         if (lease == null) {
             return CompletableFuture.failedFuture(entryLost(entry, "its etcd lease is lost"));
         }
-        long validUntil = lease.confirmedUntil;
         ByteSequence key = bytes(etcdKey(entry));
         return backend.attachedKeys(lease).thenApply(keys -> {
             if (!keys.contains(key)) {
                 throw entryLost(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
             }
-            return new Grant(entry, grant.fencingToken(), validUntil);
+            if (!lease.alive) {
+                throw entryLost(entry, "its etcd lease is lost");
+            }
+            return new Grant(entry, grant.fencingToken(), lease.confirmedUntil);
         });
     }
 
@@ -972,7 +1079,16 @@ final class EtcdLockProtocol implements LockProtocol {
         done.complete(null);
     }
 
+    /** Never throws: whatever goes wrong completes {@code done} (it also runs as a timer task). */
     private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
+        try {
+            deleteOnce(entry, done, attempt);
+        } catch (RuntimeException e) {
+            done.completeExceptionally(e);
+        }
+    }
+
+    private void deleteOnce(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
         if (backend.lease(entry.session()) == null || backend.isClosed()) {
             // Its lease is lost (revoked with its keys) or the client closes (revoking it).
             deleted(entry, done);
@@ -987,17 +1103,22 @@ final class EtcdLockProtocol implements LockProtocol {
         // If it is gone already, so is what goes with it; a lost holder's lock-delay key stays.
         Cmp own = new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()));
         txn(List.of(own), ops, List.of()).whenComplete((r, err) -> {
-            if (err == null) {
-                deleted(entry, done);
-            } else if (attempt + 1 >= maxAttempts() * 4) {
-                log.warn(
-                        "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
-                        entry.lockName(),
-                        key,
-                        err.toString());
-                done.completeExceptionally(failure(entry.lockName(), "deleting " + key, err));
-            } else {
-                backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1));
+            try {
+                if (err == null) {
+                    deleted(entry, done);
+                } else if (attempt + 1 >= maxAttempts() * 4) {
+                    log.warn(
+                            "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
+                            entry.lockName(),
+                            key,
+                            err.toString());
+                    done.completeExceptionally(failure(entry.lockName(), "deleting " + key, err));
+                } else if (backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1))
+                        == null) {
+                    deleted(entry, done); // the client closes: revoking its lease deletes the key
+                }
+            } catch (RuntimeException e) {
+                done.completeExceptionally(e);
             }
         });
     }

@@ -7,6 +7,7 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockLostException;
 import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.LockWorker;
 import io.etcd.jetcd.KeyValue;
 import java.time.Duration;
@@ -175,6 +176,69 @@ class EtcdLeaseIT extends EtcdTestSupport {
             assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
         }
         assertThat(lost).hasSize(1);
+    }
+
+    @Test
+    void steadyLatencyUnderAThirdOfTheLease_lateKeepAliveRepliesCount_theLockIsHeldForFourLeaseTimes()
+            throws Exception {
+        FaultProxy proxy = track(FaultProxy.start(server.port()));
+        LockClient holder = track(LockClient.connect(throughProxy(proxy, "leaseTime=2s")));
+        LockClient other = client("leaseTime=2s");
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        Lease lease = holder.lock("slow").acquire();
+        lease.onLost(lost::add);
+        long etcdLease = kvs(prefix + "/slow/x/").get(0).getLease();
+        // 600 ms round trips: more than a keep-alive tick (333 ms), under a third of the TTL.
+        proxy.latency(FaultProxy.Direction.BOTH, Duration.ofMillis(300));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(8);
+        int attempts = 0;
+        while (System.nanoTime() < until) { // bounded: about 8 s
+            assertThat(other.lock("slow").tryAcquire(Duration.ofMillis(300)))
+                    .as("the lock is still held")
+                    .isEmpty();
+            attempts++;
+        }
+        assertThat(attempts).isGreaterThanOrEqualTo(10);
+        assertThat(lost).isEmpty();
+        assertThat(lease.isValid()).isTrue();
+        assertThat(kvs(prefix + "/slow/x/"))
+                .as("the holder's key, still on the lease it was put on")
+                .singleElement()
+                .satisfies(kv -> assertThat(kv.getLease()).isEqualTo(etcdLease));
+        lease.close();
+        try (Lease next = other.lock("slow").tryAcquire(scaled(5)).orElseThrow()) {
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+        }
+    }
+
+    @Test
+    void etcdCutOffAfterSlowRoundTrips_leaseDeclaredLostWhileEtcdStillHoldsIt() throws Exception {
+        FaultProxy proxy = track(FaultProxy.start(server.port()));
+        LockClient holder = track(LockClient.connect(throughProxy(proxy, "leaseTime=2s&connectTimeout=1s")));
+        List<Boolean> keyOnEtcdAtLoss = new CopyOnWriteArrayList<>();
+        Lease lease = holder.lock("cut").acquire();
+        lease.onLost(e -> keyOnEtcdAtLoss.add(!kvs(prefix + "/cut/x/").isEmpty()));
+        proxy.latency(FaultProxy.Direction.BOTH, Duration.ofMillis(300));
+        Thread.sleep(3000); // a lease time and a half of slow, but answered, keep-alives
+        assertThat(lease.isValid()).isTrue();
+        long cutAt = System.nanoTime();
+        proxy.blackhole(FaultProxy.Direction.BOTH); // a partition: no reply, no disconnect
+        await().atMost(scaled(6)).until(() -> keyOnEtcdAtLoss.size() == 1);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutAt))
+                .as("lost within the TTL of the last keep-alive etcd could have answered")
+                .isLessThan(2000);
+        assertThat(keyOnEtcdAtLoss)
+                .as("etcd still held the key when the client gave the lease up")
+                .containsExactly(true);
+        assertThat(lease.isValid()).isFalse();
+        lease.close();
+        // etcd expires the lease on its own (the revoke went into the partition).
+        await().atMost(scaled(10)).until(() -> kvs(prefix + "/cut/").isEmpty());
+    }
+
+    /** The test's URI, with the proxy in front of etcd. */
+    String throughProxy(FaultProxy proxy, String query) {
+        return "etcd://" + proxy.connectString() + "/" + prefix + "?" + query;
     }
 
     @Test

@@ -5,12 +5,18 @@ import static org.awaitility.Awaitility.await;
 
 import io.dlock.Lease;
 import io.dlock.LockClient;
+import io.dlock.LockOptions;
+import io.dlock.core.LockEngine;
+import io.dlock.spi.BackendUri;
 import io.dlock.testkit.ChildJvm;
+import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.LockWorker;
 import io.etcd.jetcd.KeyValue;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -89,6 +95,71 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - revokedAt)).isGreaterThanOrEqualTo(DELAY_MS);
         assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
         lease.close();
+    }
+
+    /**
+     * The lease is lost after etcd committed the tombstone but before its reply arrives. Driven on
+     * the real server through a proxy: requests take 600 ms to reach etcd, so the test sees the
+     * entry's put land and, before the tombstone's put reaches etcd, makes every later reply take
+     * 3 s; no keep-alive reply then arrives within the 2 s TTL, so the client declares the lease
+     * lost (and revokes it) while the tombstone's reply is still on its way.
+     */
+    @Test
+    void leaseLostWhileTheTombstoneWriteIsInFlight_untimedAcquireStandsInTheQueueAgain_andLaterAcquiresAreServed()
+            throws Exception {
+        FaultProxy proxy = track(FaultProxy.start(server.port()));
+        BackendUri parsed = BackendUri.parse(
+                URI.create("etcd://" + proxy.connectString() + "/" + prefix + "?leaseTime=2s&lockDelay=1s"),
+                LockOptions.defaults(),
+                EtcdUri.PARAMETERS);
+        EtcdBackend backend = EtcdBackend.connect(EtcdUri.from(parsed));
+        LockClient client = track(LockEngine.newClient(backend, parsed.options()));
+        proxy.latency(FaultProxy.Direction.UPSTREAM, Duration.ofMillis(600));
+        CompletableFuture<Lease> first = new CompletableFuture<>();
+        CountDownLatch closeFirst = new CountDownLatch(1);
+        Thread acquirer = new Thread(() -> {
+            try {
+                Lease held = client.lock("torn").acquire(); // untimed
+                first.complete(held);
+                closeFirst.await();
+                held.close(); // on the thread that owns it
+            } catch (Throwable e) {
+                first.completeExceptionally(e);
+            }
+        });
+        acquirer.setDaemon(true); // stays blocked forever if the acquisition is never completed
+        acquirer.start();
+        await().atMost(scaled(10)).pollInterval(Duration.ofMillis(5)).until(() -> !entries("torn")
+                .isEmpty());
+        String tornKey = entries("torn").get(0);
+        // The put's reply left etcd with the put; the tombstone's put reaches etcd 600 ms after it.
+        Thread.sleep(300);
+        proxy.latency(FaultProxy.Direction.DOWNSTREAM, Duration.ofMillis(3000));
+        await().atMost(scaled(10)).until(() -> keys(prefix + "/torn/d/").size() == 1);
+        // A later acquire of the same name in this client queues behind the first in the JVM.
+        CompletableFuture<Lease> second = client.lock("torn").acquireAsync(Duration.ofMinutes(1));
+        // The client gives the lease up (no keep-alive answered within the TTL) and revokes it.
+        await().atMost(scaled(10)).until(() -> !entries("torn").contains(tornKey));
+        assertThat(first).as("not granted: the lease is lost").isNotDone();
+        proxy.pass();
+
+        Lease lease = first.get(scaled(20).toSeconds(), TimeUnit.SECONDS);
+        assertThat(lease.isValid()).isTrue();
+        assertThat(entries("torn")).as("the new entry only").hasSize(1).doesNotContain(tornKey);
+        await().atMost(scaled(5)).untilAsserted(() -> assertThat(keys(prefix + "/torn/d/"))
+                .as("the torn acquisition's tombstone taken back; the new holder's own")
+                .hasSize(1));
+        assertThat(second).isNotDone();
+        closeFirst.countDown();
+        Lease next = second.get(scaled(10).toSeconds(), TimeUnit.SECONDS);
+        assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+        next.close();
+        await().atMost(scaled(5)).untilAsserted(() -> {
+            assertThat(((EtcdLockProtocol) backend.protocol()).slotsInUse())
+                    .as("slot bits still set")
+                    .isZero();
+            assertThat(keys(prefix + "/torn/")).isEmpty();
+        });
     }
 
     @Test
