@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -28,6 +29,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.IntFunction;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,6 +65,12 @@ import org.slf4j.LoggerFactory;
  * client's last token for the name + 1)}, and a token not above this client's last one for the
  * name is raised with {@code ma D}. Tokens rise as long as the server clock does not step back and
  * a name takes fewer than a million grants per second on average over its counter's life.
+ *
+ * <p>Lost replies: an attempt whose reply was lost may have added the key. Every poll, and an
+ * acquire's retry after such a loss, reads the key in the same pipeline and takes a key holding its
+ * own acquisition id as its grant (see {@link #attempt}), instead of waiting for its own key to
+ * expire. Deletes (release, withdrawal, cleanup after a loss) are retried through connection drops
+ * until they are answered or the key has expired anyway (see {@link Removal}).
  *
  * <p>Waiting: memcached cannot wake anyone, so a waiter polls with bounded, jittered exponential
  * back-off on the backend's single timer thread (one poller per client); a release by this client
@@ -110,8 +118,11 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
     };
 
-    /** Our grant's item: its CAS, the connection it was read on, and when it was granted (wall clock, for display). */
-    record Held(Server server, long generation, long cas, long sinceMillis) {}
+    /**
+     * Our grant's item: its CAS, the connection it was read on, when it was granted (wall clock, for
+     * display) and when its TTL was last set (the ticker, read before the write was sent).
+     */
+    record Held(Server server, long generation, long cas, long sinceMillis, long writtenAtNanos) {}
 
     /** One attempt's result. */
     private record Attempt(@Nullable Grant grant, long retryMs) {}
@@ -179,7 +190,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         QueueEntry entry =
                 new QueueEntry(name, request.acquisitionId(), lockKey(name) + "#" + request.acquisitionId(), 0, 0);
         CompletableFuture<Position> result = new CompletableFuture<>();
-        enqueue(entry, result, 0);
+        enqueue(entry, result, 0, false);
         return result;
     }
 
@@ -188,7 +199,7 @@ final class MemcachedLockProtocol implements LockProtocol {
      * while this runs: a waiter's bookkeeping (a Waiter in `waiters`) is made only once the first
      * attempt found the lock taken, which keeps it off the uncontended path.
      */
-    private void enqueue(QueueEntry entry, CompletableFuture<Position> result, int attempt) {
+    private void enqueue(QueueEntry entry, CompletableFuture<Position> result, int attempt, boolean checkOwn) {
         if (backend.isClosed()) {
             result.completeExceptionally(new LockBackendException(
                     entry.lockName(), MemcachedBackend.NAME, "acquire failed: the client is closed", null));
@@ -196,15 +207,21 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         // The first attempt comes from the acquiring thread, which waits for its outcome: it reads the
         // reply itself. Retries run on the timer thread, which must not wait.
-        attempt(entry, 0, attempt == 0).whenComplete((r, error) -> {
+        attempt(entry, 0, attempt == 0, checkOwn).whenComplete((r, error) -> {
             if (error != null) {
                 Throwable cause = unwrap(error);
-                if (notSent(cause)
+                // Sent, but the connection closed before the reply: the add may have landed. The
+                // next attempt reads the key too and takes it if it holds this acquisition's id.
+                boolean unknown = cause instanceof MemcachedIoException && !notSent(cause);
+                if ((notSent(cause) || unknown)
                         && attempt < backend.options.retryPolicy().maxRetries()
                         && !backend.isClosed()
                         && backend.serverFor(entry.lockName()).mayReconnectSoon()
-                        && backend.schedule(() -> enqueue(entry, result, attempt + 1), backoffMs(attempt)) != null) {
-                    return; // never reached the server: trying again cannot make a second entry
+                        && backend.schedule(
+                                        () -> enqueue(entry, result, attempt + 1, checkOwn || unknown),
+                                        backoffMs(attempt))
+                                != null) {
+                    return; // trying again cannot make a second entry: our own key is found and taken
                 }
                 result.completeExceptionally(failure(entry.lockName(), "acquire", cause));
             } else if (r.grant != null) {
@@ -236,11 +253,21 @@ final class MemcachedLockProtocol implements LockProtocol {
     }
 
     /**
-     * One acquire attempt: marker, add, counter in one pipeline (plus the waiter key's refresh while
-     * waiting). Completes with a grant, or with how long to wait before the next attempt. A landed
-     * add that may not count (marker missing or quarantined) is undone first.
+     * One acquire attempt: marker, add, counter in one pipeline (plus, with {@code checkOwn}, a read
+     * of the lock key, and the waiter key's refresh while waiting). Completes with a grant, or with
+     * how long to wait before the next attempt. A landed add that may not count (marker missing or
+     * quarantined) is undone first.
+     *
+     * <p>Own key: an earlier attempt of this acquisition whose reply was lost may have added the key,
+     * so that this attempt's add finds it taken (NS) by itself. With {@code checkOwn} (every poll, and
+     * an acquire's retry after such a failure), the read that follows the add in the pipeline shows
+     * whose it is; if it holds this acquisition's id, it is taken as this attempt's grant, exactly as
+     * a landed add would be: the same checks, and its TTL set afresh with a CAS-checked rewrite before
+     * the grant is reported (its age is unknown). The token is the counter this pipeline bumped:
+     * right after an add that found our item, and before a read that found it still there, so within
+     * our item's life, after every earlier grant's token and before every later one's.
      */
-    private CompletableFuture<Attempt> attempt(QueueEntry entry, long waitingSince, boolean assist) {
+    private CompletableFuture<Attempt> attempt(QueueEntry entry, long waitingSince, boolean assist, boolean checkOwn) {
         String name = entry.lockName();
         Server server = backend.serverFor(name);
         long floor = Math.max(server.estimatedSeconds() * 1_000_000L, lastToken(name) + 1);
@@ -251,6 +278,9 @@ final class MemcachedLockProtocol implements LockProtocol {
                 Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c", value));
         commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
                 + COUNTER_TTL_SECONDS + " v"));
+        if (checkOwn) {
+            commands.add(Command.of("mg " + lockKey(name) + " v c"));
+        }
         if (waitingSince > 0) {
             commands.add(writeWaiter(entry, waitingSince));
         }
@@ -261,8 +291,12 @@ final class MemcachedLockProtocol implements LockProtocol {
             if (add.isError()) {
                 throw new CompletionException(refused(name, "add", add));
             }
-            boolean added = add.status().equals("HD");
-            long cas = added ? add.flagLong('c') : 0;
+            boolean landed = add.status().equals("HD");
+            @Nullable Reply mine = checkOwn ? replies.get(3) : null;
+            // Not added now, but added by an earlier attempt whose reply was lost (see above).
+            boolean adopted = !landed && mine != null && add.status().equals("NS") && ours(mine, entry);
+            boolean added = landed || adopted;
+            long cas = landed ? add.flagLong('c') : adopted && mine != null ? mine.flagLong('c') : 0;
             DataLossGuard.Verdict verdict;
             try {
                 verdict = DataLossGuard.judge(replies.get(0));
@@ -303,14 +337,48 @@ final class MemcachedLockProtocol implements LockProtocol {
             CompletableFuture<Long> fenced = token >= atLeast
                     ? CompletableFuture.completedFuture(token)
                     : raiseCounter(server, name, token, atLeast - 1);
-            return fenced.thenApply(t -> {
-                noteToken(name, t);
-                long now = System.currentTimeMillis();
-                held.put(entry.acquisitionId(), new Held(server, generation, cas, now));
-                recordLater(new PendingRecord(name, entry.acquisitionId(), t, now, ticker.read() + RECORD_DELAY_NANOS));
-                return new Attempt(new Grant(entry, t, t0 + leaseNanos - marginNanos), -1);
-            });
+            if (adopted) {
+                return fenced.thenCompose(t -> adopt(server, entry, generation, cas, t));
+            }
+            return fenced.thenApply(t -> granted(server, entry, generation, cas, t, t0));
         });
+    }
+
+    /** Records a grant of our item {@code cas}, whose TTL was set at {@code writtenAt} (ticker). */
+    private Attempt granted(Server server, QueueEntry entry, long generation, long cas, long token, long writtenAt) {
+        String name = entry.lockName();
+        noteToken(name, token);
+        long now = System.currentTimeMillis();
+        held.put(entry.acquisitionId(), new Held(server, generation, cas, now, writtenAt));
+        recordLater(new PendingRecord(name, entry.acquisitionId(), token, now, ticker.read() + RECORD_DELAY_NANOS));
+        return new Attempt(new Grant(entry, token, writtenAt + leaseNanos - marginNanos), -1);
+    }
+
+    /**
+     * Takes our own item, found by an attempt (see {@link #attempt}), as the grant: rewritten with
+     * its CAS (so only if it is still ours) and a fresh TTL; if it changed meanwhile, not granted.
+     */
+    private CompletableFuture<Attempt> adopt(Server server, QueueEntry entry, long generation, long cas, long token) {
+        String name = entry.lockName();
+        String value = ownerValue(entry);
+        long t1 = ticker.read();
+        return server.send(List.of(Command.withData(
+                        "ms " + lockKey(name) + " " + value.length() + " C" + cas + " T" + ttlSeconds + " c", value)))
+                .thenApply(r -> {
+                    Reply rewritten = r.get(0);
+                    if (rewritten.isError()) {
+                        throw new CompletionException(refused(name, "add", rewritten));
+                    }
+                    if (!rewritten.status().equals("HD")) {
+                        return new Attempt(null, -1); // expired or taken since the read: not ours any more
+                    }
+                    log.debug(
+                            "[lock={} state=QUEUED] found its own key, added by an attempt whose reply was lost;"
+                                    + " taking it as the grant (token {})",
+                            name,
+                            token);
+                    return granted(server, entry, generation, rewritten.flagLong('c'), token, t1);
+                });
     }
 
     /**
@@ -493,7 +561,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                 timer = null;
                 polls++;
                 kicked = false;
-                a = attempt(entry, sinceMillis, false);
+                a = attempt(entry, sinceMillis, false, true);
                 inflight = a;
             }
             a.whenComplete(this::onAttempt);
@@ -537,13 +605,23 @@ final class MemcachedLockProtocol implements LockProtocol {
             }
             waiters.remove(entry.key(), this);
             Server server = backend.serverFor(entry.lockName());
-            // The waiter key goes before the grant is reported, so a holder never has one beside it.
+            // The waiter key goes before the grant is reported, so a holder never has one beside it;
+            // if that fails, the grant is reported anyway and the delete retried in the background.
+            long deadline = ticker.read() + expiryNanos();
             server.send(List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId()))))
-                    .whenComplete((x, e) -> done.complete(Position.granted(grant)));
+                    .whenComplete((x, e) -> {
+                        if (e != null) {
+                            CompletableFuture<Void> unused = deleteWaiterKey(entry, deadline);
+                        }
+                        done.complete(Position.granted(grant));
+                    });
         }
 
-        /** Stops polling; completes once no poll is in flight and the waiter key is gone. */
-        CompletableFuture<Void> withdraw() {
+        /**
+         * Stops polling; completes once no poll is in flight and the waiter key is gone (retried
+         * until {@code deadlineNanos}, when it has expired).
+         */
+        CompletableFuture<Void> withdraw(long deadlineNanos) {
             CompletableFuture<Attempt> last;
             boolean keyWritten;
             synchronized (this) {
@@ -560,9 +638,7 @@ final class MemcachedLockProtocol implements LockProtocol {
             if (!keyWritten) {
                 return settled;
             }
-            Server server = backend.serverFor(entry.lockName());
-            return settled.thenCompose(x -> server.send(
-                            List.of(Command.of("md " + waiterKey(entry.lockName(), entry.acquisitionId())))))
+            return settled.thenCompose(x -> deleteWaiterKey(entry, deadlineNanos))
                     .handle((x, e) -> null);
         }
     }
@@ -588,8 +664,12 @@ final class MemcachedLockProtocol implements LockProtocol {
         return result;
     }
 
-    /** Polls every waiter at once (after a reconnect). */
+    /**
+     * Retries every pending delete and polls every waiter at once (after a reconnect): the deletes
+     * first, so that they precede the polls on the new connection.
+     */
     void kickAll() {
+        List.copyOf(removals).forEach(Removal::run);
         waiters.values().forEach(Waiter::kick);
     }
 
@@ -603,11 +683,34 @@ final class MemcachedLockProtocol implements LockProtocol {
 
     // ---- release
 
+    /*
+     * Release, withdrawal and loss cleanup all delete keys, and a delete must outlive a dropped
+     * connection (LockProtocol.release: "retried through connection drops until the entry is gone or
+     * its session has ended"): a lock key left behind blocks every client until it expires. Each
+     * delete is a Removal, retried on transport failures (no connection, a connection closed with the
+     * request unanswered) until it is answered, or until the key it deletes would have expired anyway
+     * (memcached's "session" is the key's own TTL), or until the client closes. A reconnect runs the
+     * pending removals at once, before its waiters' polls go out on the new connection.
+     *
+     * The stage release() returns completes once the key is gone, found not ours, or past its expiry.
+     * While the server is only briefly disconnected it stays pending (the engine waits for it up to
+     * the connect timeout in Lease.close, and the delete usually lands within that); once a reconnect
+     * attempt has failed (the server is down, not just a dropped connection) it completes
+     * exceptionally with the failure, so that closing a lease does not wait for a dead server, and the
+     * retries go on in the background. It also completes exceptionally when the client closes.
+     */
+
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         Waiter w = waiters.isEmpty() ? null : waiters.remove(entry.key());
-        CompletableFuture<Void> done =
-                w == null ? releaseHeld(entry) : w.withdraw().thenCompose(x -> releaseHeld(entry));
+        Held h = held.remove(entry.acquisitionId());
+        // The lock key, if ours, was last written (acquire, renewal) before now, with ttlSeconds:
+        // past this deadline it is gone whatever we do. Held knows when it was last written.
+        long now = ticker.read();
+        long deadline = (h != null ? h.writtenAtNanos : now) + expiryNanos();
+        CompletableFuture<Void> done = w == null
+                ? releaseHeld(entry, h, deadline)
+                : w.withdraw(now + expiryNanos()).thenCompose(x -> releaseHeld(entry, h, deadline));
         return done.handle((x, e) -> {
             if (!waiters.isEmpty()) {
                 kick(entry.lockName());
@@ -619,19 +722,30 @@ final class MemcachedLockProtocol implements LockProtocol {
         });
     }
 
-    /** Deletes the lock key if this entry holds it: CAS-checked with the CAS we got, or read back first. */
-    private CompletableFuture<Void> releaseHeld(QueueEntry entry) {
-        Held h = held.remove(entry.acquisitionId());
-        if (h != null && h.generation == h.server.generation()) {
-            // The releasing thread waits for this (Lease.close): it reads the reply itself.
-            return h.server
-                    .send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)), true)
-                    .thenCompose(r -> r.get(0).status().equals("EX")
-                            ? deleteIfOurs(entry, 3)
-                            : CompletableFuture.completedFuture(null));
-        }
-        // No CAS we can trust on this connection (or a lost reply): read the key back first.
-        return deleteIfOurs(entry, 3);
+    /** How long after a write with {@link #ttlSeconds} its key is surely gone (memcached's clock is coarse). */
+    private long expiryNanos() {
+        return TimeUnit.SECONDS.toNanos(ttlSeconds + 1);
+    }
+
+    /**
+     * Deletes the lock key if this entry holds it: CAS-checked with the CAS we got on this connection,
+     * otherwise (another connection, a retry after a failure) read back first.
+     */
+    private CompletableFuture<Void> releaseHeld(QueueEntry entry, @Nullable Held h, long deadlineNanos) {
+        Removal removal = new Removal(entry.lockName(), "lock key", deadlineNanos, attempt -> {
+            if (attempt == 0 && h != null && h.generation == h.server.generation()) {
+                // The releasing thread waits for this (Lease.close): it reads the reply itself.
+                return h.server
+                        .send(List.of(Command.of("md " + lockKey(entry.lockName()) + " C" + h.cas)), true)
+                        .thenCompose(r -> r.get(0).status().equals("EX")
+                                ? deleteIfOurs(entry, 3)
+                                : CompletableFuture.completedFuture(null));
+            }
+            // No CAS we can trust on this connection (or a lost reply): read the key back first.
+            return deleteIfOurs(entry, 3);
+        });
+        removal.start();
+        return removal.result;
     }
 
     /** Deletes the lock key only if it holds this entry's acquisition id (CAS-checked). */
@@ -646,8 +760,154 @@ final class MemcachedLockProtocol implements LockProtocol {
             return server.send(List.of(Command.of("md " + key + " C" + got.flagLong('c'))))
                     .thenCompose(d -> d.get(0).status().equals("EX") && attemptsLeft > 1
                             ? deleteIfOurs(entry, attemptsLeft - 1)
-                            : CompletableFuture.completedFuture(null));
+                            : CompletableFuture.<Void>completedFuture(null));
         });
+    }
+
+    /** Deletes a waiter key (its own per acquisition: no owner check needed), retried as a {@link Removal}. */
+    private CompletableFuture<Void> deleteWaiterKey(QueueEntry entry, long deadlineNanos) {
+        String key = waiterKey(entry.lockName(), entry.acquisitionId());
+        Removal removal = new Removal(
+                entry.lockName(), "waiter key", deadlineNanos, attempt -> backend.serverFor(entry.lockName())
+                        .send(List.of(Command.of("md " + key)))
+                        .thenApply(r -> null));
+        removal.start();
+        return removal.result;
+    }
+
+    /** Removals waiting for their next try; a reconnect runs them at once ({@link #kickAll}). */
+    private final Set<Removal> removals = ConcurrentHashMap.newKeySet();
+
+    /**
+     * One delete, retried through connection drops (see the comment above {@link #release}). Each try
+     * is a whole owner-checked delete, so a retry never deletes a key that is no longer ours.
+     *
+     * <p>Concurrency: at most one try is in flight (a kick during a try is ignored: the try that is
+     * running is as new as the connection); the fields are guarded by the removal's monitor.
+     */
+    private final class Removal {
+        final String lockName;
+        final String what;
+        final long deadlineNanos;
+        final IntFunction<CompletableFuture<Void>> tryOnce;
+        final CompletableFuture<Void> result = new CompletableFuture<>();
+
+        @GuardedBy("this")
+        int attempts;
+
+        @GuardedBy("this")
+        boolean trying;
+
+        /** Done: the key is gone, not ours, expired, or the client closed; no more tries. */
+        @GuardedBy("this")
+        boolean over;
+
+        @GuardedBy("this")
+        @Nullable
+        ScheduledFuture<?> timer;
+
+        Removal(String lockName, String what, long deadlineNanos, IntFunction<CompletableFuture<Void>> tryOnce) {
+            this.lockName = lockName;
+            this.what = what;
+            this.deadlineNanos = deadlineNanos;
+            this.tryOnce = tryOnce;
+        }
+
+        void start() {
+            run();
+        }
+
+        /** Tries now unless a try is in flight or the removal is over. */
+        void run() {
+            int attempt;
+            synchronized (this) {
+                if (trying || over) {
+                    return;
+                }
+                if (timer != null) {
+                    timer.cancel(false);
+                    timer = null;
+                }
+                trying = true;
+                attempt = attempts++;
+            }
+            removals.remove(this);
+            CompletableFuture<Void> tried;
+            try {
+                tried = tryOnce.apply(attempt);
+            } catch (RuntimeException e) {
+                tried = CompletableFuture.failedFuture(e);
+            }
+            tried.whenComplete((x, e) -> onTried(attempt, e));
+        }
+
+        private void onTried(int attempt, @Nullable Throwable error) {
+            Throwable cause = error == null ? null : unwrap(error);
+            long left = deadlineNanos - ticker.read();
+            boolean retry = cause instanceof MemcachedIoException && !backend.isClosed() && left > 0;
+            synchronized (this) {
+                trying = false;
+                over = over || !retry;
+            }
+            if (cause == null) {
+                result.complete(null);
+                return;
+            }
+            if (!(cause instanceof MemcachedIoException) || backend.isClosed()) {
+                // Refused by the server (retrying would not help), or the client is closing.
+                result.completeExceptionally(cause);
+                return;
+            }
+            if (left <= 0) {
+                log.debug(
+                        "[lock={} state=RELEASING] gave up deleting the {}: it has expired by now ({})",
+                        lockName,
+                        what,
+                        cause.toString());
+                result.complete(null);
+                return;
+            }
+            log.debug(
+                    "[lock={} state=RELEASING] deleting the {} failed, retrying: {}", lockName, what, cause.toString());
+            if (!backend.serverFor(lockName).mayReconnectSoon()) {
+                // The server is down: the caller hears of it now; the retries go on until the key expires.
+                result.completeExceptionally(cause);
+            }
+            long delay = Math.min(Math.min(1000, backoffMs(attempt)), TimeUnit.NANOSECONDS.toMillis(left) + 1);
+            synchronized (this) {
+                if (over) {
+                    return; // cancelled meanwhile
+                }
+                removals.add(this);
+                timer = backend.schedule(this::retry, delay);
+                if (timer == null) {
+                    over = true;
+                    removals.remove(this);
+                    result.completeExceptionally(cause); // closing
+                }
+            }
+        }
+
+        private void retry() {
+            if (backend.isClosed()) {
+                cancel();
+                return;
+            }
+            run();
+        }
+
+        /** Stops retrying (the client is closing). */
+        void cancel() {
+            synchronized (this) {
+                over = true;
+                if (timer != null) {
+                    timer.cancel(false);
+                    timer = null;
+                }
+            }
+            removals.remove(this);
+            result.completeExceptionally(new MemcachedIoException("the client closed", null));
+        }
     }
 
     // ---- renewal
@@ -691,7 +951,7 @@ final class MemcachedLockProtocol implements LockProtocol {
                         .thenApply(r -> {
                             Reply reply = r.get(0);
                             if (reply.status().equals("HD")) {
-                                Held now = new Held(server, generation, reply.flagLong('c'), since);
+                                Held now = new Held(server, generation, reply.flagLong('c'), since, t0);
                                 if (h == null
                                         ? held.putIfAbsent(entry.acquisitionId(), now) != null
                                         : !held.replace(entry.acquisitionId(), h, now)) {
@@ -752,6 +1012,7 @@ final class MemcachedLockProtocol implements LockProtocol {
             }
         }
         waiters.clear();
+        List.copyOf(removals).forEach(Removal::cancel);
         held.clear();
         pendingRecords.clear();
     }
