@@ -270,10 +270,8 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
     private volatile Duration maxSuspension = Duration.ofMinutes(1);
     private final AtomicReference<Consumer<ConnectionState>> listener = new AtomicReference<>();
     private final AtomicReference<FailMode> failNextEnqueue = new AtomicReference<>();
-    private final AtomicBoolean holdEnqueueReplies = new AtomicBoolean();
-    private final List<Runnable> heldReplies = new ArrayList<>(); // guarded by itself
-    private final AtomicBoolean holdReleases = new AtomicBoolean();
-    private final List<Runnable> heldReleases = new ArrayList<>(); // guarded by itself
+    private final HoldBack enqueueReplies = new HoldBack();
+    private final HoldBack releases = new HoldBack();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean failRenewals = new AtomicBoolean();
     private final AtomicInteger failLookups = new AtomicInteger();
@@ -335,47 +333,61 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     /** While on, enqueue requests are applied on the server but their replies are held back. */
     void holdEnqueueReplies(boolean hold) {
-        holdEnqueueReplies.set(hold);
+        enqueueReplies.hold.set(hold);
     }
 
     int heldReplies() {
-        synchronized (heldReplies) {
-            return heldReplies.size();
-        }
+        return enqueueReplies.count();
     }
 
     /** Delivers the replies held back so far (asynchronously, in order). */
     void deliverHeldReplies() {
-        List<Runnable> out;
-        synchronized (heldReplies) {
-            out = new ArrayList<>(heldReplies);
-            heldReplies.clear();
-        }
-        for (Runnable r : out) {
-            REPLIES.execute(r);
-        }
+        enqueueReplies.release();
     }
 
     /** While on, release requests are held back before the server applies them (in flight). */
     void holdReleases(boolean hold) {
-        holdReleases.set(hold);
+        releases.hold.set(hold);
     }
 
     int heldReleases() {
-        synchronized (heldReleases) {
-            return heldReleases.size();
-        }
+        return releases.count();
     }
 
     /** Applies the releases held back so far (asynchronously, in order). */
     void deliverHeldReleases() {
-        List<Runnable> out;
-        synchronized (heldReleases) {
-            out = new ArrayList<>(heldReleases);
-            heldReleases.clear();
+        releases.release();
+    }
+
+    /** Tasks a test holds back while {@link #hold} is on, and lets go of in order. */
+    private static final class HoldBack {
+        final AtomicBoolean hold = new AtomicBoolean();
+        private final List<Runnable> held = new ArrayList<>(); // guarded by itself
+
+        /** Keeps {@code task} if holding; false (the caller runs it) otherwise. */
+        boolean keep(Runnable task) {
+            if (!hold.get()) {
+                return false;
+            }
+            synchronized (held) {
+                held.add(task);
+            }
+            return true;
         }
-        for (Runnable r : out) {
-            REPLIES.execute(r);
+
+        int count() {
+            synchronized (held) {
+                return held.size();
+            }
+        }
+
+        void release() {
+            List<Runnable> out;
+            synchronized (held) {
+                out = new ArrayList<>(held);
+                held.clear();
+            }
+            out.forEach(REPLIES::execute);
         }
     }
 
@@ -485,11 +497,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
             Runnable deliver = fail == FailMode.AFTER_APPLY
                     ? () -> reply.completeExceptionally(failure(lockName, "enqueue reply lost (test)"))
                     : () -> reply.complete(p);
-            if (holdEnqueueReplies.get()) {
-                synchronized (heldReplies) {
-                    heldReplies.add(deliver);
-                }
-            } else {
+            if (!enqueueReplies.keep(deliver)) {
                 deliver.run();
             }
         });
@@ -516,11 +524,7 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
             reply.complete(null);
             after.forEach(REPLIES::execute);
         };
-        if (holdReleases.get()) {
-            synchronized (heldReleases) {
-                heldReleases.add(apply);
-            }
-        } else {
+        if (!releases.keep(apply)) {
             REPLIES.execute(apply);
         }
         return reply;
