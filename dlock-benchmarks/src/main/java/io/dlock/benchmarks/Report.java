@@ -25,9 +25,50 @@ final class Report {
 
     private Report() {}
 
-    /** Ratios of each dlock result to each anchor and floor of the same workload and server. */
+    /** {@link Result#extra()} key of a result's figure in each measured round, in round order. */
+    static final String OPS_ROUNDS = "opsPerSecRounds";
+    /** {@link Result#extra()} key of COST's client CPU microseconds per cycle in each round. */
+    static final String CLIENT_CPU_ROUNDS = "clientCpuUsRounds";
+
+    /**
+     * dlock's figure over each anchor's and floor's of the same workload and server: the median of
+     * the per-round ratios where both have the same rounds ({@link #OPS_ROUNDS}), else the ratio of
+     * the pooled figures (COST's requests, W4).
+     */
     static Map<String, Double> ratios(Result r, List<Result> all) {
         Map<String, Double> out = new LinkedHashMap<>();
+        Map<String, List<Double>> byRound = roundRatios(r, all, OPS_ROUNDS);
+        for (Result other : comparable(r, all)) {
+            List<Double> rounds = byRound.getOrDefault(other.impl().label(), List.of());
+            out.put(other.impl().label(), rounds.isEmpty() ? r.primary() / other.primary() : Workloads.median(rounds));
+        }
+        return out;
+    }
+
+    /**
+     * The ratios of {@code r}'s per-round figures under {@code key} to each comparable result's, round
+     * by round, by that result's label; only where both have such figures for the same number of
+     * rounds (rounds interleave, so round i of each ran within one pass over the implementations).
+     */
+    static Map<String, List<Double>> roundRatios(Result r, List<Result> all, String key) {
+        Map<String, List<Double>> out = new LinkedHashMap<>();
+        List<Double> mine = rounds(r, key);
+        for (Result other : comparable(r, all)) {
+            List<Double> theirs = rounds(other, key);
+            if (!mine.isEmpty() && mine.size() == theirs.size()) {
+                List<Double> ratios = new ArrayList<>(mine.size());
+                for (int i = 0; i < mine.size(); i++) {
+                    ratios.add(mine.get(i) / theirs.get(i));
+                }
+                out.put(other.impl().label(), ratios);
+            }
+        }
+        return out;
+    }
+
+    /** The anchors and floors of {@code r}'s workload and server, if {@code r} is dlock's. */
+    private static List<Result> comparable(Result r, List<Result> all) {
+        List<Result> out = new ArrayList<>();
         if (r.impl().role() != LockImpl.Role.DLOCK) {
             return out;
         }
@@ -36,7 +77,17 @@ final class Report {
                     && other.impl().backend() == r.impl().backend()
                     && other.impl().role() != LockImpl.Role.DLOCK
                     && other.primary() > 0) {
-                out.put(other.impl().label(), r.primary() / other.primary());
+                out.add(other);
+            }
+        }
+        return out;
+    }
+
+    private static List<Double> rounds(Result r, String key) {
+        List<Double> out = new ArrayList<>();
+        if (r.extra().get(key) instanceof List<?> list) {
+            for (Object v : list) {
+                out.add(((Number) v).doubleValue());
             }
         }
         return out;
@@ -83,17 +134,43 @@ final class Report {
                         more.toString().trim());
             }
             for (Result r : results) {
+                if (!r.workload().equals(w)) {
+                    continue;
+                }
                 Map<String, Double> ratios = ratios(r, results);
-                if (r.workload().equals(w) && !ratios.isEmpty()) {
-                    StringBuilder line = new StringBuilder();
-                    ratios.forEach((k, v) -> line.append(line.length() == 0 ? "" : ", ")
-                            .append(String.format(Locale.ROOT, "%.2fx %s", v, k)));
+                if (!ratios.isEmpty()) {
                     out.printf(
-                            "  ratio %s: %s%s%n", r.impl().label(), line, cost ? " (requests; below 1 is fewer)" : "");
+                            "  ratio %s: %s%s%n",
+                            r.impl().label(),
+                            ratioLine(ratios, roundRatios(r, results, OPS_ROUNDS)),
+                            cost ? " (requests; below 1 is fewer)" : "");
+                }
+                Map<String, List<Double>> cpu = roundRatios(r, results, CLIENT_CPU_ROUNDS);
+                if (!cpu.isEmpty()) {
+                    out.printf("  client CPU %s: %s%n", r.impl().label(), ratioLine(medians(cpu), cpu));
                 }
             }
         }
         out.flush();
+    }
+
+    /** "0.92x zk-floor (rounds 1.09 / 0.80 / 0.91), ..." */
+    private static String ratioLine(Map<String, Double> ratios, Map<String, List<Double>> byRound) {
+        StringBuilder line = new StringBuilder();
+        ratios.forEach((k, v) -> {
+            line.append(line.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.2fx %s", v, k));
+            List<Double> rounds = byRound.getOrDefault(k, List.of());
+            if (rounds.size() > 1) {
+                line.append(" (median of rounds ").append(format(rounds)).append(')');
+            }
+        });
+        return line.toString();
+    }
+
+    private static Map<String, Double> medians(Map<String, List<Double>> byRound) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        byRound.forEach((k, v) -> out.put(k, Workloads.median(v)));
+        return out;
     }
 
     static String json(Result r, List<Result> all) {
@@ -110,6 +187,15 @@ final class Report {
         m.put("overlaps", r.overlaps());
         m.putAll(r.extra());
         m.put("ratios", ratios(r, all));
+        Map<String, List<Double>> byRound = roundRatios(r, all, OPS_ROUNDS);
+        if (!byRound.isEmpty()) {
+            m.put("roundRatios", byRound);
+        }
+        Map<String, List<Double>> cpu = roundRatios(r, all, CLIENT_CPU_ROUNDS);
+        if (!cpu.isEmpty()) {
+            m.put("clientCpuRatios", medians(cpu));
+            m.put("clientCpuRoundRatios", cpu);
+        }
         return toJson(m);
     }
 
@@ -161,6 +247,11 @@ final class Report {
     }
 
     static String format(Object v) {
+        if (v instanceof List<?> list) {
+            StringBuilder sb = new StringBuilder();
+            list.forEach(x -> sb.append(sb.length() == 0 ? "" : " / ").append(format(x)));
+            return sb.toString();
+        }
         if (v instanceof Double d) {
             if (d.isNaN()) {
                 return "-";

@@ -82,7 +82,7 @@ final class Workloads {
         warmUp(workload, impls, period);
         Map<LockImpl, List<Measurement>> parts = new EnumMap<>(LockImpl.class);
         for (int round = 1; round <= config.rounds(); round++) {
-            for (LockImpl impl : impls) {
+            for (LockImpl impl : inRoundOrder(impls, round)) {
                 Measurement m = period.run(impl, config.duration(), true);
                 log.printf(
                         Locale.ROOT,
@@ -97,9 +97,31 @@ final class Workloads {
         }
         List<Result> out = new ArrayList<>();
         for (LockImpl impl : impls) {
-            out.add(Result.of(workload, impl, Measurement.merge(java.util.Objects.requireNonNull(parts.get(impl)))));
+            List<Measurement> rounds = java.util.Objects.requireNonNull(parts.get(impl));
+            Result r = Result.of(workload, impl, Measurement.merge(rounds));
+            r.extra()
+                    .put(
+                            Report.OPS_ROUNDS,
+                            rounds.stream().map(Measurement::opsPerSecond).toList());
+            out.add(r);
         }
         return out;
+    }
+
+    /**
+     * The order of the implementations in {@code round} (from 1): as given in odd rounds, reversed in
+     * even ones. Whoever runs first in a round follows the log lines and the previous round's last
+     * implementation, and a drift of the machine over a round favours one end of it; reversing every
+     * other round cancels both to first order, where a fixed order charged them to the same
+     * implementation every time (dlock's first W1 round was its slowest in every full run).
+     */
+    static List<LockImpl> inRoundOrder(List<LockImpl> impls, int round) {
+        if (round % 2 == 1) {
+            return impls;
+        }
+        List<LockImpl> reversed = new ArrayList<>(impls);
+        java.util.Collections.reverse(reversed);
+        return reversed;
     }
 
     /** {@link #WARM_UP_PASSES} interleaved passes over {@code impls}, each a share of the warm-up. */
@@ -616,14 +638,6 @@ final class Workloads {
         return v.length % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
     }
 
-    private static String roundsText(List<Double> values) {
-        StringBuilder sb = new StringBuilder();
-        for (double v : values) {
-            sb.append(sb.length() == 0 ? "" : " / ").append(String.format(Locale.ROOT, "%.1f", v));
-        }
-        return sb.toString();
-    }
-
     /**
      * CPU time (user + system) of this JVM's JIT compiler threads, from {@code /proc/self/task}
      * (Linux), or -1 if unknown; resolution is the kernel's tick. COST reports the client's CPU with
@@ -923,7 +937,7 @@ final class Workloads {
             Map<LockImpl, List<Double>> jitCpus = new EnumMap<>(LockImpl.class);
             Map<LockImpl, List<Double>> serverCpus = new EnumMap<>(LockImpl.class);
             for (int round = 1; round <= config.rounds(); round++) {
-                for (LockImpl impl : impls) {
+                for (LockImpl impl : inRoundOrder(impls, round)) {
                     BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
                     long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
                     long serverCpu0 = cpuNanos(serverPid);
@@ -1017,10 +1031,10 @@ final class Workloads {
                     clientNoJit.add(client.get(i) - jit.get(i));
                 }
                 extra.put("clientCpuUsPerCycle", median(client));
-                extra.put("clientCpuUsRounds", roundsText(client));
+                extra.put(Report.CLIENT_CPU_ROUNDS, List.copyOf(client));
                 extra.put("clientCpuNoJitUsPerCycle", median(clientNoJit));
-                extra.put("clientCpuNoJitUsRounds", roundsText(clientNoJit));
-                extra.put("serverCpuUsRounds", roundsText(server));
+                extra.put("clientCpuNoJitUsRounds", List.copyOf(clientNoJit));
+                extra.put("serverCpuUsRounds", List.copyOf(server));
                 log.printf(Locale.ROOT, "COST %s: %.2f requests per cycle %s%n", impl.label(), perCycle, extra);
                 log.flush();
                 out.add(new Result("COST", impl, perCycle, n, Double.NaN, Double.NaN, Double.NaN, 0, extra));
