@@ -174,7 +174,7 @@ final class DataLossGuard {
         long expiresAt = serverSeconds + MARKER_LIFETIME_SECONDS;
         String value =
                 Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE) + " " + end + " " + expiresAt;
-        return Command.withData("ms " + MARKER_KEY + " " + value.length() + " ME T" + expiresAt, value);
+        return Command.set(MARKER_KEY, value, "ME T" + expiresAt);
     }
 
     /** The server clock in a {@code stats} reply's lines. */

@@ -455,7 +455,7 @@ final class MemcachedBackend implements LockBackend {
      * every {@link #INFO_REFRESH_SECONDS}; deleted at close, left to its TTL after a crash.
      */
     private Command writeInfo() {
-        return Command.withData("ms " + infoKey(clientId) + " " + info.length() + " T" + INFO_TTL_SECONDS, info);
+        return Command.set(infoKey(clientId), info, "T" + INFO_TTL_SECONDS);
     }
 
     static final long INFO_TTL_SECONDS = 3 * 3600;

@@ -248,8 +248,7 @@ final class MemcachedLockProtocol implements LockProtocol {
      */
     private Command writeWaiter(QueueEntry entry, long sinceMillis) {
         String v = backend.clientId + " " + sinceMillis + " " + entry.acquisitionId();
-        return Command.withData(
-                "ms " + waiterKey(entry.lockName(), entry.acquisitionId()) + " " + v.length() + " T" + ttlSeconds, v);
+        return Command.set(waiterKey(entry.lockName(), entry.acquisitionId()), v, "T" + ttlSeconds);
     }
 
     /**
@@ -274,8 +273,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         String value = ownerValue(entry);
         List<Command> commands = new ArrayList<>(4);
         commands.add(DataLossGuard.read());
-        commands.add(
-                Command.withData("ms " + lockKey(name) + " " + value.length() + " ME T" + ttlSeconds + " c", value));
+        commands.add(Command.set(lockKey(name), value, "ME T" + ttlSeconds + " c"));
         commands.add(Command.of("ma " + counterKey(name) + " N" + COUNTER_TTL_SECONDS + " J" + floor + " T"
                 + COUNTER_TTL_SECONDS + " v"));
         if (checkOwn) {
@@ -362,8 +360,7 @@ final class MemcachedLockProtocol implements LockProtocol {
         String name = entry.lockName();
         String value = ownerValue(entry);
         long t1 = ticker.read();
-        return server.send(List.of(Command.withData(
-                        "ms " + lockKey(name) + " " + value.length() + " C" + cas + " T" + ttlSeconds + " c", value)))
+        return server.send(List.of(Command.set(lockKey(name), value, "C" + cas + " T" + ttlSeconds + " c")))
                 .thenApply(r -> {
                     Reply rewritten = r.get(0);
                     if (rewritten.isError()) {
@@ -429,9 +426,7 @@ final class MemcachedLockProtocol implements LockProtocol {
             pendingRecords.poll();
             if (held.containsKey(r.acquisitionId())) {
                 String value = r.acquisitionId() + " " + r.token() + " " + r.sinceMillis();
-                backend.serverFor(r.name())
-                        .send(List.of(Command.withData(
-                                "ms " + grantKey(r.name()) + " " + value.length() + " T" + ttlSeconds, value)));
+                backend.serverFor(r.name()).send(List.of(Command.set(grantKey(r.name()), value, "T" + ttlSeconds)));
             }
         }
         PendingRecord next = pendingRecords.peek();
@@ -945,25 +940,24 @@ final class MemcachedLockProtocol implements LockProtocol {
         }
         long since = h != null ? h.sinceMillis : 0;
         String value = renewedValue(entry, grant.fencingToken(), since);
-        return cas.thenCompose(c -> server.send(List.of(Command.withData(
-                                "ms " + lockKey(name) + " " + value.length() + " C" + c + " T" + ttlSeconds + " c",
-                                value)))
-                        .thenApply(r -> {
-                            Reply reply = r.get(0);
-                            if (reply.status().equals("HD")) {
-                                Held now = new Held(server, generation, reply.flagLong('c'), since, t0);
-                                if (h == null
-                                        ? held.putIfAbsent(entry.acquisitionId(), now) != null
-                                        : !held.replace(entry.acquisitionId(), h, now)) {
-                                    held.computeIfPresent(entry.acquisitionId(), (k, old) -> now);
-                                }
-                                return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
-                            }
-                            if (reply.isError()) {
-                                throw new CompletionException(refused(name, "renewal", reply));
-                            }
-                            throw new CompletionException(gone(entry, grant, reply));
-                        }))
+        return cas.thenCompose(
+                        c -> server.send(List.of(Command.set(lockKey(name), value, "C" + c + " T" + ttlSeconds + " c")))
+                                .thenApply(r -> {
+                                    Reply reply = r.get(0);
+                                    if (reply.status().equals("HD")) {
+                                        Held now = new Held(server, generation, reply.flagLong('c'), since, t0);
+                                        if (h == null
+                                                ? held.putIfAbsent(entry.acquisitionId(), now) != null
+                                                : !held.replace(entry.acquisitionId(), h, now)) {
+                                            held.computeIfPresent(entry.acquisitionId(), (k, old) -> now);
+                                        }
+                                        return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                                    }
+                                    if (reply.isError()) {
+                                        throw new CompletionException(refused(name, "renewal", reply));
+                                    }
+                                    throw new CompletionException(gone(entry, grant, reply));
+                                }))
                 .handle((g, e) -> {
                     if (e == null) {
                         return g;

@@ -101,8 +101,19 @@ final class MetaConnection {
             return new Command((line + "\r\n").getBytes(StandardCharsets.US_ASCII), false);
         }
 
-        static Command withData(String line, String data) {
-            return new Command((line + "\r\n" + data + "\r\n").getBytes(StandardCharsets.UTF_8), false);
+        /**
+         * {@code ms <key> <datalen> <flags>} with {@code data}: the length is of the data's UTF-8
+         * bytes, which is what the server reads (a host name outside ASCII is longer in bytes than
+         * in chars, and a char count would leave the rest of the block to be read as a command).
+         */
+        static Command set(String key, String data, String flags) {
+            byte[] block = data.getBytes(StandardCharsets.UTF_8);
+            byte[] head = ("ms " + key + " " + block.length + " " + flags + "\r\n").getBytes(StandardCharsets.UTF_8);
+            byte[] bytes = java.util.Arrays.copyOf(head, head.length + block.length + 2);
+            System.arraycopy(block, 0, bytes, head.length, block.length);
+            bytes[bytes.length - 2] = '\r';
+            bytes[bytes.length - 1] = '\n';
+            return new Command(bytes, false);
         }
 
         static Command statsCommand() {
