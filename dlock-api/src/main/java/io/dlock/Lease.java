@@ -1,5 +1,7 @@
 package io.dlock;
 
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 
 /**
@@ -96,4 +98,27 @@ public interface Lease extends AutoCloseable {
      */
     @Override
     void close();
+
+    /**
+     * Releases the grant as {@link #close()} does, without waiting for the backend: for a caller
+     * that has nothing to do once the release is confirmed. The lease is invalid when this returns;
+     * the stage completes once the release has ended, confirmed by the backend or, after a failure,
+     * left to the background retry that {@link #close()} leaves it to. Closing a nested reentrant
+     * lease only decrements the hold count and returns a completed stage; so does closing again. A
+     * client's {@link LockClient#close()} waits for the releases still in flight.
+     *
+     * <p>Blocking: dlock's leases never wait for the backend here, and send the release from the
+     * client's own threads (this default, for other implementations, calls {@link #close()}).
+     * Thread-safety: as {@link #close()}. On failure: the stage never completes exceptionally for
+     * backend failures (the lease is invalid either way); completing the returned stage yourself
+     * changes nothing.
+     *
+     * @return a stage that completes, with null, once the release has ended
+     * @throws IllegalMonitorStateException if a thread other than the owner closes a thread-owned
+     *     lease; the lock stays held
+     */
+    default CompletionStage<Void> closeAsync() {
+        close();
+        return CompletableFuture.completedFuture(null);
+    }
 }

@@ -154,7 +154,7 @@ final class Report {
         out.flush();
     }
 
-    /** "0.92x zk-floor (rounds 1.09 / 0.80 / 0.91), ..." */
+    /** "0.91x zk-floor (median of rounds 1.09 / 0.80 / 0.91), ..." */
     private static String ratioLine(Map<String, Double> ratios, Map<String, List<Double>> byRound) {
         StringBuilder line = new StringBuilder();
         ratios.forEach((k, v) -> {

@@ -5,6 +5,8 @@ import io.dlock.LockLostException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -83,30 +85,44 @@ final class EngineLease implements Lease {
 
     @Override
     public void close() {
-        Thread owner = acquisition.owner;
-        if (acquisition.reentrant && owner != null && owner != Thread.currentThread() && !closed) {
-            throw new IllegalMonitorStateException("lock '" + acquisition.name + "' on "
-                    + acquisition.client.backendName + ": lease is owned by thread '" + owner.getName()
-                    + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");
-        }
+        checkCloser();
         if (CLOSED.compareAndSet(this, false, true)) {
             long start = System.nanoTime();
             awaitRelease(acquisition.exit(true), acquisition.client, start);
         }
     }
 
+    @Override
+    public CompletionStage<Void> closeAsync() {
+        checkCloser();
+        if (!CLOSED.compareAndSet(this, false, true)) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // Not the caller's thread for the protocol's I/O (callerWaits false); a copy, so that a
+        // caller completing what it got back cannot complete the engine's own future.
+        return acquisition.exit(false).copy();
+    }
+
+    private void checkCloser() {
+        Thread owner = acquisition.owner;
+        if (acquisition.reentrant && owner != null && owner != Thread.currentThread() && !closed) {
+            throw new IllegalMonitorStateException("lock '" + acquisition.name + "' on "
+                    + acquisition.client.backendName + ": lease is owned by thread '" + owner.getName()
+                    + "', not by '" + Thread.currentThread().getName() + "'; the lock stays held");
+        }
+    }
+
     /** Waits for a release to be confirmed, bounded by the connect timeout; never throws for it. */
-    static void awaitRelease(java.util.concurrent.CompletableFuture<Void> release, EngineClient client) {
+    static void awaitRelease(CompletableFuture<Void> release, EngineClient client) {
         awaitRelease(release, client, System.nanoTime());
     }
 
     /**
-     * As {@link #awaitRelease(java.util.concurrent.CompletableFuture, EngineClient)}, the bound
+     * As {@link #awaitRelease(CompletableFuture, EngineClient)}, the bound
      * counted from {@code startNanos} ({@link System#nanoTime()} before the release was started):
      * a protocol may have spent part of it on the caller's thread already.
      */
-    static void awaitRelease(
-            java.util.concurrent.CompletableFuture<Void> release, EngineClient client, long startNanos) {
+    static void awaitRelease(CompletableFuture<Void> release, EngineClient client, long startNanos) {
         if (release.isDone()) {
             return;
         }

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
@@ -222,10 +223,20 @@ final class EngineMultiLock implements DistributedLock, JavaLockView.Acquirer {
 
         @Override
         public void close() {
-            // The first part refuses a non-owner thread (IllegalMonitorStateException) before any is closed.
+            // The first part closed refuses a non-owner thread (IllegalMonitorStateException) before
+            // any is closed: every part has the same owner.
             for (int i = parts.size() - 1; i >= 0; i--) {
                 parts.get(i).close();
             }
+        }
+
+        @Override
+        public CompletionStage<Void> closeAsync() {
+            CompletableFuture<?>[] releases = new CompletableFuture<?>[parts.size()];
+            for (int i = parts.size() - 1; i >= 0; i--) {
+                releases[i] = parts.get(i).closeAsync().toCompletableFuture();
+            }
+            return CompletableFuture.allOf(releases);
         }
 
         @Override

@@ -300,6 +300,42 @@ public interface ExclusiveLockContract extends LockFixture {
     }
 
     @Test
+    default void closeAsync_invalidAtOnce_releasedOnceItsStageCompletes() throws Exception {
+        LockClient owner = newClient();
+        LockClient other = newClient();
+        DistributedLock lock = owner.lock("close-async");
+        Lease outer = lock.acquire();
+        Lease inner = lock.acquire();
+        assertThat(inner.closeAsync().toCompletableFuture())
+                .as("a nested lease only drops a hold")
+                .isCompletedWithValue(null);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread intruder = new Thread(() -> {
+            try {
+                outer.closeAsync();
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+        });
+        intruder.start();
+        intruder.join();
+        assertThat(thrown.get()).isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(outer.isValid()).isTrue();
+        assertThat(other.lock("close-async").tryAcquire(Duration.ZERO)).isEmpty();
+
+        CompletableFuture<Void> released = outer.closeAsync().toCompletableFuture();
+
+        assertThat(outer.isValid()).isFalse();
+        assertThat(lock.isHeldByCurrentThread()).isFalse();
+        released.get(30, TimeUnit.SECONDS);
+        assertThat(entries("close-async")).isEmpty();
+        try (Lease next = other.lock("close-async").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(next.fencingToken()).isGreaterThan(outer.fencingToken());
+        }
+        assertThat(outer.closeAsync().toCompletableFuture()).isCompletedWithValue(null);
+    }
+
+    @Test
     default void close_client_releasesEveryLease() throws Exception {
         LockClient first = LockClient.connect(uri(patient()));
         LockClient second = newClient();
