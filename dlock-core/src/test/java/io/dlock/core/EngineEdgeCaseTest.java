@@ -67,8 +67,12 @@ class EngineEdgeCaseTest {
     }
 
     private LockClient open() {
+        return open(server.connect(ALL));
+    }
+
+    private LockClient open(InMemoryBackend backend) {
         LockClient c = LockEngine.newClient(
-                server.connect(ALL), LockOptions.builder().callbackThreads(1).build());
+                backend, LockOptions.builder().callbackThreads(1).build());
         clients.add(c);
         return c;
     }
@@ -238,9 +242,7 @@ class EngineEdgeCaseTest {
     @Test
     void localHandOff_overtakenByASessionLoss_givesTheWaiterALostLease() throws Exception {
         InMemoryBackend backend = server.connect(ALL);
-        LockClient c = LockEngine.newClient(
-                backend, LockOptions.builder().callbackThreads(1).build());
-        clients.add(c);
+        LockClient c = open(backend);
         EngineClient engine = (EngineClient) c;
         c.lock("x").acquire();
         Future<Lease> waiter = threads.submit(() -> c.lock("x").acquire());
@@ -264,9 +266,7 @@ class EngineEdgeCaseTest {
     @Test
     void close_waitsForAReleaseAnotherThreadHasInFlight() throws Exception {
         InMemoryBackend backend = server.connect(ALL);
-        LockClient c = LockEngine.newClient(
-                backend, LockOptions.builder().callbackThreads(1).build());
-        clients.add(c);
+        LockClient c = open(backend);
         Lease lease = c.lock("x").acquireAsync(Duration.ofMinutes(1)).get(5, TimeUnit.SECONDS);
         backend.holdReleases(true);
         Future<?> leaseClosing = threads.submit(lease::close);
@@ -285,9 +285,7 @@ class EngineEdgeCaseTest {
     @Test
     void close_calledAgainWhileTheFirstWaits_returnsOnlyOnceTheClientIsClosed() throws Exception {
         InMemoryBackend backend = server.connect(ALL);
-        LockClient c = LockEngine.newClient(
-                backend, LockOptions.builder().callbackThreads(1).build());
-        clients.add(c);
+        LockClient c = open(backend);
         c.lock("x").acquireAsync(Duration.ofMinutes(1)).get(5, TimeUnit.SECONDS);
         backend.holdReleases(true);
         Future<?> first = threads.submit(c::close);
@@ -303,5 +301,111 @@ class EngineEdgeCaseTest {
                 .isEmpty();
         first.get(5, TimeUnit.SECONDS);
         c.close(); // a third, after the first returned: at once
+    }
+
+    // Lease.closeAsync(): invalid at once, its stage completes only once the backend applied the release.
+
+    @Test
+    void closeAsync_returnsBeforeTheBackendConfirms_andItsStageCompletesWhenItDoes() throws Exception {
+        InMemoryBackend backend = server.connect(ALL);
+        LockClient client = open(backend);
+        Lease lease = client.lock("x").acquire();
+        backend.holdReleases(true);
+
+        CompletableFuture<Void> released = lease.closeAsync().toCompletableFuture();
+
+        assertThat(lease.isValid()).isFalse();
+        assertThat(client.lock("x").isHeldByCurrentThread()).isFalse();
+        await().atMost(Duration.ofSeconds(5)).until(() -> backend.heldReleases() == 1);
+        stillPending(released);
+        assertThat(server.queue("x"))
+                .as("the entry stays until the release is applied")
+                .hasSize(1);
+
+        backend.deliverHeldReleases();
+
+        released.get(5, TimeUnit.SECONDS);
+        assertThat(server.queue("x")).isEmpty();
+        assertThat(lease.closeAsync().toCompletableFuture()).as("closing again").isCompletedWithValue(null);
+    }
+
+    @Test
+    void closeAsync_stageCompletedByTheCaller_doesNotEndTheRelease() throws Exception {
+        InMemoryBackend backend = server.connect(ALL);
+        LockClient client = open(backend);
+        Lease lease = client.lock("x").acquire();
+        backend.holdReleases(true);
+        CompletableFuture<Void> released = lease.closeAsync().toCompletableFuture();
+        released.complete(null);
+        await().atMost(Duration.ofSeconds(5)).until(() -> backend.heldReleases() == 1);
+
+        Future<?> closing = threads.submit(client::close);
+
+        stillPending(closing); // the client still counts the release as in flight
+        backend.deliverHeldReleases();
+        closing.get(5, TimeUnit.SECONDS);
+        assertThat(server.queue("x")).isEmpty();
+    }
+
+    @Test
+    void closeAsync_ofANestedLease_onlyDropsAHold() throws Exception {
+        InMemoryBackend backend = server.connect(ALL);
+        LockClient client = open(backend);
+        Lease outer = client.lock("x").acquire();
+        Lease inner = client.lock("x").acquire();
+
+        assertThat(inner.closeAsync().toCompletableFuture()).isCompletedWithValue(null);
+
+        assertThat(outer.isValid()).isTrue();
+        assertThat(client.lock("x").isHeldByCurrentThread()).isTrue();
+        assertThat(server.queue("x")).hasSize(1);
+        outer.closeAsync().toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertThat(server.queue("x")).isEmpty();
+    }
+
+    @Test
+    void closeAsync_byAThreadThatDoesNotOwnTheLease_isRefused_andTheLockStaysHeld() throws Exception {
+        InMemoryBackend backend = server.connect(ALL);
+        LockClient client = open(backend);
+        Lease lease = client.lock("x").acquire();
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+
+        threads.submit(() -> {
+                    try {
+                        lease.closeAsync();
+                    } catch (Throwable t) {
+                        thrown.set(t);
+                    }
+                })
+                .get(5, TimeUnit.SECONDS);
+
+        assertThat(thrown.get())
+                .isInstanceOf(IllegalMonitorStateException.class)
+                .hasMessageContaining("'x'");
+        assertThat(lease.isValid()).isTrue();
+        assertThat(server.queue("x")).hasSize(1);
+        lease.closeAsync().toCompletableFuture().get(5, TimeUnit.SECONDS);
+        assertThat(server.queue("x")).isEmpty();
+    }
+
+    @Test
+    void closeAsync_ofAnAsyncLease_fromAnyThread_andOfAMultiLock_releasesEveryPart() throws Exception {
+        InMemoryBackend backend = server.connect(ALL);
+        LockClient client = open(backend);
+        Lease single = client.lock("a").acquireAsync(Duration.ofSeconds(5)).get(5, TimeUnit.SECONDS);
+        Lease multi = client.multiLock(List.of("b", "c")).acquire();
+
+        threads.submit(() -> single.closeAsync().toCompletableFuture().join()).get(5, TimeUnit.SECONDS);
+        backend.holdReleases(true);
+        CompletableFuture<Void> both = multi.closeAsync().toCompletableFuture();
+        await().atMost(Duration.ofSeconds(5)).until(() -> backend.heldReleases() == 2);
+        stillPending(both);
+        backend.deliverHeldReleases();
+        both.get(5, TimeUnit.SECONDS);
+
+        assertThat(multi.isValid()).isFalse();
+        assertThat(List.of(server.queue("a"), server.queue("b"), server.queue("c")))
+                .allSatisfy(q -> assertThat(q).isEmpty());
+        assertThatThrownBy(() -> single.checkValid()).hasMessageContaining("closed");
     }
 }

@@ -13,7 +13,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -23,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -267,31 +267,10 @@ public interface ExclusiveLockContract extends LockFixture {
         LockClient owner = newClient();
         LockClient other = newClient();
         Lease lease = owner.lock("owned").acquire();
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        Thread intruder = new Thread(() -> {
-            try {
-                lease.close();
-            } catch (Throwable t) {
-                thrown.set(t);
-            }
-            try {
-                owner.lock("owned").asJavaLock().unlock();
-            } catch (Throwable t) {
-                Throwable first = thrown.get();
-                if (first == null) {
-                    thrown.set(t);
-                } else {
-                    first.addSuppressed(t);
-                }
-            }
-        });
-        intruder.start();
-        intruder.join();
-        assertThat(thrown.get())
+        assertThat(thrownOnAnotherThread(lease::close))
                 .isInstanceOf(IllegalMonitorStateException.class)
                 .hasMessageContaining("owned");
-        assertThat(Objects.requireNonNull(thrown.get()).getSuppressed())
-                .singleElement()
+        assertThat(thrownOnAnotherThread(() -> owner.lock("owned").asJavaLock().unlock()))
                 .isInstanceOf(IllegalMonitorStateException.class);
         assertThat(lease.isValid()).isTrue();
         assertThat(other.lock("owned").tryAcquire(Duration.ZERO)).isEmpty();
@@ -309,17 +288,7 @@ public interface ExclusiveLockContract extends LockFixture {
         assertThat(inner.closeAsync().toCompletableFuture())
                 .as("a nested lease only drops a hold")
                 .isCompletedWithValue(null);
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        Thread intruder = new Thread(() -> {
-            try {
-                outer.closeAsync();
-            } catch (Throwable t) {
-                thrown.set(t);
-            }
-        });
-        intruder.start();
-        intruder.join();
-        assertThat(thrown.get()).isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(thrownOnAnotherThread(outer::closeAsync)).isInstanceOf(IllegalMonitorStateException.class);
         assertThat(outer.isValid()).isTrue();
         assertThat(other.lock("close-async").tryAcquire(Duration.ZERO)).isEmpty();
 
@@ -462,5 +431,20 @@ public interface ExclusiveLockContract extends LockFixture {
         }
         assertThat(tokens).isSorted().doesNotHaveDuplicates();
         assertThat(tokens.get(0)).isPositive();
+    }
+
+    /** What {@code action} threw on a thread of its own (not the lease's owner), or null. */
+    private static @Nullable Throwable thrownOnAnotherThread(Runnable action) throws InterruptedException {
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread other = new Thread(() -> {
+            try {
+                action.run();
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+        });
+        other.start();
+        other.join();
+        return thrown.get();
     }
 }
