@@ -7,7 +7,10 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -23,13 +26,11 @@ import java.util.concurrent.TimeUnit;
  */
 final class RedisMonitor implements AutoCloseable {
     private final Socket socket;
-    private final String marker;
+    private final Feed feed;
     private final CountDownLatch seen = new CountDownLatch(1);
-    private final Map<String, Long> requests = new TreeMap<>(); // written by the reader until the marker
-    private final Map<String, Long> inScripts = new TreeMap<>();
 
     RedisMonitor(String address, String marker) {
-        this.marker = marker;
+        this.feed = new Feed(marker);
         int colon = address.lastIndexOf(':');
         socket = new Socket();
         try {
@@ -56,26 +57,10 @@ final class RedisMonitor implements AutoCloseable {
         try {
             String line;
             while ((line = in.readLine()) != null) {
-                int close = line.indexOf(']');
-                int open = line.indexOf('[');
-                if (open < 0 || close < 0) {
-                    continue;
-                }
-                boolean lua = line.substring(open, close).endsWith(" lua");
-                int q1 = line.indexOf('"', close);
-                int q2 = q1 < 0 ? -1 : line.indexOf('"', q1 + 1);
-                if (q2 < 0) {
-                    continue;
-                }
-                String command = line.substring(q1 + 1, q2).toLowerCase(java.util.Locale.ROOT);
-                if (!lua && command.equals("echo") && line.contains(marker)) {
+                if (feed.accept(line)) {
                     seen.countDown();
                     return;
                 }
-                if (!lua && command.equals("info")) {
-                    continue;
-                }
-                (lua ? inScripts : requests).merge(command, 1L, Long::sum);
             }
         } catch (IOException e) {
             // closed
@@ -85,16 +70,21 @@ final class RedisMonitor implements AutoCloseable {
     /** Waits until the marker has been seen, at most 30 s; then the counts are complete. */
     void awaitMarker() throws InterruptedException {
         if (!seen.await(30, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("MONITOR did not see the marker " + marker + " within 30 s");
+            throw new IllegalStateException("MONITOR did not see the marker " + feed.marker + " within 30 s");
         }
     }
 
     Map<String, Long> requests() {
-        return requests;
+        return feed.requests;
     }
 
     Map<String, Long> inScripts() {
-        return inScripts;
+        return feed.inScripts;
+    }
+
+    /** The client commands that ran inside a transaction, also counted in {@link #requests}. */
+    Map<String, Long> inTransactions() {
+        return feed.inTransactions;
     }
 
     @Override
@@ -103,6 +93,60 @@ final class RedisMonitor implements AutoCloseable {
             socket.close();
         } catch (IOException e) {
             // nothing to do
+        }
+    }
+
+    /** The counts of one feed, line by line. Thread-safety: one thread at a time. */
+    static final class Feed {
+        private final String marker;
+        final Map<String, Long> requests = new TreeMap<>();
+        final Map<String, Long> inScripts = new TreeMap<>();
+        final Map<String, Long> inTransactions = new TreeMap<>();
+        private final Set<String> inMulti = new HashSet<>(); // clients between their MULTI and EXEC
+
+        Feed(String marker) {
+            this.marker = marker;
+        }
+
+        /**
+         * Counts one line of the feed; true when it is the marker. Commands a client sent between
+         * its {@code MULTI} and {@code EXEC} are also counted apart ({@link #inTransactions}): the
+         * feed shows them as {@code EXEC} runs them, and {@code EXEC}'s time in {@code INFO
+         * commandstats} includes theirs.
+         */
+        boolean accept(String line) {
+            int open = line.indexOf('[');
+            int close = line.indexOf(']');
+            if (open < 0 || close < 0) {
+                return false;
+            }
+            String source = line.substring(open + 1, close);
+            boolean lua = source.endsWith(" lua");
+            int q1 = line.indexOf('"', close);
+            int q2 = q1 < 0 ? -1 : line.indexOf('"', q1 + 1);
+            if (q2 < 0) {
+                return false;
+            }
+            String command = line.substring(q1 + 1, q2).toLowerCase(Locale.ROOT);
+            if (lua) {
+                inScripts.merge(command, 1L, Long::sum);
+                return false;
+            }
+            if (command.equals("echo") && line.contains(marker)) {
+                return true;
+            }
+            if (command.equals("info")) {
+                return false;
+            }
+            requests.merge(command, 1L, Long::sum);
+            if (command.equals("multi")) {
+                inMulti.add(source);
+            } else if (command.equals("exec") || command.equals("discard")) {
+                inMulti.remove(source);
+            } else if (inMulti.contains(source)) {
+                inTransactions.merge(command, 1L, Long::sum);
+            }
+            return false;
         }
     }
 }

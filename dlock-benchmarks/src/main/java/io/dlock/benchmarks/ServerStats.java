@@ -9,6 +9,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -19,6 +20,9 @@ import java.util.TreeMap;
  * <p>Thread-safety: stateless; safe from any thread.
  */
 final class ServerStats {
+    /** Commands the benchmark's own probes send, left out of every delta. */
+    private static final Set<String> PROBES = Set.of("info", "echo", "monitor");
+
     private ServerStats() {}
 
     /**
@@ -78,22 +82,60 @@ final class ServerStats {
         throw new IllegalStateException("INFO stats without total_net_input_bytes");
     }
 
-    /** Redis's calls per command from {@code INFO commandstats}, by command name. */
-    static Map<String, Long> redisCommandCalls(RedisCommands<String, String> redis) {
-        Map<String, Long> out = new TreeMap<>();
-        for (String line : redis.info("commandstats").split("\r?\n")) {
+    /** One command's counters in Redis's {@code INFO commandstats}: calls, and microseconds spent in them. */
+    record CommandStat(long calls, long usec) {
+        CommandStat minus(CommandStat before) {
+            return new CommandStat(calls - before.calls, usec - before.usec);
+        }
+
+        CommandStat plus(CommandStat other) {
+            return new CommandStat(calls + other.calls, usec + other.usec);
+        }
+    }
+
+    /** Redis's {@code INFO commandstats}, by command name. Blocking: one round trip. */
+    static Map<String, CommandStat> redisCommandStats(RedisCommands<String, String> redis) {
+        return parseCommandStats(redis.info("commandstats"));
+    }
+
+    /**
+     * Parses {@code INFO commandstats}. A script's time ({@code evalsha}) includes the time of the
+     * commands it ran, which are also counted under their own names.
+     */
+    static Map<String, CommandStat> parseCommandStats(String info) {
+        Map<String, CommandStat> out = new TreeMap<>();
+        for (String line : info.split("\r?\n")) {
             // cmdstat_set:calls=3,usec=20,usec_per_call=6.67,rejected_calls=0,failed_calls=0
             if (!line.startsWith("cmdstat_")) {
                 continue;
             }
             int colon = line.indexOf(':');
-            String command = line.substring("cmdstat_".length(), colon);
+            long calls = -1;
+            long usec = -1;
             for (String field : line.substring(colon + 1).split(",")) {
                 if (field.startsWith("calls=")) {
-                    out.put(command, Long.parseLong(field.substring("calls=".length())));
+                    calls = Long.parseLong(field.substring("calls=".length()));
+                } else if (field.startsWith("usec=")) {
+                    usec = Long.parseLong(field.substring("usec=".length()));
                 }
             }
+            if (calls < 0 || usec < 0) {
+                throw new IllegalStateException("INFO commandstats line without calls or usec: " + line);
+            }
+            out.put(line.substring("cmdstat_".length(), colon), new CommandStat(calls, usec));
         }
+        return out;
+    }
+
+    /** What {@code after} counted since {@code before}, without the commands a probe itself sends. */
+    static Map<String, CommandStat> commandDelta(Map<String, CommandStat> before, Map<String, CommandStat> after) {
+        Map<String, CommandStat> out = new TreeMap<>();
+        after.forEach((command, stat) -> {
+            CommandStat d = stat.minus(before.getOrDefault(command, new CommandStat(0, 0)));
+            if (d.calls() > 0 && !PROBES.contains(command)) {
+                out.put(command, d);
+            }
+        });
         return out;
     }
 }

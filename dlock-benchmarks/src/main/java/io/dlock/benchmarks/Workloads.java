@@ -441,19 +441,16 @@ final class Workloads {
                 List<BenchLock> names = java.util.Objects.requireNonNull(locks.get(impl));
                 io.lettuce.core.api.sync.@Nullable RedisCommands<String, String> probe =
                         impl.backend() == Backend.REDIS ? probeSync : null;
-                Map<String, Long> before = probe != null ? ServerStats.redisCommandCalls(probe) : Map.of();
+                Map<String, ServerStats.CommandStat> before =
+                        probe != null ? ServerStats.redisCommandStats(probe) : Map.of();
                 long bytes0 = probe != null ? ServerStats.redisNetInputBytes(probe) : 0;
                 Measurement m =
                         Loops.spread(names, config.w5Threads(), w[0], w[1], "w5-" + impl.label(), Loops.PLATFORM);
                 if (probe != null) {
                     long bytes = ServerStats.redisNetInputBytes(probe) - bytes0;
                     Map<String, Long> sum = calls.computeIfAbsent(impl, k -> new java.util.TreeMap<>());
-                    ServerStats.redisCommandCalls(probe).forEach((k, v) -> {
-                        long d = v - before.getOrDefault(k, 0L);
-                        if (d > 0 && !k.equals("info")) {
-                            sum.merge(k, d, Long::sum);
-                        }
-                    });
+                    ServerStats.commandDelta(before, ServerStats.redisCommandStats(probe))
+                            .forEach((k, d) -> sum.merge(k, d.calls(), Long::sum));
                     long[] bc = bytesAndCycles.computeIfAbsent(impl, k -> new long[2]);
                     bc[0] += bytes;
                     bc[1] += m.ops;
@@ -617,6 +614,51 @@ final class Workloads {
         for (int i = 0; i < p.length; i++) {
             p[i] += Long.parseLong(done[3 + i]);
         }
+    }
+
+    /**
+     * Per round, the microseconds Redis spent in the commands the client sent itself per cycle: each
+     * command's time weighted by its {@code share} of calls counted on their own ({@link
+     * #ownShares}). A script's time includes that of the commands it ran, and {@code EXEC}'s that of
+     * the commands it ran; those are not added again.
+     */
+    static List<Double> commandUsPerCycle(
+            List<Map<String, ServerStats.CommandStat>> rounds, Map<String, Double> shares, int n) {
+        List<Double> out = new ArrayList<>();
+        for (Map<String, ServerStats.CommandStat> round : rounds) {
+            double usec = 0;
+            for (Map.Entry<String, Double> share : shares.entrySet()) {
+                ServerStats.CommandStat stat = round.get(share.getKey());
+                usec += stat == null ? 0 : stat.usec() * share.getValue();
+            }
+            out.add(usec / n);
+        }
+        return out;
+    }
+
+    /**
+     * For each command the client sent ({@code requests}), the share of its calls whose time no
+     * other command's includes: 1 but for those {@code EXEC} ran ({@code inTransactions}).
+     */
+    static Map<String, Double> ownShares(Map<String, Long> requests, Map<String, Long> inTransactions) {
+        Map<String, Double> out = new java.util.TreeMap<>();
+        requests.forEach(
+                (command, calls) -> out.put(command, 1 - inTransactions.getOrDefault(command, 0L) / (double) calls));
+        return out;
+    }
+
+    /** "evalsha:20.41 get:0.62 ...": microseconds per call of each command, over all {@code rounds}. */
+    static String usecPerCallText(List<Map<String, ServerStats.CommandStat>> rounds) {
+        Map<String, ServerStats.CommandStat> total = new java.util.TreeMap<>();
+        for (Map<String, ServerStats.CommandStat> round : rounds) {
+            round.forEach((command, stat) -> total.merge(command, stat, ServerStats.CommandStat::plus));
+        }
+        StringBuilder sb = new StringBuilder();
+        total.forEach((command, stat) -> sb.append(sb.length() == 0 ? "" : " ")
+                .append(command)
+                .append(':')
+                .append(String.format(Locale.ROOT, "%.2f", stat.usec() / (double) stat.calls())));
+        return sb.toString();
     }
 
     private static String perCycleText(Map<String, Long> counts, int n) {
@@ -936,9 +978,17 @@ final class Workloads {
             Map<LockImpl, List<Double>> clientCpus = new EnumMap<>(LockImpl.class);
             Map<LockImpl, List<Double>> jitCpus = new EnumMap<>(LockImpl.class);
             Map<LockImpl, List<Double>> serverCpus = new EnumMap<>(LockImpl.class);
+            // Redis's own account of its time in each command, read around the same passes (one
+            // INFO each side, outside the CPU readings).
+            Map<LockImpl, List<Map<String, ServerStats.CommandStat>>> commandRounds = new EnumMap<>(LockImpl.class);
             for (int round = 1; round <= config.rounds(); round++) {
                 for (LockImpl impl : inRoundOrder(impls, round)) {
                     BenchLock lock = java.util.Objects.requireNonNull(locks.get(impl));
+                    @Nullable
+                    StatefulRedisConnection<String, String> commandProbe =
+                            impl.backend() == Backend.REDIS ? redis : null;
+                    Map<String, ServerStats.CommandStat> commands0 =
+                            commandProbe == null ? Map.of() : ServerStats.redisCommandStats(commandProbe.sync());
                     long serverPid = serverPids.getOrDefault(impl.backend(), -1L);
                     long serverCpu0 = cpuNanos(serverPid);
                     long clientCpu0 = cpuNanos(ProcessHandle.current().pid());
@@ -951,6 +1001,12 @@ final class Workloads {
                             ? Double.NaN
                             : (cpuNanos(ProcessHandle.current().pid()) - clientCpu0) / 1e3 / n;
                     double jit = jitCpu0 < 0 ? Double.NaN : (compilerCpuNanos() - jitCpu0) / 1e3 / n;
+                    if (commandProbe != null) {
+                        commandRounds
+                                .computeIfAbsent(impl, k -> new ArrayList<>())
+                                .add(ServerStats.commandDelta(
+                                        commands0, ServerStats.redisCommandStats(commandProbe.sync())));
+                    }
                     log.printf(
                             Locale.ROOT,
                             "COST round %d %-17s client %.1f us (JIT compilers %.1f of it), server %.1f us of CPU a"
@@ -994,7 +1050,7 @@ final class Workloads {
                     StatefulRedisConnection<String, String> probe =
                             java.util.Objects.requireNonNull(redis, "opened above for a Redis implementation");
                     String marker = "dlock-bench-" + impl.label() + "-" + System.nanoTime();
-                    Map<String, Long> before = ServerStats.redisCommandCalls(probe.sync());
+                    Map<String, ServerStats.CommandStat> before = ServerStats.redisCommandStats(probe.sync());
                     long bytes0 = ServerStats.redisNetInputBytes(probe.sync());
                     try (RedisMonitor monitor = new RedisMonitor(servers.address(Backend.REDIS), marker)) {
                         for (int i = 0; i < n; i++) {
@@ -1004,14 +1060,9 @@ final class Workloads {
                         monitor.awaitMarker();
                         // Read before MONITOR's probes add their own: the client's bytes, plus one ECHO.
                         long bytes = ServerStats.redisNetInputBytes(probe.sync()) - bytes0;
-                        Map<String, Long> after = ServerStats.redisCommandCalls(probe.sync());
                         Map<String, Long> all = new java.util.TreeMap<>();
-                        after.forEach((k, v) -> {
-                            long d = v - before.getOrDefault(k, 0L);
-                            if (d > 0 && !k.equals("info") && !k.equals("echo") && !k.equals("monitor")) {
-                                all.put(k, d);
-                            }
-                        });
+                        ServerStats.commandDelta(before, ServerStats.redisCommandStats(probe.sync()))
+                                .forEach((k, d) -> all.put(k, d.calls()));
                         perCycle = monitor.requests().values().stream()
                                         .mapToLong(Long::longValue)
                                         .sum()
@@ -1020,6 +1071,13 @@ final class Workloads {
                         extra.put("insideScripts", perCycleText(monitor.inScripts(), n));
                         extra.put("commandstats", perCycleText(all, n));
                         extra.put("netInBytesPerCycle", bytes / (double) n);
+                        List<Map<String, ServerStats.CommandStat>> commandTimes =
+                                java.util.Objects.requireNonNull(commandRounds.get(impl));
+                        List<Double> commandUs = commandUsPerCycle(
+                                commandTimes, ownShares(monitor.requests(), monitor.inTransactions()), n);
+                        extra.put("serverCommandUsPerCycle", median(commandUs));
+                        extra.put("serverCommandUsRounds", commandUs);
+                        extra.put("usecPerCall", usecPerCallText(commandTimes));
                     }
                 }
                 List<Double> server = java.util.Objects.requireNonNull(serverCpus.get(impl));

@@ -156,4 +156,45 @@ class BenchCommandIT {
                         "SCALE j=2 n=50 dlock-redis",
                         "SCALE j=2 n=50 redis-floor");
     }
+
+    @Test
+    void call_quickCostOnRedis_reportsRedissOwnTimeInTheCommandsEachClientSent() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new BenchCommand())
+                .setOut(new PrintWriter(out))
+                .setErr(new PrintWriter(err))
+                .execute(
+                        "--quick",
+                        "--backends",
+                        "redis",
+                        "--impls",
+                        "dlock-redis,redis-fenced-floor",
+                        "--workloads",
+                        "COST",
+                        "--report",
+                        "none");
+
+        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        Pattern cost = Pattern.compile(
+                "^\\{\"workload\":\"COST\",\"backend\":\"redis\",\"impl\":\"([a-z-]+)\",.*"
+                        + "\"requests\":\"([^\"]*)\",.*\"serverCommandUsPerCycle\":([0-9.]+),.*\"usecPerCall\":\"([^\"]*)\".*$");
+        java.util.Map<String, Double> commandUs = new java.util.HashMap<>();
+        for (String line : out.toString()
+                .lines()
+                .filter(l -> l.startsWith("{\"workload\""))
+                .toList()) {
+            Matcher m = cost.matcher(line);
+            assertThat(m.matches()).as("well-formed: %s", line).isTrue();
+            assertThat(m.group(4)).as("time per call in %s", line).containsPattern("evalsha:[0-9.]+");
+            commandUs.put(m.group(1), Double.parseDouble(m.group(3)));
+            if (m.group(1).equals("redis-fenced-floor")) {
+                assertThat(m.group(2)).contains("multi:1.00", "exec:1.00", "set:1.00", "time:1.00");
+            }
+        }
+        // Both send one script a cycle at least, which alone costs Redis microseconds; the floor's
+        // SET and TIME run inside EXEC and are counted once, in EXEC's time.
+        assertThat(commandUs).containsOnlyKeys("dlock-redis", "redis-fenced-floor");
+        assertThat(commandUs.values()).allSatisfy(us -> assertThat(us).isBetween(1.0, 1_000.0));
+    }
 }
