@@ -63,7 +63,9 @@ import org.slf4j.LoggerFactory;
  * (put in a transaction that checks the holder's key still exists); a clean release deletes the
  * entry and the tombstone together. A holder that is lost leaves its tombstone until the lock-delay
  * lease runs out, at least the delay after the main lease, and nobody is granted while a tombstone
- * of another acquisition exists.
+ * of another acquisition exists. A holder whose key was deleted from outside while its client and
+ * lease live has its tombstone deleted by its client once the delay has passed ({@link
+ * #lostWhileLeaseLives}).
  *
  * <p>Concurrency: every callback runs on jetcd's executor and only completes futures; nothing here
  * blocks. Every transaction is idempotent, so jetcd's own retries are safe.
@@ -77,6 +79,12 @@ final class EtcdLockProtocol implements LockProtocol {
     private final EtcdBackend backend;
     private final String ns;
     private final boolean lockDelay;
+    private final long lockDelayMs;
+    /**
+     * {@code "<lock name>#<slot>"} of lost holders whose tombstone is still to be deleted: their
+     * slot stays taken until then (see {@link #lostWhileLeaseLives}).
+     */
+    private final Set<String> slotsHeldForTombstones = ConcurrentHashMap.newKeySet();
     /** Pending waits, failed when their lease is lost (their key vanished with it). */
     private final Set<Wait> waits = ConcurrentHashMap.newKeySet();
 
@@ -84,6 +92,7 @@ final class EtcdLockProtocol implements LockProtocol {
         this.backend = backend;
         this.ns = backend.uri.namespace();
         this.lockDelay = !backend.uri.lockDelay().isZero();
+        this.lockDelayMs = backend.uri.lockDelay().toMillis();
     }
 
     // ---- keys
@@ -162,7 +171,7 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     void freeSlot(String lockName, int slot) {
-        if (slot == NO_SLOT) {
+        if (slot == NO_SLOT || slotsHeldForTombstones.contains(lockName + "#" + slot)) {
             return;
         }
         slots.getAndAccumulate(stripe(lockName), ~(1L << slot), (m, keep) -> m & keep);
@@ -1053,13 +1062,78 @@ final class EtcdLockProtocol implements LockProtocol {
         ByteSequence key = bytes(etcdKey(entry));
         return backend.attachedKeys(lease).thenApply(keys -> {
             if (!keys.contains(key)) {
-                throw entryLost(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
+                throw lostWhileLeaseLives(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
             }
             if (!lease.alive) {
                 throw entryLost(entry, "its etcd lease is lost");
             }
             return new Grant(entry, grant.fencingToken(), lease.confirmedUntil);
         });
+    }
+
+    /**
+     * A granted entry whose key was deleted from outside while its lease lives (the lease and its
+     * keep-alives are fine). With lock-delay, its tombstone is on the lock-delay lease, which this
+     * client keeps alive: left alone it would keep everyone else waiting for as long as this client
+     * lives. It is deleted once the delay has passed since the loss was seen instead. Until then the
+     * entry's slot stays taken, so that this client's own next acquisitions of the lock use another
+     * key and wait out the tombstone as a foreign one; a client that dies first leaves it to its
+     * lease, as any lost holder does.
+     */
+    private EntryLostException lostWhileLeaseLives(QueueEntry entry, String reason) {
+        if (!lockDelay || !isExclusive(entry)) {
+            return entryLost(entry, reason);
+        }
+        String name = entry.lockName();
+        int slot = slotOf(entry);
+        String tomb = tombstoneKey(name, etcdKey(entry));
+        if (slot != NO_SLOT && !slotsHeldForTombstones.add(name + "#" + slot)) {
+            return new EntryLostException(entry, reason); // its deletion is scheduled already
+        }
+        log.debug("[lock={} state=LOST] its key was deleted from outside; {} goes in {} ms", name, tomb, lockDelayMs);
+        if (backend.schedule(() -> deleteTombstone(name, slot, tomb, 0), lockDelayMs) == null) {
+            releaseSlotHeldForTombstone(name, slot); // the client closes: revoking its leases deletes it
+        }
+        return new EntryLostException(entry, reason);
+    }
+
+    /** Never throws (a timer task); frees the slot once the tombstone is gone or given up on. */
+    private void deleteTombstone(String name, int slot, String tomb, int attempt) {
+        try {
+            if (backend.isClosed()) {
+                releaseSlotHeldForTombstone(name, slot);
+                return;
+            }
+            // Unconditional: the slot is this client's and held, so nobody else puts this key.
+            txn(List.of(), List.of(Op.delete(bytes(tomb), DeleteOption.DEFAULT)), List.of())
+                    .whenComplete((r, err) -> {
+                        if (err == null) {
+                            releaseSlotHeldForTombstone(name, slot);
+                        } else if (attempt + 1 >= maxAttempts() * 4) {
+                            log.warn(
+                                    "[lock={} state=LOST] could not delete {}: {}; it goes with the lock-delay"
+                                            + " lease",
+                                    name,
+                                    tomb,
+                                    err.toString());
+                            releaseSlotHeldForTombstone(name, slot);
+                        } else if (backend.schedule(
+                                        () -> deleteTombstone(name, slot, tomb, attempt + 1),
+                                        backoffMillis(attempt + 1))
+                                == null) {
+                            releaseSlotHeldForTombstone(name, slot);
+                        }
+                    });
+        } catch (RuntimeException e) {
+            log.warn("[lock={} state=LOST] deleting {} failed: {}", name, tomb, e.toString());
+            releaseSlotHeldForTombstone(name, slot);
+        }
+    }
+
+    private void releaseSlotHeldForTombstone(String name, int slot) {
+        if (slot != NO_SLOT && slotsHeldForTombstones.remove(name + "#" + slot)) {
+            freeSlot(name, slot);
+        }
     }
 
     // ---- release

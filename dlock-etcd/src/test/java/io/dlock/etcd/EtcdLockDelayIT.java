@@ -97,6 +97,60 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         lease.close();
     }
 
+    @Test
+    void holderKeyDeletedFromOutside_othersWaitTheDelay_notForAsLongAsTheHoldersClientLives() throws Exception {
+        LockClient holder = client(DELAYED);
+        LockClient waiter = client(DELAYED);
+        Lease held = holder.lock("deleted").acquire();
+        CompletableFuture<Lease> next = waiter.lock("deleted").acquireAsync(Duration.ofMinutes(1));
+        await().until(() -> entries("deleted").size() == 2);
+        String holderKey = entries("deleted").get(0);
+        inspector.getKVClient().delete(bytes(holderKey)).get(10, TimeUnit.SECONDS);
+        long deletedAt = System.nanoTime();
+        await().atMost(scaled(5)).until(() -> !held.isValid());
+        held.close(); // the lost holder's close must not remove its tombstone
+        assertThat(keys(prefix + "/deleted/d/"))
+                .as("the lost holder's tombstone")
+                .hasSize(1);
+
+        Lease lease = next.get(scaled(15).toSeconds(), TimeUnit.SECONDS);
+        long grantedAt = System.nanoTime();
+        assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - deletedAt))
+                .as("free for the delay")
+                .isGreaterThanOrEqualTo(DELAY_MS);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(grantedAt - deletedAt))
+                .as("the loss seen within a renewal, then the delay, with slack")
+                .isLessThan(DELAY_MS + scaled(4).toMillis());
+        assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
+        lease.close();
+        assertThat(keys(prefix + "/deleted/")).isEmpty();
+    }
+
+    @Test
+    void holderKeyDeletedFromOutside_theHoldersOwnClientWaitsTheDelayToo_andTheSlotComesBack() throws Exception {
+        BackendUri parsed = BackendUri.parse(URI.create(uri(DELAYED)), LockOptions.defaults(), EtcdUri.PARAMETERS);
+        EtcdBackend backend = EtcdBackend.connect(EtcdUri.from(parsed));
+        LockClient holder = track(LockEngine.newClient(backend, parsed.options()));
+        Lease held = holder.lock("own").acquire();
+        String holderKey = entries("own").get(0);
+        inspector.getKVClient().delete(bytes(holderKey)).get(10, TimeUnit.SECONDS);
+        long deletedAt = System.nanoTime();
+        await().atMost(scaled(5)).until(() -> !held.isValid());
+        held.close();
+
+        // Its next acquisition must not take the lost grant's tombstone for its own.
+        Lease again = holder.lock("own").tryAcquire(scaled(15)).orElseThrow();
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - deletedAt))
+                .as("free for the delay, for the lost holder's own client too")
+                .isGreaterThanOrEqualTo(DELAY_MS);
+        assertThat(again.fencingToken()).isGreaterThan(held.fencingToken());
+        again.close();
+        assertThat(keys(prefix + "/own/")).isEmpty();
+        assertThat(((EtcdLockProtocol) backend.protocol()).slotsInUse())
+                .as("slot bits still set")
+                .isZero();
+    }
+
     /**
      * The lease is lost after etcd committed the tombstone but before its reply arrives. Driven on
      * the real server through a proxy: requests take 600 ms to reach etcd, so the test sees the
