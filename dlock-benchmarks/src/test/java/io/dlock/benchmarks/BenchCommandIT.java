@@ -24,17 +24,24 @@ class BenchCommandIT {
             "^\\{\"workload\":\"(W3)\",\"backend\":\"zookeeper\",\"impl\":\"([a-z-]+)\",\"role\":\"[a-z]+\","
                     + "\"opsPerSec\":([0-9.]+),\"ops\":(\\d+),.*\"overlaps\":(\\d+),.*\\}$");
 
-    @Test
-    void call_quickW3OnZooKeeper_everyAdapterHandsOffWithoutOverlap() {
+    /** What a run printed; {@link #bench} has checked that it exited with 0. */
+    private record Run(String out, String err) {}
+
+    private static Run bench(String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int status = new CommandLine(new BenchCommand())
                 .setOut(new PrintWriter(out))
                 .setErr(new PrintWriter(err))
-                .execute("--quick", "--backends", "zookeeper", "--workloads", "W3");
-
-        String text = out.toString();
+                .execute(args);
         assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        return new Run(out.toString(), err.toString());
+    }
+
+    @Test
+    void call_quickW3OnZooKeeper_everyAdapterHandsOffWithoutOverlap() {
+        Run run = bench("--quick", "--backends", "zookeeper", "--workloads", "W3");
+        String text = run.out();
         assertThat(text)
                 .startsWith("dlock bench {\"date\":")
                 .contains(Report.TITLES.get("W3"))
@@ -65,31 +72,22 @@ class BenchCommandIT {
 
     @Test
     void call_quickW5AndW6OnRedis_dlockRunsOverManyNamesAndOnVirtualThreadsWithoutOverlapOrPinning() {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int status = new CommandLine(new BenchCommand())
-                .setOut(new PrintWriter(out))
-                .setErr(new PrintWriter(err))
-                .execute(
-                        "--quick",
-                        "--backends",
-                        "redis",
-                        "--impls",
-                        "dlock-redis,redis-floor",
-                        "--workloads",
-                        "W5,W6",
-                        "--w6-threads",
-                        "500",
-                        "--w6-locks",
-                        "20",
-                        "--report",
-                        "none");
-
-        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
-        List<String> json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"workload\""))
-                .toList();
+        Run run = bench(
+                "--quick",
+                "--backends",
+                "redis",
+                "--impls",
+                "dlock-redis,redis-floor",
+                "--workloads",
+                "W5,W6",
+                "--w6-threads",
+                "500",
+                "--w6-locks",
+                "20",
+                "--report",
+                "none");
+        List<String> json =
+                run.out().lines().filter(l -> l.startsWith("{\"workload\"")).toList();
         assertThat(json)
                 .anySatisfy(l ->
                         assertThat(l).startsWith("{\"workload\":\"W5\",\"backend\":\"redis\",\"impl\":\"dlock-redis\""))
@@ -101,7 +99,10 @@ class BenchCommandIT {
         // The floor polls, it cannot queue: it sits out W6 as it does W2.
         assertThat(w6).contains("\"impl\":\"dlock-redis\"").doesNotContain("redis-floor");
         assertThat(w6).containsPattern("\"ops\":[1-9]\\d*,");
-        assertThat(w6).as("%s%n%s", out, err).contains("\"overlaps\":0,").contains("\"pinnedByDlock\":0");
+        assertThat(w6)
+                .as("%s%n%s", run.out(), run.err())
+                .contains("\"overlaps\":0,")
+                .contains("\"pinnedByDlock\":0");
         assertThat(w6).containsPattern("\"heapPerWaitingThread\":[1-9]\\d*");
         for (String line : json) {
             assertThat(line).as("overlaps in %s", line).contains("\"overlaps\":0,");
@@ -110,31 +111,22 @@ class BenchCommandIT {
 
     @Test
     void call_quickScaleOnRedis_oneResultPerCellAndImplementationWithoutOverlap() {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int status = new CommandLine(new BenchCommand())
-                .setOut(new PrintWriter(out))
-                .setErr(new PrintWriter(err))
-                .execute(
-                        "--quick",
-                        "--backends",
-                        "redis",
-                        "--impls",
-                        "dlock-redis,redis-floor",
-                        "--workloads",
-                        "SCALE",
-                        "--scale-jvms",
-                        "2,1",
-                        "--scale-names",
-                        "1,50",
-                        "--report",
-                        "none");
-
-        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
-        List<String> json = out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"workload\""))
-                .toList();
+        Run run = bench(
+                "--quick",
+                "--backends",
+                "redis",
+                "--impls",
+                "dlock-redis,redis-floor",
+                "--workloads",
+                "SCALE",
+                "--scale-jvms",
+                "2,1",
+                "--scale-names",
+                "1,50",
+                "--report",
+                "none");
+        List<String> json =
+                run.out().lines().filter(l -> l.startsWith("{\"workload\"")).toList();
         List<String> cells = new ArrayList<>();
         for (String line : json) {
             Matcher m = Pattern.compile(
@@ -159,31 +151,22 @@ class BenchCommandIT {
 
     @Test
     void call_quickCostOnRedis_reportsRedissOwnTimeInTheCommandsEachClientSent() {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int status = new CommandLine(new BenchCommand())
-                .setOut(new PrintWriter(out))
-                .setErr(new PrintWriter(err))
-                .execute(
-                        "--quick",
-                        "--backends",
-                        "redis",
-                        "--impls",
-                        "dlock-redis,redis-fenced-floor",
-                        "--workloads",
-                        "COST",
-                        "--report",
-                        "none");
-
-        assertThat(status).as("exit status; stderr:%n%s", err).isZero();
+        Run run = bench(
+                "--quick",
+                "--backends",
+                "redis",
+                "--impls",
+                "dlock-redis,redis-fenced-floor",
+                "--workloads",
+                "COST",
+                "--report",
+                "none");
         Pattern cost = Pattern.compile(
                 "^\\{\"workload\":\"COST\",\"backend\":\"redis\",\"impl\":\"([a-z-]+)\",.*"
                         + "\"requests\":\"([^\"]*)\",.*\"serverCommandUsPerCycle\":([0-9.]+),.*\"usecPerCall\":\"([^\"]*)\".*$");
         java.util.Map<String, Double> commandUs = new java.util.HashMap<>();
-        for (String line : out.toString()
-                .lines()
-                .filter(l -> l.startsWith("{\"workload\""))
-                .toList()) {
+        for (String line :
+                run.out().lines().filter(l -> l.startsWith("{\"workload\"")).toList()) {
             Matcher m = cost.matcher(line);
             assertThat(m.matches()).as("well-formed: %s", line).isTrue();
             assertThat(m.group(4)).as("time per call in %s", line).containsPattern("evalsha:[0-9.]+");
