@@ -171,7 +171,9 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     void freeSlot(String lockName, int slot) {
-        if (slot == NO_SLOT || slotsHeldForTombstones.contains(lockName + "#" + slot)) {
+        // Every release frees a slot: no key is built unless a tombstone holds one.
+        if (slot == NO_SLOT
+                || !slotsHeldForTombstones.isEmpty() && slotsHeldForTombstones.contains(heldSlot(lockName, slot))) {
             return;
         }
         slots.getAndAccumulate(stripe(lockName), ~(1L << slot), (m, keep) -> m & keep);
@@ -1087,7 +1089,7 @@ final class EtcdLockProtocol implements LockProtocol {
         String name = entry.lockName();
         int slot = slotOf(entry);
         String tomb = tombstoneKey(name, etcdKey(entry));
-        if (slot != NO_SLOT && !slotsHeldForTombstones.add(name + "#" + slot)) {
+        if (slot != NO_SLOT && !slotsHeldForTombstones.add(heldSlot(name, slot))) {
             return new EntryLostException(entry, reason); // its deletion is scheduled already
         }
         log.debug("[lock={} state=LOST] its key was deleted from outside; {} goes in {} ms", name, tomb, lockDelayMs);
@@ -1131,9 +1133,13 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     private void releaseSlotHeldForTombstone(String name, int slot) {
-        if (slot != NO_SLOT && slotsHeldForTombstones.remove(name + "#" + slot)) {
+        if (slot != NO_SLOT && slotsHeldForTombstones.remove(heldSlot(name, slot))) {
             freeSlot(name, slot);
         }
+    }
+
+    private static String heldSlot(String lockName, int slot) {
+        return lockName + "#" + slot;
     }
 
     // ---- release
