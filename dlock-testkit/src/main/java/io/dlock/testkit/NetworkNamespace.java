@@ -179,10 +179,10 @@ public final class NetworkNamespace implements AutoCloseable {
         String host = hostAddress.getHostAddress();
         String p = Integer.toString(port);
         if (direction != Direction.INCOMING) {
-            inside("iptables", "-A", "OUTPUT", "-p", "tcp", "-d", host, "--dport", p, "-j", "DROP");
+            inside("iptables", "-w", "-A", "OUTPUT", "-p", "tcp", "-d", host, "--dport", p, "-j", "DROP");
         }
         if (direction != Direction.OUTGOING) {
-            inside("iptables", "-A", "INPUT", "-p", "tcp", "-s", host, "--sport", p, "-j", "DROP");
+            inside("iptables", "-w", "-A", "INPUT", "-p", "tcp", "-s", host, "--sport", p, "-j", "DROP");
         }
     }
 
@@ -193,8 +193,8 @@ public final class NetworkNamespace implements AutoCloseable {
      * {@link IllegalStateException} with iptables' output.
      */
     public synchronized void pass() {
-        inside("iptables", "-F", "OUTPUT");
-        inside("iptables", "-F", "INPUT");
+        inside("iptables", "-w", "-F", "OUTPUT");
+        inside("iptables", "-w", "-F", "INPUT");
     }
 
     /**
@@ -233,7 +233,7 @@ public final class NetworkNamespace implements AutoCloseable {
      */
     private String[] guard(String action) {
         return new String[] {
-            "iptables", action, "INPUT", "-d", hostAddress.getHostAddress(), "!", "-i", hostLink, "-j", "DROP"
+            "iptables", "-w", action, "INPUT", "-d", hostAddress.getHostAddress(), "!", "-i", hostLink, "-j", "DROP"
         };
     }
 
