@@ -1,0 +1,86 @@
+package io.dlock.cli;
+
+import static io.dlock.cli.TortureRuns.number;
+import static io.dlock.cli.TortureRuns.torture;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.cli.TortureRuns.Run;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Read-write locks, semaphores and multi-locks under every fault kind, on ZooKeeper and Redis.
+ */
+@Tag("torture")
+class TorturePrimitivesIT {
+
+    /**
+     * Issue 17 item 4: every primitive under the same faults, short (25 s, 1 s sessions so that each
+     * fault kind comes round): read-write locks and semaphores checked by the store's occupancy
+     * checker (readers beside readers only, never more than the permits, stale holders refused),
+     * multi-locks with every part's store fenced by that part's token.
+     */
+    @ParameterizedTest(name = "{0} on {1}")
+    @CsvSource({
+        "read-write, embedded",
+        "semaphore, embedded",
+        "multi, embedded",
+        "read-write, embedded:redis",
+        "semaphore, embedded:redis",
+        "multi, embedded:redis"
+    })
+    @Timeout(value = 80, unit = TimeUnit.SECONDS)
+    void torture_primitiveAllFaultsFenced_passes(String primitive, String uri) {
+        Run run = torture(
+                "--uri",
+                uri,
+                "--primitive",
+                primitive,
+                "--workers",
+                "3",
+                "--duration",
+                "25s",
+                "--faults",
+                "pause,kill,server-restart,partition",
+                "--network",
+                "proxy",
+                "--session-timeout",
+                "1s",
+                "--seed",
+                "5",
+                "--report",
+                "none");
+
+        String output = run.output();
+        assertThat(run.status()).as(output).isZero();
+        String json = run.json();
+        assertThat(json).as(output).contains("\"primitive\":\"" + primitive + "\"");
+        assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
+        assertThat(number(json, "acceptedOverlaps")).as(output).isZero();
+        assertThat(number(json, "leftovers")).as(output).isZero();
+        assertThat(number(json, "stuckWorkers")).as(output).isZero();
+        assertThat(number(json, "operations")).as(output).isPositive();
+        if (primitive.equals("semaphore")) {
+            assertThat(json).as(output).contains("\"lostUpdates\":null");
+        } else {
+            assertThat(number(json, "lostUpdates")).as(output).isZero();
+            assertThat(number(json, "shortfall")).as(output).isZero();
+        }
+        if (!primitive.equals("multi")) {
+            assertThat(number(json, "entries")).as(output).isPositive();
+            assertThat(number(json, "violations")).as(output).isZero();
+            assertThat(number(json, "staleAccepted")).as(output).isZero();
+            assertThat(number(json, "misuses")).as(output).isZero();
+            assertThat(number(json, primitive.equals("semaphore") ? "maxPermits" : "maxReaders"))
+                    .as(output)
+                    .isBetween(1L, primitive.equals("semaphore") ? 2L : 3L);
+        }
+        for (String kind : new String[] {"pause", "kill", "server-restart", "partition"}) {
+            assertThat(number(json, kind)).as("%s injected\n%s", kind, output).isPositive();
+        }
+        assertThat(json).as(output).contains("\"passed\":true");
+    }
+}
