@@ -42,6 +42,12 @@ record MemcachedUri(
     static final int MAX_KEY_PREFIX = 16;
     static final Set<String> PARAMETERS = Set.of("keyPrefix", "quarantine");
 
+    /**
+     * The longest lease: a key's expiry is the lease in whole seconds plus one, and memcached reads an
+     * expiry of more than 30 days (2,592,000 s) as an absolute unix time.
+     */
+    static final Duration MAX_LEASE = Duration.ofSeconds(2_592_000 - 1);
+
     static MemcachedUri from(BackendUri uri) {
         if (uri.user() != null || uri.password() != null) {
             checkCredential("user name", uri.user(), uri);
@@ -63,6 +69,11 @@ record MemcachedUri(
         if (lease.compareTo(Duration.ofSeconds(1)) < 0) {
             throw new IllegalArgumentException("parameter 'leaseTime' must be at least 1s on memcached (its expiry"
                     + " times are whole seconds): " + lease.toMillis() + "ms");
+        }
+        if (lease.compareTo(MAX_LEASE) > 0) {
+            throw new IllegalArgumentException("parameter 'leaseTime' must be at most " + MAX_LEASE.toSeconds()
+                    + "s on memcached (30 days less the second dlock adds to a key's expiry; memcached reads a longer"
+                    + " expiry as a date in 1970 and stores the key already expired): " + lease.toSeconds() + "s");
         }
         Duration quarantine = uri.parameters().containsKey("quarantine")
                 ? BackendUri.duration("quarantine", uri.parameters().get("quarantine"))

@@ -71,6 +71,18 @@ class MemcachedUriTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("leaseTime")
                 .hasMessageContaining("at least 1s");
+        // memcached reads an expiry over 30 days as a 1970 date: such a key would be stored expired.
+        assertThat(parse("memcached://h?leaseTime=" + MemcachedUri.MAX_LEASE.toSeconds() + "s")
+                        .options()
+                        .leaseTime())
+                .isEqualTo(Duration.ofSeconds(2_591_999));
+        assertThatThrownBy(() -> parse("memcached://h?leaseTime=" + (MemcachedUri.MAX_LEASE.toSeconds() + 1) + "s"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'leaseTime' must be at most 2591999s");
+        assertThatThrownBy(() -> parse("memcached://h?leaseTime=P31D"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("leaseTime")
+                .hasMessageContaining("1970");
         assertThatThrownBy(() -> parse("memcached://h?keyPrefix=has%20space"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("keyPrefix");
