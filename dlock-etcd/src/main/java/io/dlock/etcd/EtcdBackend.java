@@ -17,6 +17,7 @@ import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -191,12 +192,28 @@ final class EtcdBackend implements LockBackend {
      * <p>Blocking: up to about twice the connect timeout. On failure: throws {@link
      * LockBackendException} naming the members and the reason, with nothing left open.
      */
+    /** jetcd's defaults for the retry back-off: 500 ms first, 2.5 s at most. */
+    private static final long RETRY_DELAY_MICROS = 500_000;
+
+    private static final long RETRY_MAX_DELAY_MICROS = 2_500_000;
+
+    /** The first retry delay: jetcd's 500 ms, or a quarter of a connect timeout shorter than 2 s. */
+    static long retryDelayMicros(Duration connectTimeout) {
+        long micros = TimeUnit.NANOSECONDS.toMicros(connectTimeout.toNanos());
+        return Math.max(1, Math.min(RETRY_DELAY_MICROS, micros / 4));
+    }
+
     static EtcdBackend connect(EtcdUri uri) {
         Client client;
         try {
             ClientBuilder b = Client.builder()
                     .endpoints(uri.endpoints().toArray(new java.net.URI[0]))
                     .connectTimeout(uri.options().connectTimeout())
+                    // jetcd's retry policy needs its first delay (500 ms by default) shorter than its
+                    // longest duration: a quarter of a short connect timeout, in microseconds.
+                    .retryChronoUnit(ChronoUnit.MICROS)
+                    .retryDelay(retryDelayMicros(uri.options().connectTimeout()))
+                    .retryMaxDelay(RETRY_MAX_DELAY_MICROS)
                     .retryMaxDuration(uri.options().connectTimeout())
                     .keepaliveTime(Duration.ofSeconds(10))
                     .keepaliveTimeout(Duration.ofSeconds(5));

@@ -15,6 +15,8 @@ import io.etcd.jetcd.auth.Permission;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Connecting: bad URIs, an unreachable cluster, credentials against an etcd with auth enabled, an
@@ -32,6 +34,33 @@ class EtcdClientIT extends EtcdTestSupport {
                 .hasMessageContaining("etcd");
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
                 .isLessThan(scaled(10).toMillis());
+    }
+
+    /** jetcd refused every retry policy whose first delay (500 ms) was not shorter than the connect timeout. */
+    @ParameterizedTest(name = "connectTimeout={0}")
+    @ValueSource(strings = {"200ms", "500ms", "501ms"})
+    void connect_shortConnectTimeout_connectsAndLocks(String timeout) throws Exception {
+        try (LockClient client = LockClient.connect(uri("connectTimeout=" + timeout));
+                LockClient other = LockClient.connect(uri("connectTimeout=" + timeout));
+                Lease lease = client.lock("short").tryAcquire(scaled(5)).orElseThrow()) {
+            assertThat(lease.fencingToken()).isPositive();
+            assertThat(other.lock("short").tryAcquire(Duration.ZERO)).isEmpty();
+        }
+    }
+
+    @Test
+    void connect_shortConnectTimeoutNothingListening_clearErrorNotJetcdsRetryPolicy() {
+        int port = FreePorts.loopback();
+        assertThatThrownBy(() -> LockClient.connect("etcd://127.0.0.1:" + port + "/x?connectTimeout=200ms"))
+                .isInstanceOf(LockBackendException.class)
+                .hasMessageContaining("cannot connect to 127.0.0.1:" + port)
+                .satisfies(e -> assertThat(stackTrace(e)).doesNotContain("maxDuration"));
+    }
+
+    private static String stackTrace(Throwable e) {
+        java.io.StringWriter out = new java.io.StringWriter();
+        e.printStackTrace(new java.io.PrintWriter(out));
+        return out.toString();
     }
 
     @Test
