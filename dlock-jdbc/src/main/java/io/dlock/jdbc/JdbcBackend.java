@@ -329,7 +329,7 @@ final class JdbcBackend implements LockBackend {
     String describe() {
         String url = uri.jdbcUrl();
         int q = url.indexOf('?');
-        return q < 0 ? url : url.substring(0, q);
+        return String.valueOf(JdbcUri.redact(q < 0 ? url : url.substring(0, q), uri.password()));
     }
 
     /** An exception's message with the password removed. */

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
@@ -83,7 +84,7 @@ record JdbcUri(
         String query = q < 0 ? "" : uri.substring(q + 1);
         List<String> own = new ArrayList<>();
         List<String> driver = new ArrayList<>();
-        String password = null;
+        String password = passwordInHead(head);
         for (String pair : query.split("&")) {
             if (pair.isEmpty()) {
                 continue;
@@ -179,12 +180,33 @@ record JdbcUri(
         return all;
     }
 
-    /** {@code text} with the password and any {@code password=} value replaced by {@code ***}. */
+    private static final Pattern HEAD_PASSWORD = Pattern.compile("(?i);password=([^;]*)");
+
+    private static final Pattern USER_INFO_PASSWORD = Pattern.compile("//[^/@:?;]*:([^@/?;]*)@");
+
+    /**
+     * The password written before the query: H2's {@code ;PASSWORD=} setting, or the {@code
+     * user:password@} of a URL with user info (MySQL's driver takes it); null if neither.
+     */
+    private static @Nullable String passwordInHead(String head) {
+        Matcher h2 = HEAD_PASSWORD.matcher(head);
+        if (h2.find()) {
+            return h2.group(1);
+        }
+        Matcher info = USER_INFO_PASSWORD.matcher(head);
+        return info.find() ? info.group(1) : null;
+    }
+
+    /**
+     * {@code text} with the password, any {@code password=} value (query or H2 setting) and the
+     * password of any {@code user:password@} replaced by {@code ***}.
+     */
     static @Nullable String redact(@Nullable String text, @Nullable String password) {
         if (text == null) {
             return null;
         }
         String out = text.replaceAll("(?i)(password=)[^&;\\s]*", "$1***");
+        out = out.replaceAll("(//[^/@:?;\\s]*:)[^@/?;\\s]*@", "$1***@");
         if (password != null && !password.isEmpty()) {
             out = out.replace(password, "***");
         }

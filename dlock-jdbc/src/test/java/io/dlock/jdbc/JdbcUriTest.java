@@ -3,8 +3,12 @@ package io.dlock.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dlock.Lease;
+import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.LockOptions;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -85,6 +89,44 @@ class JdbcUriTest {
                 .hasMessageNotContaining("hunter2");
         assertThat(JdbcUri.redact("jdbc:postgresql://h/x?user=u&password=hunter2&ssl=true", "hunter2"))
                 .isEqualTo("jdbc:postgresql://h/x?user=u&password=***&ssl=true");
+    }
+
+    @Test
+    void redact_everyFormACredentialTakes_hidesThePassword() {
+        JdbcUri h2 = JdbcUri.parse("jdbc:h2:mem:x;USER=sa;PASSWORD=hunter2;DB_CLOSE_DELAY=-1", LockOptions.defaults());
+        assertThat(h2.password()).isEqualTo("hunter2");
+        assertThat(h2.toString()).doesNotContain("hunter2").contains("PASSWORD=***");
+        JdbcUri info = JdbcUri.parse("jdbc:mysql://u:hunter3@db:3306/app", LockOptions.defaults());
+        assertThat(info.password()).isEqualTo("hunter3");
+        assertThat(info.toString()).doesNotContain("hunter3").contains("//u:***@db:3306");
+        assertThat(JdbcUri.redact("jdbc:h2:tcp://h/x;user=sa;password=pw;MODE=x", null))
+                .isEqualTo("jdbc:h2:tcp://h/x;user=sa;password=***;MODE=x");
+    }
+
+    /** H2 takes its credentials as ;USER= and ;PASSWORD=, which every connect error used to echo. */
+    @Test
+    void connect_h2CredentialsInTheUrl_neitherPasswordInAnyMessageOrToString() throws Exception {
+        String db = "jdbc:h2:mem:creds-" + System.nanoTime();
+        try (LockClient owner =
+                LockClient.connect(db + ";USER=sa;PASSWORD=Right-pw-1;DB_CLOSE_DELAY=-1?createTable=true")) {
+            assertThat(owner.toString()).doesNotContain("Right-pw-1");
+            assertThat(owner.lock("x").tryAcquire(Duration.ZERO))
+                    .isPresent()
+                    .get()
+                    .satisfies(Lease::close);
+            assertThatThrownBy(() -> LockClient.connect(db + ";USER=sa;PASSWORD=Wrong-pw-2;DB_CLOSE_DELAY=-1"))
+                    .isInstanceOf(LockBackendException.class)
+                    .satisfies(e -> assertThat(stackTrace(e))
+                            .contains("PASSWORD=***")
+                            .doesNotContain("Wrong-pw-2")
+                            .doesNotContain("Right-pw-1"));
+        }
+    }
+
+    private static String stackTrace(Throwable e) {
+        StringWriter out = new StringWriter();
+        e.printStackTrace(new PrintWriter(out));
+        return out.toString();
     }
 
     @Test
