@@ -201,6 +201,9 @@ final class Acquisition {
     /** Low bits of the public fencing token kept for JVM-local hand-offs (see {@link LocalQueues}). */
     static final int LOCAL_BITS = 10;
 
+    /** The local bits of a public token. */
+    static final long LOCAL_MASK = (1L << LOCAL_BITS) - 1;
+
     static final int LOCAL_NONE = 0;
     static final int LOCAL_WAITING = 1;
     static final int LOCAL_HANDED = 2;
@@ -466,13 +469,22 @@ final class Acquisition {
      * The public token of a backend grant. A downgraded read granted while its write grant is still
      * held takes the write's token plus one (in the local bits), not the backend's: its backend
      * entry may stand behind writers queued for the write lock, whose backend tokens are lower,
-     * and tokens must rise in grant order (a queued writer is granted only after this read).
+     * and tokens must rise in grant order (a queued writer is granted only after this read). The
+     * local bits bound how far it may rise: past the write's unused local bits, every further
+     * downgrade repeats the last token, so that none reaches the next backend grant's.
      */
     private long tokenOf(Grant g) {
         Rare r = rare;
         Acquisition write = r == null ? null : r.downgradeOf;
         if (write != null && write.state == LockState.HELD) {
-            return write.fencingToken + (int) DOWNGRADES.getAndAdd(write.rare(), 1) + 1;
+            long base = write.fencingToken;
+            long room = LOCAL_MASK - (base & LOCAL_MASK);
+            Rare w = write.rare();
+            int taken;
+            do {
+                taken = (int) DOWNGRADES.getVolatile(w);
+            } while (taken < room && !DOWNGRADES.compareAndSet(w, taken, taken + 1));
+            return base + Math.min(taken + 1L, room);
         }
         return g.fencingToken() << LOCAL_BITS;
     }

@@ -229,6 +229,42 @@ public interface PrimitivesContract extends LockFixture {
         next.close();
     }
 
+    /**
+     * A long downgrade loop: each read under the write takes a token in the write's unused local bits,
+     * then repeats the last one; none reaches the queued writer's (they used to rise by one per read
+     * without bound and pass it after 1,024 reads).
+     */
+    @Test
+    default void writeLock_twoThousandDowngradesWithAWriterQueued_readTokensStayBelowTheNextWriter() throws Exception {
+        LockClient owner = newClient();
+        if (!owner.capabilities().contains(io.dlock.Capability.READ_WRITE)) {
+            assertThatThrownBy(() -> owner.readWriteLock("down-loop"))
+                    .isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("READ_WRITE");
+            return;
+        }
+        DistributedReadWriteLock rw = owner.readWriteLock("down-loop");
+        Lease write = rw.writeLock().acquire();
+        CompletableFuture<Lease> queuedWriter =
+                newClient().readWriteLock("down-loop").writeLock().acquireAsync(Duration.ofMinutes(2));
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> readWriteEntries("down-loop").size() == 2);
+        long last = write.fencingToken();
+        for (int i = 0; i < 2_000; i++) {
+            try (Lease read = rw.readLock().tryAcquire(Duration.ofSeconds(5)).orElseThrow()) {
+                assertThat(read.fencingToken()).as("downgraded read %d", i).isGreaterThanOrEqualTo(last);
+                last = read.fencingToken();
+            }
+        }
+        assertThat(last).as("the last read's token").isGreaterThan(write.fencingToken());
+        write.close();
+        try (Lease next = queuedWriter.get(10, TimeUnit.SECONDS)) {
+            assertThat(next.fencingToken())
+                    .as("the queued writer's token, after reads up to %d", last)
+                    .isGreaterThan(last);
+        }
+    }
+
     @Test
     default void close_racingSemaphoreAcquire_everyCallerReturns() throws Exception {
         LockClient first = newClient();
