@@ -686,6 +686,7 @@ final class EtcdBackend implements LockBackend {
         if (task != null) {
             task.cancel(false);
         }
+        boolean keepDelayLeases = protocol.holdsTombstones();
         protocol.close();
         keyChecks
                 .values()
@@ -697,11 +698,19 @@ final class EtcdBackend implements LockBackend {
             live.clear();
         }
         try {
-            // Revoking deletes every key still attached; the engine released its grants before.
+            // Revoking deletes every key still attached; the engine released its grants before. A lost
+            // holder's tombstone waiting out its delay stays: its lock-delay lease runs out on its own.
+            if (keepDelayLeases) {
+                log.info(
+                        "[client={}] closing with lost holders' lock-delay tombstones: they stay until their"
+                                + " lock-delay lease runs out (at most {} s)",
+                        NAME,
+                        delayTtlSeconds);
+            }
             List<CompletableFuture<?>> revokes = new java.util.ArrayList<>();
             for (EtcdLease l : leases) {
                 revokes.add(client.getLeaseClient().revoke(l.id));
-                if (l.delayId != 0) {
+                if (l.delayId != 0 && !keepDelayLeases) {
                     revokes.add(client.getLeaseClient().revoke(l.delayId));
                 }
             }

@@ -1132,6 +1132,14 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * Whether lost holders' tombstones wait for their scheduled deletion: closing the client must then
+     * leave the lock-delay lease to run out instead of revoking it, or the delay would end at once.
+     */
+    boolean holdsTombstones() {
+        return !slotsHeldForTombstones.isEmpty();
+    }
+
     private void releaseSlotHeldForTombstone(String name, int slot) {
         if (slot != NO_SLOT && slotsHeldForTombstones.remove(heldSlot(name, slot))) {
             freeSlot(name, slot);

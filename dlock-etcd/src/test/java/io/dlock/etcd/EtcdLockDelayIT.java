@@ -126,6 +126,31 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         assertThat(keys(prefix + "/deleted/")).isEmpty();
     }
 
+    /** Closing the client used to revoke the lock-delay lease, and the lost holder's tombstone with it. */
+    @Test
+    void holderKeyDeletedFromOutside_thenItsClientCloses_othersStillWaitTheDelay() throws Exception {
+        LockClient holder = client(DELAYED);
+        LockClient waiter = client(DELAYED);
+        Lease held = holder.lock("closing").acquire();
+        CompletableFuture<Lease> next = waiter.lock("closing").acquireAsync(Duration.ofMinutes(1));
+        await().until(() -> entries("closing").size() == 2);
+        inspector.getKVClient().delete(bytes(entries("closing").get(0))).get(10, TimeUnit.SECONDS);
+        long deletedAt = System.nanoTime();
+        await().atMost(scaled(5)).until(() -> !held.isValid());
+        holder.close();
+
+        Lease lease = next.get(scaled(20).toSeconds(), TimeUnit.SECONDS);
+        long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - deletedAt);
+        assertThat(waited).as("free for the delay after the loss").isGreaterThanOrEqualTo(DELAY_MS);
+        // The tombstone goes with its lock-delay lease: lease time + delay + a keep-alive period.
+        assertThat(waited)
+                .as("the lock-delay lease's TTL, with slack")
+                .isLessThan(scaled(6 + 4).toMillis());
+        assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
+        lease.close();
+        assertThat(keys(prefix + "/closing/")).isEmpty();
+    }
+
     @Test
     void holderKeyDeletedFromOutside_theHoldersOwnClientWaitsTheDelayToo_andTheSlotComesBack() throws Exception {
         BackendUri parsed = BackendUri.parse(URI.create(uri(DELAYED)), LockOptions.defaults(), EtcdUri.PARAMETERS);
