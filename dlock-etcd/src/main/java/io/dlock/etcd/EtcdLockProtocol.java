@@ -1167,7 +1167,14 @@ final class EtcdLockProtocol implements LockProtocol {
         done.complete(null);
     }
 
-    /** Never throws: whatever goes wrong completes {@code done} (it also runs as a timer task). */
+    /** How many of the next deletes fail without reaching etcd: a fault for tests. */
+    final java.util.concurrent.atomic.AtomicInteger failingDeletes = new java.util.concurrent.atomic.AtomicInteger();
+
+    /**
+     * Never throws: whatever goes wrong completes {@code done} (it also runs as a timer task). Once
+     * {@code done} has failed (the retry budget is spent) it goes on until the key is deleted, its
+     * lease is lost, or the client closes.
+     */
     private void delete(QueueEntry entry, CompletableFuture<Void> done, int attempt) {
         try {
             deleteOnce(entry, done, attempt);
@@ -1190,19 +1197,30 @@ final class EtcdLockProtocol implements LockProtocol {
         // Only this entry's generation of the key: a slot's key is put again by later acquisitions.
         // If it is gone already, so is what goes with it; a lost holder's lock-delay key stays.
         Cmp own = new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.createRevision(entry.token()));
-        txn(List.of(own), ops, List.of()).whenComplete((r, err) -> {
+        CompletableFuture<TxnResponse> sent = failingDeletes.get() > 0 && failingDeletes.getAndDecrement() > 0
+                ? CompletableFuture.failedFuture(new LockBackendException(
+                        entry.lockName(), EtcdBackend.NAME, "delete failed (injected by a test)", null))
+                : txn(List.of(own), ops, List.of());
+        sent.whenComplete((r, err) -> {
             try {
                 if (err == null) {
                     deleted(entry, done);
-                } else if (attempt + 1 >= maxAttempts() * 4) {
+                    return;
+                }
+                if (!done.isDone() && attempt + 1 >= maxAttempts() * 4) {
+                    // The key lives as long as the lease, and the lease as long as this client: it
+                    // would block the lock for everyone else. The caller hears of the failure; the
+                    // delete goes on in the background, at the retry policy's longest sleep.
                     log.warn(
-                            "[lock={} state=RELEASING] could not delete {}: {}; it goes with the lease",
+                            "[lock={} state=RELEASING] could not delete {}: {}; trying again every {} ms for as"
+                                    + " long as its lease lives",
                             entry.lockName(),
                             key,
-                            err.toString());
+                            err.toString(),
+                            backoffMillis(attempt + 1));
                     done.completeExceptionally(failure(entry.lockName(), "deleting " + key, err));
-                } else if (backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1))
-                        == null) {
+                }
+                if (backend.schedule(() -> delete(entry, done, attempt + 1), backoffMillis(attempt + 1)) == null) {
                     deleted(entry, done); // the client closes: revoking its lease deletes the key
                 }
             } catch (RuntimeException e) {

@@ -6,10 +6,14 @@ import static org.awaitility.Awaitility.await;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockLostException;
+import io.dlock.LockOptions;
+import io.dlock.core.LockEngine;
+import io.dlock.spi.BackendUri;
 import io.dlock.testkit.ChildJvm;
 import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.LockWorker;
 import io.etcd.jetcd.KeyValue;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -24,6 +28,31 @@ import org.junit.jupiter.api.Test;
  * overtaken by a later, higher token.
  */
 class EtcdLeaseIT extends EtcdTestSupport {
+
+    /**
+     * A release whose delete failed past the retry budget was dropped ("it goes with the lease"), but
+     * the lease is the client's and kept alive: the key blocked everyone else until the client closed.
+     */
+    @Test
+    void release_deleteFailsPastTheRetryBudgetThenRecovers_lockFreeAgainWhileTheClientLives() throws Exception {
+        BackendUri parsed = BackendUri.parse(
+                URI.create(uri("retryBaseSleep=10ms&retryMaxSleep=100ms&retryMaxRetries=2")),
+                LockOptions.defaults(),
+                EtcdUri.PARAMETERS);
+        EtcdBackend backend = EtcdBackend.connect(EtcdUri.from(parsed));
+        LockClient holder = track(LockEngine.newClient(backend, parsed.options()));
+        LockClient other = client("");
+        EtcdLockProtocol protocol = (EtcdLockProtocol) backend.protocol();
+        Lease held = holder.lock("stuck").acquire();
+        protocol.failingDeletes.set(2 * 4 + 5); // the budget (4 attempts per retry) and five more
+        held.close();
+
+        Lease next = other.lock("stuck").tryAcquire(scaled(20)).orElseThrow();
+        assertThat(protocol.failingDeletes.get()).as("injected failures left").isLessThanOrEqualTo(0);
+        assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+        assertThat(held.isValid()).isFalse();
+        next.close();
+    }
 
     @Test
     void keepAlive_keepsTheLockForThreeLeaseTimes() throws Exception {
