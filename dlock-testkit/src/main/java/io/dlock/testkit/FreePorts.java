@@ -52,10 +52,10 @@ public final class FreePorts {
     // The locks are never released (held here so that no cleaner closes their channels): the kernel
     // drops them when the JVM exits.
     @GuardedBy("LOCK")
-    private static final List<FileLock> CLAIMED = new ArrayList<>();
+    private static final List<Claim> CLAIMED = new ArrayList<>();
 
-    @GuardedBy("LOCK")
-    private static final List<Integer> CLAIMED_STARTS = new ArrayList<>();
+    /** A block this JVM holds: the lock on its file and its first port. */
+    private record Claim(FileLock lock, int start) {}
 
     @GuardedBy("LOCK")
     private static int reused;
@@ -115,15 +115,15 @@ public final class FreePorts {
             return false;
         }
         for (int start = FIRST; start + BLOCK <= end; start += BLOCK) {
-            if (CLAIMED_STARTS.contains(start)) {
+            int first = start;
+            if (CLAIMED.stream().anyMatch(c -> c.start() == first)) {
                 // Opening and closing the file again would drop this JVM's own lock (POSIX locks are
                 // per process and go with any of its descriptors' close).
                 continue;
             }
             FileLock lock = tryLock(dir.resolve("block-" + start + ".lock"));
             if (lock != null) {
-                CLAIMED.add(lock);
-                CLAIMED_STARTS.add(start);
+                CLAIMED.add(new Claim(lock, start));
                 next = start;
                 blockEnd = start + BLOCK;
                 return true;
@@ -134,7 +134,7 @@ public final class FreePorts {
             return false;
         }
         // Every block is taken and this JVM has used all of its own: reuse them in turn.
-        int start = CLAIMED_STARTS.get(reused++ % CLAIMED_STARTS.size());
+        int start = CLAIMED.get(reused++ % CLAIMED.size()).start();
         next = start;
         blockEnd = start + BLOCK;
         return true;
