@@ -286,10 +286,15 @@ final class Acquisition {
         return validUntilNanos;
     }
 
-    /** Takes a renewed grant (sent at {@code sentAt}) if still held and it extends the validity. */
+    /**
+     * Takes a renewed grant (sent at {@code sentAt}) if still held. Its validity replaces the old one
+     * even when shorter: it is the server's latest word. A grant made on this client's behalf with a
+     * longer lease (another client's, in a hand-over) is renewed for this client's own lease, and
+     * keeping the longer validity would outlast the server's copy.
+     */
     void renewed(Grant renewed, long sentAt) {
         // One renewal at a time (startRenewal), so this read-then-write races with no other writer.
-        if (state == LockState.HELD && renewed.validUntilNanos() - validUntilNanos > 0) {
+        if (state == LockState.HELD) {
             backendToken = renewed.fencingToken();
             validUntilNanos = renewed.validUntilNanos();
             renewedAt = sentAt;

@@ -104,7 +104,8 @@ public interface LockProtocol {
      * treated as transient and retried while the old validity lasts.
      *
      * @param grant the grant to extend, as last returned by the protocol
-     * @return the same grant with a later {@code validUntilNanos}
+     * @return the same grant with the validity the server now confirms; it replaces the old one even
+     *     when earlier (a grant made with another client's longer lease is renewed for this client's)
      */
     default CompletionStage<Grant> renew(Grant grant) {
         return CompletableFuture.completedFuture(grant);

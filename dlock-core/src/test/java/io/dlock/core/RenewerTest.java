@@ -148,6 +148,27 @@ class RenewerTest {
     }
 
     @Test
+    void renewalThatConfirmsAShorterLeaseReplacesALongerGrant() throws Exception {
+        // A grant made on this client's behalf with another client's longer lease (a hand-over in the
+        // releasing request): from the first renewal on, the server keeps it for this client's lease.
+        server.grantLifetime(ticker, Duration.ofSeconds(10));
+        Lease lease = open(true).lock("job").acquire();
+        assertThat(validUntil(lease) - now.get()).isGreaterThan(TimeUnit.SECONDS.toNanos(9));
+        server.grantLifetime(ticker, LEASE);
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(250)); // renewal due
+        eventually().until(() -> server.renewals.get() >= 1);
+        eventually().until(() -> validUntil(lease) - now.get() <= LEASE.toNanos());
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        lease.onLost(lost::add);
+        backend.failRenewals(true); // cut off: the server's copy runs out one lease after the renewal
+        now.addAndGet(LEASE.toNanos());
+        eventually().until(() -> lost.size() == 1);
+        assertThat(lease.isValid()).isFalse();
+        backend.failRenewals(false);
+        lease.close();
+    }
+
+    @Test
     void withRenewalOffTheGrantSimplyExpires() throws Exception {
         Lease lease = open(false).lock("job").acquire();
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
