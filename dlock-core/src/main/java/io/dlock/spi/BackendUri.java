@@ -141,12 +141,25 @@ public record BackendUri(
         }
         LockOptions built;
         try {
+            retryBound("retryBaseSleep", retryBase);
+            retryBound("retryMaxSleep", retryMax);
+            if (retryMax.compareTo(retryBase) < 0) {
+                throw new IllegalArgumentException(
+                        "retryMaxSleep " + retryMax + " must not be less than retryBaseSleep " + retryBase);
+            }
             options.retryPolicy(RetryPolicy.exponentialBackoff(retryBase, retryMax, retries));
             built = options.build();
         } catch (IllegalStateException | IllegalArgumentException e) {
             throw new IllegalArgumentException("dlock URI '" + redacted(uri) + "': " + e.getMessage(), e);
         }
         return new BackendUri(scheme, authority, path, user, password, built, Collections.unmodifiableMap(own));
+    }
+
+    /** The bounds of the other durations (1 ms to 365 days), named as the URI names them. */
+    private static void retryBound(String name, Duration value) {
+        if (value.compareTo(Duration.ofMillis(1)) < 0 || value.compareTo(Duration.ofDays(365)) > 0) {
+            throw new IllegalArgumentException(name + " must be between 1ms and 365 days: " + value);
+        }
     }
 
     /**

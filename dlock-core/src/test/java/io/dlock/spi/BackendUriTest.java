@@ -241,7 +241,18 @@ class BackendUriTest {
                 .hasMessageContaining("maxRetries");
         assertThatThrownBy(() -> parse("redis://h?retryBaseSleep=2s&retryMaxSleep=1s"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("maxSleep");
+                .hasMessageContaining("retryMaxSleep");
+        assertThatThrownBy(() -> parse("redis://h?retryMaxSleep=PT8761H"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("retryMaxSleep must be between 1ms and 365 days");
+        assertThatThrownBy(() -> parse("redis://h?retryBaseSleep=0ms"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("retryBaseSleep must be between 1ms and 365 days");
+        assertThat(parse("redis://h?retryBaseSleep=PT8760H&retryMaxSleep=PT8760H")
+                        .options()
+                        .retryPolicy()
+                        .maxSleep())
+                .isEqualTo(Duration.ofDays(365));
     }
 
     @Test

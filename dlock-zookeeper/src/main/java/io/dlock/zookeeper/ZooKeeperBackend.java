@@ -102,8 +102,9 @@ final class ZooKeeperBackend implements LockBackend {
         RetryPolicy retry = options.retryPolicy();
         CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(uri.connectString())
-                .sessionTimeoutMs(millis(options.sessionTimeout()))
-                .connectionTimeoutMs(Math.min(millis(options.connectTimeout()), millis(options.sessionTimeout())))
+                .sessionTimeoutMs(millis(requestedSessionTimeout(options)))
+                .connectionTimeoutMs(
+                        Math.min(millis(options.connectTimeout()), millis(requestedSessionTimeout(options))))
                 .retryPolicy(new BoundedExponentialBackoffRetry(
                         millis(retry.baseSleep()), millis(retry.maxSleep()), Math.min(retry.maxRetries(), 29)));
         if (uri.connectString().indexOf('/') < 0) { // no chroot: DirectZooKeeper sends paths as given
@@ -278,6 +279,13 @@ final class ZooKeeperBackend implements LockBackend {
         } finally {
             mutex.closed();
         }
+    }
+
+    private static Duration requestedSessionTimeout(LockOptions options) {
+        Duration asked = options.sessionTimeout();
+        return asked.compareTo(ZooKeeperUri.MAX_REQUESTED_SESSION_TIMEOUT) > 0
+                ? ZooKeeperUri.MAX_REQUESTED_SESSION_TIMEOUT
+                : asked;
     }
 
     private static int millis(Duration d) {

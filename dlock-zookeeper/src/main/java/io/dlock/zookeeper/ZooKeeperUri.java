@@ -2,6 +2,7 @@ package io.dlock.zookeeper;
 
 import io.dlock.LockOptions;
 import io.dlock.spi.BackendUri;
+import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -18,6 +19,16 @@ record ZooKeeperUri(
         String connectString, String namespace, @Nullable String user, @Nullable String password, LockOptions options) {
     static final String DEFAULT_NAMESPACE = "dlock";
     static final int DEFAULT_PORT = 2181;
+
+    /** The shortest session timeout a client may ask for. */
+    static final Duration MIN_SESSION_TIMEOUT = Duration.ofMillis(100);
+
+    /**
+     * The longest session timeout requested from the server, which negotiates it down to its own
+     * maximum anyway (20 ticks by default). ZooKeeper's client multiplies the requested value in
+     * {@code int} arithmetic: asked for 10 days or more, it could not connect at all.
+     */
+    static final Duration MAX_REQUESTED_SESSION_TIMEOUT = Duration.ofDays(1);
 
     static ZooKeeperUri from(BackendUri uri) {
         StringBuilder hosts = new StringBuilder();
@@ -43,6 +54,12 @@ record ZooKeeperUri(
         }
         if (uri.user() != null && uri.password() == null) {
             throw new IllegalArgumentException("zookeeper URI has user '" + uri.user() + "' but no password");
+        }
+        // ZooKeeper's client spends the requested session timeout on the connect itself (divided among
+        // the hosts): below this it cannot connect at all, whatever the server would negotiate.
+        if (uri.options().sessionTimeout().compareTo(MIN_SESSION_TIMEOUT) < 0) {
+            throw new IllegalArgumentException("sessionTimeout must be at least " + MIN_SESSION_TIMEOUT.toMillis()
+                    + "ms on ZooKeeper: " + uri.options().sessionTimeout());
         }
         return new ZooKeeperUri(hosts.toString(), namespace, uri.user(), uri.password(), uri.options());
     }

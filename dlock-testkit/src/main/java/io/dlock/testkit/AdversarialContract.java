@@ -1,0 +1,348 @@
+package io.dlock.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import io.dlock.Lease;
+import io.dlock.LockBackendException;
+import io.dlock.LockClient;
+import io.dlock.LockLostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The corners one backend's tests used to visit and another's did not, driven on every backend
+ * through the public API against its real server: a JUnit 5 test interface, run by each backend's
+ * {@code *AdversarialIT} the way {@link ExclusiveLockContract} is.
+ *
+ * <ul>
+ *   <li>clients with different lease times on one lock: a hand-over, then the new holder cut off;
+ *   <li>namespaces that nest or share prefixes, lock names that look like the key layout's own
+ *       segments;
+ *   <li>every duration option at its allowed minimum and maximum, and just outside;
+ *   <li>many locks held by one client for several renewal intervals;
+ *   <li>credentials in every URI form the backend accepts, absent from every message and {@code
+ *       toString()}.
+ * </ul>
+ *
+ * <p>Data loss, a release that fails past the retry budget, silent connections and long downgrade
+ * loops need a fault made the backend's own way; they are each backend's own ITs (and {@link
+ * PrimitivesContract} for downgrades).
+ */
+public interface AdversarialContract extends LockFixture {
+
+    /** Options that give a holder a lease (or session) of about 20 s, ten times {@link #shortLease()}. */
+    String longLease();
+
+    /**
+     * Namespaces this backend's layout could confuse: nested ones, prefixes of each other, ones
+     * ending in a segment of the layout. Each is given to {@link #uriIn(String, String)}.
+     */
+    List<String> neighbourNamespaces();
+
+    /**
+     * The URI of namespace {@code namespace} on the test's server (a fresh one per test: the fixture
+     * makes it unique and ready, as it does its own), with extra query options.
+     */
+    String uriIn(String namespace, String options);
+
+    /** The duration options this backend reads (as URI parameters), each checked at its limits. */
+    default List<String> durationOptions() {
+        return List.of("leaseTime", "connectTimeout", "retryBaseSleep", "retryMaxSleep");
+    }
+
+    /** The longest {@code leaseTime} this backend accepts (ISO-8601 hours, as {@code PT8760H}). */
+    default Duration maxLeaseTime() {
+        return Duration.ofDays(365);
+    }
+
+    /** How many locks one client holds in {@link #manyHeldLocks_noFalseLoss()}, with 200-character names. */
+    default int manyHeldLocks() {
+        return 20_000;
+    }
+
+    /** Options for the client that holds {@link #manyHeldLocks()} locks: a lease renewed every 2 s. */
+    default String manyHeldLocksOptions() {
+        return "leaseTime=6s";
+    }
+
+    /**
+     * URIs of every form this backend accepts that carry {@code secret} as a credential (password,
+     * token, userinfo), pointing at the test's server or at a closed port.
+     */
+    List<String> urisWithSecret(String secret);
+
+    // ---- mixed lease times
+
+    @Test
+    default void mixedLeaseTimes_handOverToAShortLeaseThenCutOff_neverTwoValidHolders() throws Exception {
+        LockClient longHolder = client(longLease());
+        Lease first = longHolder.lock("mixed").acquire();
+        try (ChildJvm waiter = ChildJvm.start(LockWorker.class, List.of("hold-check", uri(shortLease()), "mixed"))) {
+            waiter.awaitLine("READY", Timing.scale(Duration.ofSeconds(30)));
+            // The child queues behind the long holder; give it time to stand in the server's queue.
+            await(() -> entries("mixed").size() >= 2, Duration.ofSeconds(20));
+            first.close();
+            long handedToken = Long.parseLong(waiter.awaitLine("HOLDING", Timing.scale(Duration.ofSeconds(20)))
+                    .split(" ")[1]);
+            assertThat(handedToken).isGreaterThan(first.fencingToken());
+            // Let the new holder renew at least once on its own, short, lease, then cut it off.
+            Thread.sleep(Timing.scale(Duration.ofMillis(1500)).toMillis());
+            waiter.pause();
+            Optional<Lease> taken;
+            try {
+                taken = client(shortLease()).lock("mixed").tryAcquire(Timing.scale(crashReleaseBound()));
+                assertThat(taken)
+                        .as(
+                                "granted within the cut-off holder's own short lease (%s), not the long one it was handed",
+                                crashReleaseBound())
+                        .isPresent();
+                assertThat(taken.get().fencingToken()).isGreaterThan(handedToken);
+            } finally {
+                waiter.resume();
+            }
+            waiter.send("check");
+            assertThat(waiter.awaitLine("VALID", Timing.scale(Duration.ofSeconds(10))))
+                    .as("the cut-off holder's lease, once another holder was granted")
+                    .isEqualTo("VALID false");
+            taken.get().close();
+        }
+    }
+
+    // ---- namespaces
+
+    @Test
+    default void neighbourNamespaces_sameAndLookalikeNames_fullyIsolated() throws Exception {
+        List<String> namespaces = neighbourNamespaces();
+        assertThat(namespaces).hasSizeGreaterThanOrEqualTo(2);
+        Set<String> names =
+                new LinkedHashSet<>(List.of("x", "s", "q", "w", "r", "lock", "locks", "sem", "rw", "waiters"));
+        for (String ns : namespaces) {
+            for (String part : ns.split("[^A-Za-z0-9]+")) {
+                if (!part.isEmpty()) {
+                    names.add(part);
+                }
+            }
+        }
+        List<LockClient> clients = new ArrayList<>();
+        try {
+            for (String ns : namespaces) {
+                clients.add(LockClient.connect(uriIn(ns, patient())));
+            }
+            holdEverywhere(namespaces, names, clients);
+        } finally {
+            clients.forEach(LockClient::close);
+        }
+    }
+
+    private void holdEverywhere(List<String> namespaces, Set<String> names, List<LockClient> clients)
+            throws InterruptedException {
+        // Every name, held as a lock in every namespace at once, then as a semaphore and a read-write
+        // lock: no namespace sees another's entries, and nothing parses a neighbour's values.
+        List<Lease> held = new ArrayList<>();
+        for (LockClient c : clients) {
+            for (String name : names) {
+                held.add(c.lock(name)
+                        .tryAcquire(Duration.ZERO)
+                        .orElseThrow(
+                                () -> new AssertionError("lock '" + name + "' in " + c + " taken by a neighbour")));
+            }
+        }
+        for (LockClient c : clients) {
+            for (String name : names) {
+                held.add(c.semaphore(name + "-p", 1)
+                        .tryAcquire(1, Duration.ZERO)
+                        .orElseThrow(() -> new AssertionError("semaphore '" + name + "-p' in " + c)));
+                held.add(c.readWriteLock(name + "-rw")
+                        .writeLock()
+                        .tryAcquire(Duration.ZERO)
+                        .orElseThrow(() -> new AssertionError("write lock '" + name + "-rw' in " + c)));
+            }
+        }
+        for (Lease l : held) {
+            assertThat(l.isValid()).as("%s", l).isTrue();
+        }
+        // Still exclusive inside each namespace.
+        for (String ns : namespaces) {
+            try (LockClient other = LockClient.connect(uriIn(ns, patient()))) {
+                for (String name : names) {
+                    assertThat(other.lock(name).tryAcquire(Duration.ZERO))
+                            .as("lock '%s' in %s while held there", name, ns)
+                            .isEmpty();
+                }
+            }
+        }
+        for (Lease l : held) {
+            l.close();
+        }
+    }
+
+    // ---- parameter extremes
+
+    @Test
+    default void durationOptions_atAndBeyondTheirLimits_workOrAreRefusedByName() throws Exception {
+        for (String option : durationOptions()) {
+            boolean lease = option.equals("leaseTime");
+            String min = lease ? "100ms" : "1ms";
+            String belowMin = lease ? "99ms" : "0ms";
+            String max = "PT" + (lease ? maxLeaseTime().toHours() : 24 * 365) + "H";
+            String aboveMax = "PT" + ((lease ? maxLeaseTime().toHours() : 24 * 365) + 1) + "H";
+            for (String outside : List.of(belowMin, aboveMax, "-1s")) {
+                try (LockClient c = LockClient.connect(uri(option + "=" + outside))) {
+                    fail("%s=%s was accepted: %s", option, outside, c);
+                } catch (IllegalArgumentException e) {
+                    assertThat(e.getMessage()).as("%s=%s", option, outside).contains(option);
+                }
+            }
+            for (String edge : List.of(min, max)) {
+                String name = "edge-" + option + "-" + (edge.equals(min) ? "min" : "max");
+                LockClient c;
+                try {
+                    c = LockClient.connect(uri(option + "=" + edge));
+                } catch (IllegalArgumentException e) {
+                    // Refused for how it combines with another option's default; it must say which.
+                    assertThat(e.getMessage()).as("%s=%s", option, edge).contains(option);
+                    continue;
+                } catch (LockBackendException e) {
+                    assertThat(option)
+                            .as("only a 1 ms connect timeout may fail to connect: %s", e.getMessage())
+                            .isEqualTo("connectTimeout");
+                    continue;
+                }
+                long token;
+                try (c) {
+                    try (Lease l = c.lock(name)
+                            .tryAcquire(Timing.scale(Duration.ofSeconds(10)))
+                            .orElseThrow()) {
+                        token = l.fencingToken();
+                        assertThat(token).isPositive();
+                    }
+                }
+                try (Lease next = client(patient())
+                        .lock(name)
+                        .tryAcquire(Timing.scale(crashReleaseBound()))
+                        .orElseThrow(() -> new AssertionError(option + "=" + edge + " left '" + name + "' held"))) {
+                    assertThat(next.fencingToken()).isGreaterThan(token);
+                }
+            }
+        }
+    }
+
+    // ---- many held locks
+
+    @Test
+    default void manyHeldLocks_noFalseLoss() throws Exception {
+        int count = manyHeldLocks();
+        // Not reentrant: the leases are taken on a pool's threads and closed on this one.
+        LockClient holder = client(LockFixture.options(manyHeldLocksOptions(), "reentrant=false"));
+        AtomicInteger lost = new AtomicInteger();
+        List<Lease> leases = java.util.Collections.synchronizedList(new ArrayList<>(count));
+        String pad = "n".repeat(190);
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> parts = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int from = t;
+                parts.add(pool.submit(() -> {
+                    for (int i = from; i < count; i += 8) {
+                        Lease l = holder.lock(String.format("%s%09d", pad, i))
+                                .tryAcquire(Timing.scale(Duration.ofSeconds(30)))
+                                .orElseThrow();
+                        l.onLost(e -> lost.incrementAndGet());
+                        leases.add(l);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : parts) {
+                f.get(Timing.scale(Duration.ofMinutes(4)).toMillis(), TimeUnit.MILLISECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(leases).hasSize(count);
+        // Two renewal intervals (leaseTime 6 s: renewals every 2 s) past the last grant.
+        Thread.sleep(Timing.scale(Duration.ofSeconds(5)).toMillis());
+        assertThat(lost.get()).as("leases reported lost").isZero();
+        assertThat(leases.stream().filter(l -> !l.isValid()).count())
+                .as("invalid leases")
+                .isZero();
+        try (LockClient other = LockClient.connect(uri(patient()))) {
+            for (int i = 0; i < count; i += Math.max(1, count / 50)) {
+                assertThat(other.lock(String.format("%s%09d", pad, i)).tryAcquire(Duration.ZERO))
+                        .as("lock %d while held", i)
+                        .isEmpty();
+            }
+        }
+        for (Lease l : leases) {
+            l.close();
+        }
+        assertThat(lost.get()).isZero();
+    }
+
+    // ---- credentials
+
+    @Test
+    default void credentials_inEveryUriForm_neverInAMessageOrToString() throws Exception {
+        String secret = "Sekr3tPw0rd";
+        List<String> uris = urisWithSecret(secret);
+        assertThat(uris).isNotEmpty();
+        for (String uri : uris) {
+            List<String> seen = new ArrayList<>();
+            try (LockClient c = LockClient.connect(uri)) {
+                seen.add(c.toString());
+                try (Lease l = c.lock("cred")
+                        .tryAcquire(Timing.scale(Duration.ofSeconds(5)))
+                        .orElseThrow()) {
+                    seen.add(l.toString());
+                } catch (RuntimeException e) {
+                    collect(e, seen);
+                }
+                try {
+                    c.lock("bad name with spaces");
+                } catch (RuntimeException e) {
+                    collect(e, seen);
+                }
+            } catch (RuntimeException e) {
+                collect(e, seen);
+            }
+            for (String s : seen) {
+                assertThat(s).as("from %s", uri.replace(secret, "<secret>")).doesNotContain(secret);
+            }
+        }
+    }
+
+    private static void collect(Throwable e, List<String> into) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            into.add(String.valueOf(t.getMessage()));
+            into.add(t.toString());
+            for (Throwable s : t.getSuppressed()) {
+                collect(s, into);
+            }
+            if (t instanceof LockLostException) {
+                break;
+            }
+        }
+    }
+
+    private static void await(java.util.function.BooleanSupplier condition, Duration timeout)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + Timing.scale(timeout).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                fail("not within %s", timeout);
+            }
+            Thread.sleep(20);
+        }
+    }
+}
