@@ -112,12 +112,13 @@ record MemcachedUri(
                                 || (c >= '0' && c <= '9')
                                 || c == '_'
                                 || c == '-'
-                                || c == '.'
-                                || c == ':');
+                                || c == '.');
+        // No ':' in a prefix: it ends the prefix in every key, so that no prefix's keys can be another's
+        // (prefix 'app:l' with lock 'x' and prefix 'app' with lock 'l:x' would share 'app:l:l:x').
         if (!ok) {
             throw new IllegalArgumentException("parameter 'keyPrefix' must be 1 to " + MAX_KEY_PREFIX
-                    + " characters of A-Z a-z 0-9 _ - . : (memcached keys are at most 250 bytes, lock names up to"
-                    + " 200): '" + prefix + "'");
+                    + " characters of A-Z a-z 0-9 _ - . (no ':', which ends the prefix in every key; memcached keys"
+                    + " are at most 250 bytes, lock names up to 200): '" + prefix + "'");
         }
         return prefix;
     }

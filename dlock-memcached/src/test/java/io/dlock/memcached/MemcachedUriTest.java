@@ -86,6 +86,10 @@ class MemcachedUriTest {
         assertThatThrownBy(() -> parse("memcached://h?keyPrefix=has%20space"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("keyPrefix");
+        assertThatThrownBy(() -> parse("memcached://h?keyPrefix=app:l"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("keyPrefix")
+                .hasMessageContaining("no ':'");
         assertThatThrownBy(() -> parse("memcached://h?keyPrefix=" + "p".repeat(17)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("1 to 16");

@@ -3,6 +3,7 @@ package io.dlock.testkit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.dlock.Capability;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
@@ -125,8 +126,10 @@ public interface AdversarialContract extends LockFixture {
     default void neighbourNamespaces_sameAndLookalikeNames_fullyIsolated() throws Exception {
         List<String> namespaces = neighbourNamespaces();
         assertThat(namespaces).hasSizeGreaterThanOrEqualTo(2);
-        Set<String> names =
-                new LinkedHashSet<>(List.of("x", "s", "q", "w", "r", "lock", "locks", "sem", "rw", "waiters"));
+        // Short words a key layout uses as segments, alone and joined by the separators a name may hold.
+        Set<String> names = new LinkedHashSet<>(List.of("x", "s", "q", "w", "r", "l", "lock", "locks", "sem", "rw"));
+        names.addAll(
+                List.of("waiters", "l:x", "w:x", "s:x", "q:x", "x:l", "x:w", "x:s", "x:q", "lock:x", "x.s", "x-s"));
         for (String ns : namespaces) {
             for (String part : ns.split("[^A-Za-z0-9]+")) {
                 if (!part.isEmpty()) {
@@ -159,6 +162,10 @@ public interface AdversarialContract extends LockFixture {
             }
         }
         for (LockClient c : clients) {
+            if (!c.capabilities().contains(Capability.SEMAPHORE)
+                    || !c.capabilities().contains(Capability.READ_WRITE)) {
+                continue;
+            }
             for (String name : names) {
                 held.add(c.semaphore(name + "-p", 1)
                         .tryAcquire(1, Duration.ZERO)
