@@ -166,7 +166,16 @@ record JdbcUri(
                     + " schema-qualified (letters, digits, '_', at most 40 characters per part, not starting with a"
                     + " digit): '" + shown + "'");
         }
+        String bare = table.substring(table.indexOf('.') + 1);
+        if (OWN_OBJECT.matcher(bare).matches()) {
+            throw new IllegalArgumentException("parameter 'dlockTable' must not end in '_waiters', '_waiters_name' or"
+                    + " '_waiters_client': those are the names of another lock table's waiters table and its"
+                    + " indexes ('" + table + "')");
+        }
     }
+
+    /** The names dlock gives a lock table's waiters table and indexes: never a lock table's own. */
+    private static final Pattern OWN_OBJECT = Pattern.compile("(?i).*_waiters(_name|_client)?");
 
     static void checkMaxConnections(int max) {
         if (max < 1 || max > 64) {

@@ -49,7 +49,21 @@ class JdbcUriTest {
     @Test
     void parse_badTableNames_refusedNamingTheParameter() {
         for (String bad : new String[] {
-            "a'b", "locks;drop table x", "locks--", "1locks", "a b", "x.y.z", "\"q\"", "locks)", "a".repeat(10_000), ""
+            "a'b",
+            "locks;drop table x",
+            "locks--",
+            "1locks",
+            "a b",
+            "x.y.z",
+            "\"q\"",
+            "locks)",
+            "a".repeat(10_000),
+            "",
+            // Another lock table's waiters table and indexes.
+            "locks_waiters",
+            "app.LOCKS_WAITERS",
+            "locks_waiters_client",
+            "locks_waiters_name"
         }) {
             assertThatThrownBy(() -> JdbcUri.parse(
                             "jdbc:h2:mem:x?dlockTable="

@@ -118,6 +118,15 @@ public interface AdversarialContract extends LockFixture {
                     .isEqualTo("VALID false");
             taken.get().close();
         }
+        // Whatever the killed child left behind is gone once its own short lease has run out and the
+        // lock was waited for again (SQL purges a lock's expired waiter rows when a waiter enqueues).
+        Thread.sleep(Timing.scale(crashReleaseBound()).toMillis());
+        try (Lease again =
+                client(patient()).lock("mixed").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(client(patient()).lock("mixed").tryAcquire(Duration.ofMillis(100)))
+                    .isEmpty();
+        }
+        await(() -> entries("mixed").isEmpty(), crashReleaseBound());
     }
 
     // ---- namespaces
