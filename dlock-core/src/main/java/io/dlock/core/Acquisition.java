@@ -264,6 +264,28 @@ final class Acquisition {
         return state;
     }
 
+    /** No reply to the request within the wait plus connectTimeout: an outage, not a holder. */
+    private LockBackendException unanswered(long waitedNanos) {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "no answer from the backend within "
+                        + Duration.ofNanos(waitedNanos).toMillis()
+                        + " ms (the wait plus connectTimeout " + client.options.connectTimeout()
+                        + "): it is unreachable or overloaded, so whether anyone holds the lock is unknown",
+                null);
+    }
+
+    /** The wait ended while the connection was known to be down: an outage, not a holder. */
+    private LockBackendException backendDown() {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "the connection to the backend is down (reconnecting), so whether anyone holds the lock is"
+                        + " unknown",
+                null);
+    }
+
     private LockTimeoutException timedOut() {
         Rare r = Objects.requireNonNull(rare, "rare");
         return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(r.wait, "wait"));
@@ -328,15 +350,23 @@ final class Acquisition {
 
     private void send() {
         if (timed()) {
+            long left = deadlineNanos() - client.ticker.read();
+            if (left <= 0 && client.connectionDown()) {
+                // One attempt and no wait, on a connection known to be down: it could only fail after
+                // connectTimeout. Unreachable is not busy: say so now.
+                if (cancelFrom(LockState.QUEUED, backendDown())) {
+                    finishCancelled();
+                }
+                return;
+            }
             // The wait is judged at the first position (so Duration.ZERO still makes one attempt);
             // this backstop bounds the overrun when the backend is slow to answer at all.
-            long backstop = Math.max(0, deadlineNanos() - client.ticker.read())
-                    + client.options.connectTimeout().toNanos();
+            long backstop = Math.max(0, left) + client.options.connectTimeout().toNanos();
             cancelTimer();
             rare().timer = client.schedule(
                     () -> {
                         if (entry == null) {
-                            cancel(timedOut());
+                            cancel(unanswered(backstop));
                             if (entry == null && state == LockState.CANCELLED) {
                                 // The request is still unanswered (a partition; the protocol may retry for
                                 // long): the caller hears of the timeout now, and the reply, whenever it
@@ -365,10 +395,39 @@ final class Acquisition {
         }
         long remaining = deadlineNanos() - client.ticker.read();
         if (remaining <= 0) {
-            cancel(timedOut());
+            cancel(localTimeout());
             return;
         }
-        rare().timer = client.schedule(() -> cancel(timedOut()), remaining);
+        rare().timer = client.schedule(() -> cancel(localTimeout()), remaining);
+    }
+
+    /**
+     * Why a local waiter's wait ended. Behind a carrier that gave up on a backend that never answered
+     * it (and still waits for that reply to withdraw its request), the lock is not known to be busy:
+     * that is an outage, as for the carrier itself.
+     */
+    private RuntimeException localTimeout() {
+        if (client.connectionDown()) {
+            return backendDown();
+        }
+        LocalQueues.Queue q = localQueue();
+        Acquisition carrier;
+        if (q == null) {
+            carrier = null;
+        } else {
+            synchronized (q) {
+                carrier = q.carrier;
+            }
+        }
+        if (carrier != null && carrier.entry == null && carrier.state == LockState.CANCELLED) {
+            return new LockBackendException(
+                    name,
+                    client.backendName,
+                    "an earlier request for this lock from this client is still unanswered by the backend, so"
+                            + " whether anyone holds the lock is unknown",
+                    null);
+        }
+        return timedOut();
     }
 
     /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
@@ -546,7 +605,8 @@ final class Acquisition {
             if (!r.deadlineArmed) {
                 r.deadlineArmed = true;
                 cancelTimer();
-                r.timer = client.schedule(() -> cancel(timedOut()), remaining);
+                r.timer =
+                        client.schedule(() -> cancel(client.connectionDown() ? backendDown() : timedOut()), remaining);
             }
         }
         client.protocol.awaitTurn(position).whenComplete(this::onPosition);

@@ -437,6 +437,11 @@ final class EngineClient implements LockClient {
         return timer.scheduleWithFixedDelay(task, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
     }
 
+    /** Whether the backend reported its connection down and not back yet (SUSPENDED). */
+    boolean connectionDown() {
+        return suspended.get();
+    }
+
     private void onConnectionState(ConnectionState state) {
         log.debug("[client={}] connection {}", backendName, state);
         switch (state) {

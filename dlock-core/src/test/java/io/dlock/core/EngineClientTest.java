@@ -361,7 +361,8 @@ class EngineClientTest {
     }
 
     @Test
-    void tryAcquire_requestUnansweredPastWaitAndConnectTimeout_returnsEmptyAndWithdrawsOnReply() throws Exception {
+    void tryAcquire_requestUnansweredPastWaitAndConnectTimeout_throwsBackendExceptionAndWithdrawsOnReply()
+            throws Exception {
         InMemoryBackend b = server.connect();
         LockClient c = LockEngine.newClient(
                 b,
@@ -374,10 +375,11 @@ class EngineClientTest {
         b.holdEnqueueReplies(true); // a partition: the reply does not come back
 
         long t0 = System.nanoTime();
-        Optional<Lease> got = c.lock("orders").tryAcquire(Duration.ofMillis(100));
+        // Unreachable is not busy: no answer is an outage, never "someone else holds it".
+        assertThatThrownBy(() -> c.lock("orders").tryAcquire(Duration.ofMillis(100)))
+                .isInstanceOf(LockBackendException.class)
+                .hasMessageContaining("no answer from the backend within 400 ms");
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-
-        assertThat(got).isEmpty();
         assertThat(tookMs)
                 .as("bounded by wait + connectTimeout, not by the unanswered request")
                 .isLessThan(4_000);
@@ -387,6 +389,27 @@ class EngineClientTest {
         b.holdEnqueueReplies(false);
         b.deliverHeldReplies();
         awaitQueueSize("orders", 0); // the late reply withdraws the grant nobody took
+    }
+
+    @Test
+    void tryAcquireZero_connectionKnownDown_throwsBackendExceptionAtOnceAndSendsNothing() throws Exception {
+        InMemoryBackend b = server.connect();
+        LockClient c =
+                LockEngine.newClient(b, LockOptions.builder().callbackThreads(1).build());
+        clients.add(c);
+        b.emit(ConnectionState.SUSPENDED);
+        int enqueues = server.enqueues.get();
+        long t0 = System.nanoTime();
+        assertThatThrownBy(() -> c.lock("orders").tryAcquire(Duration.ZERO))
+                .isInstanceOf(LockBackendException.class)
+                .hasMessageContaining("connection to the backend is down");
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(1_000);
+        assertThat(server.enqueues.get()).isEqualTo(enqueues);
+        // Back up: one attempt works again, and a lock held by someone else is "empty", not an error.
+        b.emit(ConnectionState.RECONNECTED);
+        try (Lease held = c.lock("orders").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(otherClient().lock("orders").tryAcquire(Duration.ZERO)).isEmpty();
+        }
     }
 
     @Test

@@ -745,10 +745,36 @@ final class JdbcBackend implements LockBackend {
 
         @Override
         public void close() {
-            for (Connection c : open) {
-                closeQuietly(c);
-            }
+            java.util.Set<Connection> notInUse = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            notInUse.addAll(idle);
             idle.clear();
+            for (Connection c : open) {
+                if (notInUse.contains(c)) {
+                    closeQuietly(c);
+                } else {
+                    abortQuietly(c);
+                }
+            }
+        }
+
+        /**
+         * A connection in use may be stuck in a read from a silent server (a blackholed flow: no
+         * driver here times out a read by default), holding the driver's own lock, which close()
+         * would wait for forever: it is aborted on a thread of its own instead.
+         */
+        private void abortQuietly(Connection c) {
+            open.remove(c);
+            try {
+                c.abort(task -> {
+                    Thread t = new Thread(task, "dlock-jdbc-abort");
+                    t.setDaemon(true);
+                    t.start();
+                });
+            } catch (SQLException | RuntimeException | AbstractMethodError e) {
+                Thread t = new Thread(() -> closeQuietly(c), "dlock-jdbc-abort");
+                t.setDaemon(true);
+                t.start();
+            }
         }
     }
 

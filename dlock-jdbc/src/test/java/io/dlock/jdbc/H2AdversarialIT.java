@@ -30,4 +30,14 @@ class H2AdversarialIT extends H2TestSupport implements AdversarialContract {
                 "jdbc:h2:mem:adv-secret3;USER=sa;PASSWORD=" + secret + t + "&noSuchParameter=1",
                 "jdbc:h2:mem:adv-secret4;USER=sa;PASSWORD=" + secret + t + "&leaseTime=1y");
     }
+
+    @Override
+    public int serverPort() {
+        return Integer.parseInt(jdbcUrl().replaceAll(".*127\\.0\\.0\\.1:(\\d+)/.*", "$1"));
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return JdbcAdversarial.uriIn(jdbcUrl().replace(":" + serverPort() + "/", ":" + port + "/"), table, options);
+    }
 }

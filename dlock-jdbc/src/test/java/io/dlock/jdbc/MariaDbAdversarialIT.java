@@ -32,4 +32,15 @@ class MariaDbAdversarialIT extends MariaDbTestSupport implements AdversarialCont
                 url + "?user=" + MariaDbServer.USER + "&password=" + secret + t + "&noSuchParameter=1",
                 url + "?user=" + MariaDbServer.USER + "&password=" + secret + t + "&leaseTime=1y");
     }
+
+    @Override
+    public int serverPort() {
+        return mariadb.port();
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return JdbcAdversarial.uriIn(
+                jdbcUrl().replace("127.0.0.1:" + mariadb.port() + "/", "127.0.0.1:" + port + "/"), table, options);
+    }
 }

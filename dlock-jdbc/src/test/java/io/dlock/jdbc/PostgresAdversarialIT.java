@@ -33,4 +33,15 @@ class PostgresAdversarialIT extends PostgresTestSupport implements AdversarialCo
                 url + "?user=" + PostgresServer.USER + "&password=" + secret + t + "&noSuchParameter=1",
                 url + "?user=" + PostgresServer.USER + "&password=" + secret + t + "&leaseTime=1y");
     }
+
+    @Override
+    public int serverPort() {
+        return postgres.port();
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return JdbcAdversarial.uriIn(
+                jdbcUrl().replace("127.0.0.1:" + postgres.port() + "/", "127.0.0.1:" + port + "/"), table, options);
+    }
 }

@@ -37,4 +37,14 @@ class MemcachedAdversarialIT extends MemcachedTestSupport implements Adversarial
                 "memcached://app:" + secret + "@" + hp + q + "&noSuchParameter=1",
                 "memcached://app:" + secret + "@" + hp + q + "&leaseTime=1y");
     }
+
+    @Override
+    public int serverPort() {
+        return server.port();
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return "memcached://127.0.0.1:" + port + "?keyPrefix=" + prefix + (options.isEmpty() ? "" : "&" + options);
+    }
 }

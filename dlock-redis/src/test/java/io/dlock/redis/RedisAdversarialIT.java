@@ -36,4 +36,14 @@ class RedisAdversarialIT extends RedisTestSupport implements AdversarialContract
                 "redis://:" + secret + "@" + hp + q + "&noSuchParameter=1",
                 "redis://:" + secret + "@" + hp + q + "&leaseTime=1y");
     }
+
+    @Override
+    public int serverPort() {
+        return server.port();
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return "redis://127.0.0.1:" + port + "?keyPrefix=" + prefix + (options.isEmpty() ? "" : "&" + options);
+    }
 }

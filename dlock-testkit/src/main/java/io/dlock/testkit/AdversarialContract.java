@@ -83,6 +83,87 @@ public interface AdversarialContract extends LockFixture {
      */
     List<String> urisWithSecret(String secret);
 
+    /** The loopback port of the test's server, for a {@link FaultProxy} in front of it. */
+    int serverPort();
+
+    /** The URI of the test's namespace on a server at {@code 127.0.0.1:port}, with extra options. */
+    String uriAt(int port, String options);
+
+    // ---- unreachable is not busy
+
+    @Test
+    default void serverDownOrSilent_acquireFailsWithBackendExceptionWithinWaitPlusConnectTimeout() throws Exception {
+        Duration connectTimeout = Duration.ofSeconds(2);
+        Duration margin = Timing.scale(Duration.ofSeconds(3));
+        try (FaultProxy proxy = FaultProxy.start(serverPort());
+                LockClient c = LockClient.connect(
+                        uriAt(proxy.port(), LockFixture.options(shortLease(), "connectTimeout=2s")))) {
+            c.lock("down")
+                    .tryAcquire(Timing.scale(Duration.ofSeconds(10)))
+                    .orElseThrow()
+                    .close();
+
+            proxy.refuse(); // the server is down: connections are reset
+            proxy.resetConnections();
+            for (Duration wait : List.of(Duration.ZERO, Duration.ofSeconds(1))) {
+                long t0 = System.nanoTime();
+                try {
+                    Optional<Lease> got = c.lock("down").tryAcquire(wait);
+                    got.ifPresent(Lease::close);
+                    fail("server down, tryAcquire(%s) answered %s instead of failing", wait, got);
+                } catch (LockBackendException e) {
+                    assertThat(Duration.ofNanos(System.nanoTime() - t0))
+                            .as("tryAcquire(%s) with the server down: %s", wait, e.getMessage())
+                            .isLessThan(wait.plus(connectTimeout).plus(margin));
+                }
+            }
+            assertThat(c.lock("down").acquireAsync(Duration.ofSeconds(1)))
+                    .failsWithin(Duration.ofSeconds(1).plus(connectTimeout).plus(margin))
+                    .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                    .withCauseInstanceOf(LockBackendException.class);
+
+            proxy.pass(); // back up
+            await(
+                    () -> {
+                        try {
+                            Optional<Lease> l = c.lock("down").tryAcquire(Duration.ofSeconds(1));
+                            l.ifPresent(Lease::close);
+                            return l.isPresent();
+                        } catch (LockBackendException e) {
+                            return false;
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            return false;
+                        }
+                    },
+                    Duration.ofSeconds(30));
+
+            proxy.blackhole(FaultProxy.Direction.BOTH); // silent: nothing comes back, nothing is reset
+            Duration wait = Duration.ofMillis(500);
+            long t0 = System.nanoTime();
+            try {
+                Optional<Lease> got = c.lock("silent").tryAcquire(wait);
+                got.ifPresent(Lease::close);
+                fail("server silent, tryAcquire(%s) answered %s instead of failing", wait, got);
+            } catch (LockBackendException e) {
+                assertThat(Duration.ofNanos(System.nanoTime() - t0))
+                        .as("tryAcquire(%s) with the server silent: %s", wait, e.getMessage())
+                        .isLessThan(wait.plus(connectTimeout).plus(margin));
+            }
+            proxy.pass();
+        }
+        // A request the server ran while its reply was lost leaves a grant nobody took: it goes with
+        // its (short) lease, and the next holder finds the lock free.
+        Thread.sleep(Timing.scale(crashReleaseBound()).toMillis());
+        for (String name : List.of("down", "silent")) {
+            client(patient())
+                    .lock(name)
+                    .tryAcquire(Timing.scale(crashReleaseBound()))
+                    .orElseThrow()
+                    .close();
+        }
+    }
+
     // ---- mixed lease times
 
     @Test

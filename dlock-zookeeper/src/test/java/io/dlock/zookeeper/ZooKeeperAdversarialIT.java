@@ -42,4 +42,14 @@ class ZooKeeperAdversarialIT extends ZooKeeperTestSupport implements Adversarial
                 "zookeeper://app:" + secret + "@" + hp + ns + "?sessionTimeout=1y",
                 "zookeeper://:" + secret + "@" + hp + ns + "?connectTimeout=2s");
     }
+
+    @Override
+    public int serverPort() {
+        return server.port();
+    }
+
+    @Override
+    public String uriAt(int port, String options) {
+        return "zookeeper://127.0.0.1:" + port + "/" + namespace + (options.isEmpty() ? "" : "?" + options);
+    }
 }
