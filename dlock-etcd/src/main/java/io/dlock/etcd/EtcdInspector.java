@@ -44,8 +44,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The operator view of an etcd backend: reads the entry keys as {@link EtcdLockProtocol} lays them
- * out ({@code <ns>/<name>/<x|rw|s>/<id>}, lock-delay keys under {@code d/}), without changing the
- * protocol.
+ * out ({@code <ns>//<name>/<x|rw|s>/<id>}, lock-delay keys under {@code d/}), without changing the
+ * protocol. Keys and values of another shape under the namespace are skipped (logged at debug).
  *
  * <p>What etcd shows: the holding client (its lease, in hex), the host and pid of the process that
  * put the entry and when it put it (both written in the entry's value; etcd keeps no time for a
@@ -79,23 +79,26 @@ final class EtcdInspector implements LockInspector {
             .withSortOrder(GetOption.SortOrder.ASCEND)
             .build();
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(EtcdInspector.class);
+
     private final EtcdBackend backend;
-    private final String ns;
+    /** Where this namespace's lock names begin ({@link EtcdLockProtocol#root}). */
+    private final String root;
 
     EtcdInspector(EtcdBackend backend) {
         this.backend = backend;
-        this.ns = backend.uri.namespace();
+        this.root = EtcdLockProtocol.root(backend.uri.namespace());
     }
 
     /** An entry key read back: its lock name, family and id (the last path segment). */
     private record Parsed(String name, String family, String id) {}
 
-    /** Splits {@code <ns>/<name>/<family>/<id>}; null for anything else (a foreign key). */
+    /** Splits {@code <ns>//<name>/<family>/<id>}; null for anything else (a foreign key). */
     private @Nullable Parsed parse(String key) {
-        if (!key.startsWith(ns + "/")) {
+        if (!key.startsWith(root)) {
             return null;
         }
-        String[] parts = key.substring(ns.length() + 1).split("/", -1);
+        String[] parts = key.substring(root.length()).split("/", -1);
         if (parts.length != 3 || parts[0].isEmpty() || parts[2].isEmpty()) {
             return null;
         }
@@ -109,12 +112,12 @@ final class EtcdInspector implements LockInspector {
     public List<LockSnapshot> inspect(String namePrefix) {
         Objects.requireNonNull(namePrefix, "namePrefix");
         // Lock names have no '/', so the name prefix is a key prefix.
-        return read(ns + "/" + namePrefix, name -> name.startsWith(namePrefix));
+        return read(root + namePrefix, name -> name.startsWith(namePrefix));
     }
 
     /** The snapshots of lock {@code name} alone. */
     List<LockSnapshot> read(String name) {
-        return read(ns + "/" + name + "/", name::equals);
+        return read(root + name + "/", name::equals);
     }
 
     private List<LockSnapshot> read(String keyPrefix, java.util.function.Predicate<String> names) {
@@ -130,6 +133,10 @@ final class EtcdInspector implements LockInspector {
         for (KeyValue kv : kvs) {
             Parsed p = parse(string(kv.getKey()));
             if (p == null || !names.test(p.name())) {
+                continue;
+            }
+            if (!p.family().equals("d") && !isEntry(p.family(), EtcdLockProtocol.mode(kv))) {
+                log.debug("skipping {} = '{}': not an entry dlock wrote", string(kv.getKey()), string(kv.getValue()));
                 continue;
             }
             if (p.family().equals("d")) {
@@ -177,6 +184,11 @@ final class EtcdInspector implements LockInspector {
         return out;
     }
 
+    /** Whether {@code mode} is an entry's that dlock writes in {@code family}. */
+    private static boolean isEntry(String family, String mode) {
+        return family.equals("x") ? mode.startsWith("x ") : EtcdLockProtocol.isEntryMode(family, mode);
+    }
+
     /** Decides, as {@link EtcdLockProtocol} does, which entries of one family hold. */
     private static LockSnapshot snapshot(
             String name,
@@ -189,9 +201,9 @@ final class EtcdInspector implements LockInspector {
         for (KeyValue kv : entries) {
             String m = EtcdLockProtocol.mode(kv);
             downgradeRead |= m.equals("rd");
-            String[] s = m.split(" ");
-            if (family.equals("s") && s.length == 3 && max == 0) {
-                max = Integer.parseInt(s[2]);
+            int[] s = EtcdLockProtocol.semaphore(m);
+            if (family.equals("s") && s != null && max == 0) {
+                max = s[1];
             }
         }
         List<EntrySnapshot> holders = new ArrayList<>();
@@ -203,7 +215,8 @@ final class EtcdInspector implements LockInspector {
             String key = string(kv.getKey());
             String m = EtcdLockProtocol.mode(kv);
             LockMode mode = modeOf(m);
-            int permits = mode == LockMode.SEMAPHORE ? Integer.parseInt(m.split(" ")[1]) : 1;
+            int[] semaphore = EtcdLockProtocol.semaphore(m);
+            int permits = mode == LockMode.SEMAPHORE && semaphore != null ? semaphore[0] : 1;
             boolean holds =
                     switch (mode) {
                             // With lock-delay the first entry is granted once its own lock-delay key
@@ -313,8 +326,7 @@ final class EtcdInspector implements LockInspector {
             if (EtcdLockProtocol.familyMode(key) == LockMode.EXCLUSIVE) {
                 // As a release does: a forced release is no loss, so no lock-delay follows it.
                 deletes.add(Op.delete(
-                        bytes(ns + "/" + name + "/d/" + key.substring(key.lastIndexOf('/') + 1)),
-                        DeleteOption.DEFAULT));
+                        bytes(root + name + "/d/" + key.substring(key.lastIndexOf('/') + 1)), DeleteOption.DEFAULT));
             }
             TxnResponse r = await(
                     name,
@@ -383,7 +395,7 @@ final class EtcdInspector implements LockInspector {
             watcher = backend.client
                     .getWatchClient()
                     .watch(
-                            bytes(ns + "/" + name + "/"),
+                            bytes(root + name + "/"),
                             WatchOption.builder().isPrefix(true).build(),
                             io.etcd.jetcd.Watch.listener(r -> refresh(), e -> {
                                 if (!closed.get()) {

@@ -42,13 +42,17 @@ import org.slf4j.LoggerFactory;
 /**
  * dlock's lock recipes on etcd.
  *
- * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>/n/<family>/<acquisition id>}, attached
+ * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>//n/<family>/<acquisition id>}, attached
  * to the client's lease, where the family is {@code x} (exclusive lock), {@code rw} (read-write
- * lock) or {@code s} (semaphore); the value names the mode ({@code x}, {@code r}, {@code rd} for a
+ * lock) or {@code s} (semaphore). The empty segment after the namespace ends it: a namespace has no
+ * empty segment and a lock name no slash, so no namespace's keys start with another's ({@code
+ * app//} is no prefix of {@code app/orders//}), and a range over one lock's family holds that
+ * family's keys only. A key or value in a range that dlock did not write is skipped (logged at
+ * debug), never parsed as an entry; the value names the mode ({@code x}, {@code r}, {@code rd} for a
  * downgrade's read, {@code w}, {@code s <permits> <total>}), then who put it and when ({@link
  * #origin}). Entries are ordered by create revision,
  * which etcd assigns cluster-wide and in commit order: FIFO, and the fencing token. With lock-delay,
- * a holder also puts {@code <ns>/n/d/<acquisition id>} on the lock-delay lease.
+ * a holder also puts {@code <ns>//n/d/<acquisition id>} on the lock-delay lease.
  *
  * <p>The put and the read of the queue are one transaction guarded by "the key does not exist yet",
  * so an enqueue retried after a lost reply never creates a second entry, and the exclusive lock
@@ -77,7 +81,9 @@ final class EtcdLockProtocol implements LockProtocol {
     static final String WATCH_FAMILY = "*";
 
     private final EtcdBackend backend;
-    private final String ns;
+    /** {@link #root}: where this namespace's lock names begin. */
+    private final String root;
+
     private final boolean lockDelay;
     private final long lockDelayMs;
     /**
@@ -90,12 +96,41 @@ final class EtcdLockProtocol implements LockProtocol {
 
     EtcdLockProtocol(EtcdBackend backend) {
         this.backend = backend;
-        this.ns = backend.uri.namespace();
+        this.root = root(backend.uri.namespace());
         this.lockDelay = !backend.uri.lockDelay().isZero();
         this.lockDelayMs = backend.uri.lockDelay().toMillis();
     }
 
     // ---- keys
+
+    /**
+     * The prefix of every lock key of namespace {@code ns}: {@code <ns>//}. A namespace never has an
+     * empty segment, so the first {@code //} in a key is where its namespace ends.
+     */
+    static String root(String ns) {
+        return ns + "//";
+    }
+
+    /**
+     * The family of {@code key} if it is an entry or lock-delay key of lock {@code lockName} under
+     * {@code root} ({@code <root><lockName>/<x|rw|s|d>/<id>}, the id not empty and without a slash),
+     * else null.
+     */
+    static @Nullable String familyIn(String root, String lockName, String key) {
+        String lock = root + lockName + "/";
+        if (!key.startsWith(lock)) {
+            return null;
+        }
+        int slash = key.indexOf('/', lock.length());
+        if (slash < 0 || slash == key.length() - 1 || key.indexOf('/', slash + 1) >= 0) {
+            return null;
+        }
+        String family = key.substring(lock.length(), slash);
+        return switch (family) {
+            case "x", "rw", "s", "d" -> family;
+            default -> null;
+        };
+    }
 
     static String family(LockMode mode) {
         return switch (mode) {
@@ -106,11 +141,11 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     String familyPrefix(String lockName, LockMode mode) {
-        return ns + "/" + lockName + "/" + family(mode) + "/";
+        return root + lockName + "/" + family(mode) + "/";
     }
 
     String tombstonePrefix(String lockName) {
-        return ns + "/" + lockName + "/d/";
+        return root + lockName + "/d/";
     }
 
     static String familyOf(String key) {
@@ -189,7 +224,7 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     /**
-     * The etcd key of an exclusive entry: {@code <ns>/<name>/x/<lease hex>-<slot>}. A client reuses
+     * The etcd key of an exclusive entry: {@code <ns>//<name>/x/<lease hex>-<slot>}. A client reuses
      * its slots, so the keys under a lock stay few: every range over a lock's prefix walks each key
      * etcd ever had there until the cluster is compacted, deleted ones included, so one key per
      * acquisition made every acquire slower than the one before (2.5 ms after 3,000 cycles instead
@@ -653,8 +688,57 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * The permits and the total of a semaphore entry's mode ({@code s <permits> <total>}, 1 &le;
+     * permits &le; total), or null for anything else.
+     */
+    static int @Nullable [] semaphore(String mode) {
+        String[] v = mode.split(" ", -1);
+        if (v.length != 3 || !v[0].equals("s")) {
+            return null;
+        }
+        try {
+            int permits = Integer.parseInt(v[1]);
+            int total = Integer.parseInt(v[2]);
+            return permits >= 1 && permits <= total ? new int[] {permits, total} : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** Whether {@code mode} is one dlock writes in family {@code family} ({@code rw} or {@code s}). */
+    static boolean isEntryMode(String family, String mode) {
+        return family.equals("rw")
+                ? mode.equals("r") || mode.equals("rd") || mode.equals("w")
+                : family.equals("s") && semaphore(mode) != null;
+    }
+
+    /**
+     * The entries of {@code read} (a range over the family of {@code entry}) that dlock wrote: a key
+     * of another shape or a value of another mode (put by hand, or by something else sharing the
+     * prefix) is skipped, so it can neither break the queue nor count in it.
+     */
+    private List<KeyValue> entriesOf(QueueEntry entry, List<KeyValue> read) {
+        String family = family(java.util.Objects.requireNonNull(familyMode(entry.key()), entry.key()));
+        List<KeyValue> out = new ArrayList<>(read.size());
+        for (KeyValue kv : read) {
+            String key = string(kv.getKey());
+            if (family.equals(familyIn(root, entry.lockName(), key)) && isEntryMode(family, mode(kv))) {
+                out.add(kv);
+            } else {
+                log.debug(
+                        "[lock={} state=QUEUED] skipping {} = '{}': not an entry dlock wrote",
+                        entry.lockName(),
+                        key,
+                        string(kv.getValue()));
+            }
+        }
+        return out;
+    }
+
     /** Where a read-write or semaphore entry stands among its family (sorted by create revision). */
-    private Position position(QueueEntry entry, List<KeyValue> family, long revision, EtcdBackend.EtcdLease lease) {
+    private Position position(QueueEntry entry, List<KeyValue> read, long revision, EtcdBackend.EtcdLease lease) {
+        List<KeyValue> family = entriesOf(entry, read);
         int at = -1;
         for (int i = 0; i < family.size(); i++) {
             if (string(family.get(i).getKey()).equals(entry.key())) {
@@ -686,20 +770,20 @@ final class EtcdLockProtocol implements LockProtocol {
                 }
             }
         } else if (own.startsWith("s ")) {
-            String[] mine = own.split(" ");
-            int max = Integer.parseInt(mine[2]);
-            int taken = 0;
+            int[] mine = java.util.Objects.requireNonNull(semaphore(own), own);
+            int max = mine[1];
+            long taken = 0;
             for (int i = 0; i < family.size(); i++) {
-                String[] v = mode(family.get(i)).split(" ");
-                if (v.length == 3 && Integer.parseInt(v[2]) != max) {
+                int[] v = java.util.Objects.requireNonNull(semaphore(mode(family.get(i))));
+                if (v[1] != max) {
                     throw new IllegalArgumentException("semaphore '" + entry.lockName() + "' on etcd is in use with "
-                            + v[2] + " permits; this client opened it with " + max);
+                            + v[1] + " permits; this client opened it with " + max);
                 }
                 if (i < at) {
-                    taken += Integer.parseInt(v[1]);
+                    taken += v[0];
                 }
             }
-            waitFor = taken + Integer.parseInt(mine[1]) <= max ? null : WATCH_FAMILY;
+            waitFor = taken + mine[0] <= max ? null : WATCH_FAMILY;
         } // "rd": a downgrade's read is granted
         return waitFor == null
                 ? Position.granted(grant(entry, lease))
@@ -785,7 +869,7 @@ final class EtcdLockProtocol implements LockProtocol {
                 self[0] = backend.client
                         .getWatchClient()
                         .watch(
-                                bytes(ns + "/"),
+                                bytes(root),
                                 WatchOption.builder()
                                         .isPrefix(true)
                                         .withNoPut(true)
@@ -814,7 +898,7 @@ final class EtcdLockProtocol implements LockProtocol {
                                         },
                                         () -> restart(self[0], null)));
             } catch (RuntimeException e) {
-                c.completeExceptionally(failure(null, "watching " + ns + "/", e));
+                c.completeExceptionally(failure(null, "watching " + root, e));
                 return c;
             }
             watcher = self[0];
@@ -855,7 +939,7 @@ final class EtcdLockProtocol implements LockProtocol {
             next.whenComplete((x, err) -> {
                 for (Wait w : waits) {
                     if (err != null) {
-                        w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + ns + "/", err));
+                        w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + root, err));
                     } else {
                         readPosition(w.entry, w.result);
                     }
@@ -1246,16 +1330,16 @@ final class EtcdLockProtocol implements LockProtocol {
         return backend.bounded(backend.client
                         .getKVClient()
                         .get(
-                                bytes(ns + "/" + lockName + "/"),
+                                bytes(root + lockName + "/"),
                                 GetOption.builder().isPrefix(true).build()))
                 .thenApply(r -> {
                     for (KeyValue kv : r.getKvs()) {
                         String key = string(kv.getKey());
-                        LockMode mode = familyMode(key);
+                        String family = familyIn(root, lockName, key);
                         // An exclusive entry names its acquisition in the value (its key is a slot's).
-                        boolean ours = mode == LockMode.EXCLUSIVE
+                        boolean ours = "x".equals(family)
                                 ? mode(kv).equals(exclusiveValue)
-                                : mode != null && key.endsWith("/" + acquisitionId);
+                                : ("rw".equals(family) || "s".equals(family)) && key.endsWith("/" + acquisitionId);
                         if (ours) {
                             if (lease != null && kv.getLease() == lease.id) {
                                 return Optional.of(

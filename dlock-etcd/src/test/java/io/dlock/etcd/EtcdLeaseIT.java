@@ -83,7 +83,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
         Lease lease = holder.lock("revoked").acquire();
         lease.onLost(lost::add);
-        KeyValue key = kvs(prefix + "/revoked/x/").get(0);
+        KeyValue key = kvs(prefix + "//revoked/x/").get(0);
         long revokedAt = System.nanoTime();
         inspector.getLeaseClient().revoke(key.getLease()).get(10, TimeUnit.SECONDS);
         await().atMost(scaled(5)).until(() -> lost.size() == 1);
@@ -95,7 +95,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         lease.close();
         try (Lease again = holder.lock("revoked").tryAcquire(scaled(10)).orElseThrow()) {
             assertThat(again.fencingToken()).isGreaterThan(lease.fencingToken());
-            assertThat(kvs(prefix + "/revoked/x/").get(0).getLease()).isNotEqualTo(key.getLease());
+            assertThat(kvs(prefix + "//revoked/x/").get(0).getLease()).isNotEqualTo(key.getLease());
         }
         assertThat(lost).hasSize(1);
     }
@@ -216,7 +216,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
         Lease lease = holder.lock("slow").acquire();
         lease.onLost(lost::add);
-        long etcdLease = kvs(prefix + "/slow/x/").get(0).getLease();
+        long etcdLease = kvs(prefix + "//slow/x/").get(0).getLease();
         // 600 ms round trips: more than a keep-alive tick (333 ms), under a third of the TTL.
         proxy.latency(FaultProxy.Direction.BOTH, Duration.ofMillis(300));
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(8);
@@ -230,7 +230,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         assertThat(attempts).isGreaterThanOrEqualTo(10);
         assertThat(lost).isEmpty();
         assertThat(lease.isValid()).isTrue();
-        assertThat(kvs(prefix + "/slow/x/"))
+        assertThat(kvs(prefix + "//slow/x/"))
                 .as("the holder's key, still on the lease it was put on")
                 .singleElement()
                 .satisfies(kv -> assertThat(kv.getLease()).isEqualTo(etcdLease));
@@ -246,7 +246,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         LockClient holder = track(LockClient.connect(throughProxy(proxy, "leaseTime=2s&connectTimeout=1s")));
         List<Boolean> keyOnEtcdAtLoss = new CopyOnWriteArrayList<>();
         Lease lease = holder.lock("cut").acquire();
-        lease.onLost(e -> keyOnEtcdAtLoss.add(!kvs(prefix + "/cut/x/").isEmpty()));
+        lease.onLost(e -> keyOnEtcdAtLoss.add(!kvs(prefix + "//cut/x/").isEmpty()));
         proxy.latency(FaultProxy.Direction.BOTH, Duration.ofMillis(300));
         // A lease time and a half of slow, but answered, keep-alives: valid throughout.
         await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(lease::isValid);
@@ -262,7 +262,7 @@ class EtcdLeaseIT extends EtcdTestSupport {
         assertThat(lease.isValid()).isFalse();
         lease.close();
         // etcd expires the lease on its own (the revoke went into the partition).
-        await().atMost(scaled(10)).until(() -> kvs(prefix + "/cut/").isEmpty());
+        await().atMost(scaled(10)).until(() -> kvs(prefix + "//cut/").isEmpty());
     }
 
     /** The test's URI, with the proxy in front of etcd. */

@@ -9,12 +9,12 @@ class EtcdPrimitivesIT extends EtcdTestSupport implements PrimitivesContract {
 
     @Override
     public List<String> readWriteEntries(String lock) {
-        return keys(prefix + "/" + lock + "/rw/");
+        return keys(prefix + "//" + lock + "/rw/");
     }
 
     @Override
     public List<String> semaphoreEntries(String lock) {
-        return keys(prefix + "/" + lock + "/s/");
+        return keys(prefix + "//" + lock + "/s/");
     }
 
     @Override

@@ -81,7 +81,7 @@ abstract class EtcdTestSupport extends LockFixtureSupport {
 
     @Override
     public List<String> entries(String lock) {
-        return keys(prefix + "/" + lock + "/x/");
+        return keys(prefix + "//" + lock + "/x/");
     }
 
     /** Every key under {@code keyPrefix}, by create revision, with the prefix's namespace stripped of nothing. */
