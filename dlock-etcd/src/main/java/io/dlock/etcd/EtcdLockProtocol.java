@@ -1133,10 +1133,12 @@ final class EtcdLockProtocol implements LockProtocol {
      * the key check has answered, not before: it is the keep-alive's send time plus the TTL (the
      * ticker read before that keep-alive was sent), so it never outlives etcd's copy whenever it is
      * read, and read late it does not lag the lease by the key check's round trip.
-     * The renewals of one renewal tick share one request that lists the lease's attached keys
-     * ({@link EtcdBackend#attachedKeys}): a key deleted behind dlock's back, or replaced by
-     * someone else's on another lease, is missing there, and only that grant is lost. A lease that
-     * is gone loses every grant on it at once (the keep-alive also notices that within a second).
+     * The renewals of one renewal tick share a few transactions of keys-only reads, at most {@link
+     * EtcdBackend#DEFAULT_MAX_TXN_OPS} keys each ({@link EtcdBackend#checkKey}): a key deleted behind
+     * dlock's back, or replaced (another generation, another lease), loses that grant only. A lease
+     * that is gone takes its keys with it, so every grant on it is lost (the keep-alive also notices
+     * that within a second). A check etcd refuses for good is logged at WARN and leaves the grant as
+     * valid as its lease, rather than failing every renewal until every lock is lost.
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
@@ -1146,8 +1148,8 @@ final class EtcdLockProtocol implements LockProtocol {
             return CompletableFuture.failedFuture(entryLost(entry, "its etcd lease is lost"));
         }
         ByteSequence key = bytes(etcdKey(entry));
-        return backend.attachedKeys(lease).thenApply(keys -> {
-            if (!keys.contains(key)) {
+        return backend.checkKey(lease, key, entry.token()).thenApply(state -> {
+            if (state == EtcdBackend.KeyState.GONE) {
                 throw lostWhileLeaseLives(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
             }
             if (!lease.alive) {
