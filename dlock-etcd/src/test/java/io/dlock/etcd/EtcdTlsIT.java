@@ -64,9 +64,9 @@ class EtcdTlsIT {
             try (Lease lease = client.lock("orders").acquire()) {
                 assertThat(lease.isValid()).isTrue();
                 assertThat(lease.fencingToken()).isPositive();
-                assertThat(keys("tls-ok/orders/x/")).isEqualTo(1);
+                assertThat(keys("tls-ok//orders/x/")).isEqualTo(1);
             }
-            assertThat(keys("tls-ok/orders/x/")).isZero();
+            assertThat(keys("tls-ok//orders/x/")).isZero();
         }
     }
 
