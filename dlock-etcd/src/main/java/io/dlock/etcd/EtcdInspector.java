@@ -149,6 +149,7 @@ final class EtcdInspector implements LockInspector {
             }
         }
         Map<Long, LeaseTimeToLiveResponse> ttls = leaseTimes(leases);
+        long offset = tokenOffset();
         List<LockSnapshot> out = new ArrayList<>();
         for (Map.Entry<String, Map<String, List<KeyValue>>> lock : locks.entrySet()) {
             for (String family : List.of("x", "rw", "s")) {
@@ -162,11 +163,49 @@ final class EtcdInspector implements LockInspector {
                 }
                 if (!entries.isEmpty()) {
                     out.add(snapshot(
-                            lock.getKey(), family, entries, tombstones.getOrDefault(lock.getKey(), Set.of()), ttls));
+                            lock.getKey(),
+                            family,
+                            entries,
+                            tombstones.getOrDefault(lock.getKey(), Set.of()),
+                            ttls,
+                            offset));
                 }
             }
         }
         return out;
+    }
+
+    /**
+     * What the namespace's epoch marker adds to create revisions to make tokens (see {@link
+     * EtcdLockProtocol}), 0 without a marker, or {@link EtcdLockProtocol#FENCED} while the namespace is
+     * fenced after a data loss (then nothing holds: every entry shows as waiting, and the fence is
+     * logged at WARN with its end).
+     */
+    private long tokenOffset() {
+        TxnResponse r = await(
+                null,
+                "reading the epoch marker",
+                backend.client
+                        .getKVClient()
+                        .txn()
+                        .Then(
+                                Op.get(bytes(root + "#epoch"), GetOption.DEFAULT),
+                                Op.get(bytes(root + "#fence"), GetOption.DEFAULT))
+                        .commit());
+        List<KeyValue> fence = r.getGetResponses().get(1).getKvs();
+        if (!fence.isEmpty()) {
+            log.warn(
+                    "namespace {} is fenced after a data loss ({}): nothing is granted until the fence's lease"
+                            + " runs out",
+                    root,
+                    string(fence.get(0).getValue()));
+            return EtcdLockProtocol.FENCED;
+        }
+        List<KeyValue> marker = r.getGetResponses().get(0).getKvs();
+        long offset = marker.isEmpty()
+                ? -1
+                : EtcdLockProtocol.offsetOf(string(marker.get(0).getValue()));
+        return Math.max(0, offset);
     }
 
     /** Each lease's TTL left, asked for all at once. */
@@ -195,7 +234,8 @@ final class EtcdInspector implements LockInspector {
             String family,
             List<KeyValue> entries,
             Set<String> tombstones,
-            Map<Long, LeaseTimeToLiveResponse> ttls) {
+            Map<Long, LeaseTimeToLiveResponse> ttls,
+            long offset) {
         int max = 0;
         boolean downgradeRead = false;
         for (KeyValue kv : entries) {
@@ -217,8 +257,8 @@ final class EtcdInspector implements LockInspector {
             LockMode mode = modeOf(m);
             int[] semaphore = EtcdLockProtocol.semaphore(m);
             int permits = mode == LockMode.SEMAPHORE && semaphore != null ? semaphore[0] : 1;
-            boolean holds =
-                    switch (mode) {
+            boolean holds = offset != EtcdLockProtocol.FENCED
+                    && switch (mode) {
                             // With lock-delay the first entry is granted once its own lock-delay key
                             // exists, and not while another's is left.
                         case EXCLUSIVE -> i == 0
@@ -230,7 +270,7 @@ final class EtcdInspector implements LockInspector {
                     };
             writerAhead |= mode == LockMode.WRITE;
             permitsAhead += permits;
-            (holds ? holders : waiters).add(entry(kv, key, mode, permits, holds, ttls.get(kv.getLease())));
+            (holds ? holders : waiters).add(entry(kv, key, mode, permits, holds, ttls.get(kv.getLease()), offset));
         }
         LockKind kind =
                 switch (family) {
@@ -252,7 +292,13 @@ final class EtcdInspector implements LockInspector {
     }
 
     private static EntrySnapshot entry(
-            KeyValue kv, String key, LockMode mode, int permits, boolean holds, @Nullable LeaseTimeToLiveResponse ttl) {
+            KeyValue kv,
+            String key,
+            LockMode mode,
+            int permits,
+            boolean holds,
+            @Nullable LeaseTimeToLiveResponse ttl,
+            long offset) {
         // The value's origin: "<mode>|<pid>@<host>|<put time, ms base 36>" (older entries: none).
         String[] origin = string(kv.getValue()).split("\\|", -1);
         String host = null;
@@ -284,7 +330,7 @@ final class EtcdInspector implements LockInspector {
                 host,
                 pid,
                 connected,
-                holds ? kv.getCreateRevision() : 0,
+                holds ? kv.getCreateRevision() + Math.max(0, offset) : 0,
                 since,
                 left);
     }

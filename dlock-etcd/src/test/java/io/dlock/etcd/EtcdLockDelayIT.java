@@ -253,6 +253,6 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> c.semaphore("s", 2))
                 .isInstanceOf(UnsupportedOperationException.class)
                 .hasMessageContaining("SEMAPHORE");
-        assertThat(keys(prefix + "/")).isEmpty();
+        assertThat(lockKeys()).isEmpty();
     }
 }

@@ -91,10 +91,11 @@ class EtcdManyLocksIT extends EtcdTestSupport {
 
         assertThat(lost.get()).as("onLost calls").isZero();
         assertThat(held).hasSize(LOCKS).allMatch(Lease::isValid);
+        String locks = prefix + "//0"; // every name starts with 0; the epoch marker is <ns>//#epoch
         long keys = inspector
                 .getKVClient()
                 .get(
-                        bytes(prefix + "//"),
+                        bytes(locks),
                         GetOption.builder().isPrefix(true).withCountOnly(true).build())
                 .get(10, TimeUnit.SECONDS)
                 .getCount();
@@ -107,7 +108,7 @@ class EtcdManyLocksIT extends EtcdTestSupport {
 
         // Every key checked at once, as one renewal tick would if all 20,000 were due together.
         EtcdBackend.EtcdLease lease = java.util.Objects.requireNonNull(backend.currentLease());
-        List<io.etcd.jetcd.KeyValue> onServer = keysOnly(prefix + "//");
+        List<io.etcd.jetcd.KeyValue> onServer = keysOnly(locks);
         long checkStart = System.nanoTime();
         List<CompletableFuture<EtcdBackend.KeyState>> checks = new ArrayList<>(LOCKS);
         for (io.etcd.jetcd.KeyValue kv : onServer) {
@@ -129,7 +130,7 @@ class EtcdManyLocksIT extends EtcdTestSupport {
                 .until(() -> inspector
                                 .getKVClient()
                                 .get(
-                                        bytes(prefix + "//"),
+                                        bytes(locks),
                                         GetOption.builder()
                                                 .isPrefix(true)
                                                 .withCountOnly(true)

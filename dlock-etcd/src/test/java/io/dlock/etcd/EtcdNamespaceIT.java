@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 class EtcdNamespaceIT extends EtcdTestSupport {
 
     private LockClient in(String namespace) {
+        markEpoch(inspector, prefix + "/" + namespace);
         return track(LockClient.connect(server.uri(prefix + "/" + namespace)));
     }
 

@@ -19,7 +19,7 @@ class EtcdPrimitivesIT extends EtcdTestSupport implements PrimitivesContract {
 
     @Override
     public List<String> serverState() {
-        return keys(prefix + "/");
+        return lockKeys();
     }
 
     /** Deletes the holder's key, as a revoked or expired lease would. */

@@ -60,6 +60,7 @@ class EtcdTlsIT {
     @Test
     void etcds_withTheServersCa_locksOverTls() throws Exception {
         Path ca = server.caCertificate();
+        EtcdTestSupport.markEpoch(inspector, "tls-ok");
         try (LockClient client = LockClient.connect(tlsUri("tls-ok", "&ca=" + ca))) {
             try (Lease lease = client.lock("orders").acquire()) {
                 assertThat(lease.isValid()).isTrue();
