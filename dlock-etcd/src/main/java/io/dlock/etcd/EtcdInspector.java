@@ -177,9 +177,9 @@ final class EtcdInspector implements LockInspector {
 
     /**
      * What the namespace's epoch marker adds to create revisions to make tokens (see {@link
-     * EtcdLockProtocol}), 0 without a marker, or {@link EtcdLockProtocol#FENCED} while the namespace is
-     * fenced after a data loss (then nothing holds: every entry shows as waiting, and the fence is
-     * logged at WARN with its end).
+     * EtcdLockProtocol}), or {@link EtcdLockProtocol#FENCED} while nothing can be granted: the
+     * namespace is fenced after a data loss (logged at WARN with its end), or its marker is missing or
+     * not dlock's (the first entry's client is about to fence it). Every entry then shows as waiting.
      */
     private long tokenOffset() {
         TxnResponse r = await(
@@ -203,9 +203,9 @@ final class EtcdInspector implements LockInspector {
         }
         List<KeyValue> marker = r.getGetResponses().get(0).getKvs();
         long offset = marker.isEmpty()
-                ? -1
+                ? EtcdLockProtocol.FENCED
                 : EtcdLockProtocol.offsetOf(string(marker.get(0).getValue()));
-        return Math.max(0, offset);
+        return offset < 0 ? EtcdLockProtocol.FENCED : offset;
     }
 
     /** Each lease's TTL left, asked for all at once. */
@@ -330,7 +330,7 @@ final class EtcdInspector implements LockInspector {
                 host,
                 pid,
                 connected,
-                holds ? kv.getCreateRevision() + Math.max(0, offset) : 0,
+                holds ? kv.getCreateRevision() + offset : 0,
                 since,
                 left);
     }
@@ -417,6 +417,8 @@ final class EtcdInspector implements LockInspector {
         private final ScheduledExecutorService thread;
         private final AtomicBoolean closed = new AtomicBoolean();
         private volatile io.etcd.jetcd.Watch.@Nullable Watcher watcher;
+        /** On the namespace's fence: its end grants the first entry without a change under the lock. */
+        private volatile io.etcd.jetcd.Watch.@Nullable Watcher fenceWatcher;
         // Only the watch's thread touches this.
         private @Nullable List<String> last;
 
@@ -446,6 +448,16 @@ final class EtcdInspector implements LockInspector {
                             io.etcd.jetcd.Watch.listener(r -> refresh(), e -> {
                                 if (!closed.get()) {
                                     onError.accept(e);
+                                    refresh();
+                                }
+                            }));
+            fenceWatcher = backend.client
+                    .getWatchClient()
+                    .watch(
+                            bytes(root + "#fence"),
+                            WatchOption.DEFAULT,
+                            io.etcd.jetcd.Watch.listener(r -> refresh(), e -> {
+                                if (!closed.get()) {
                                     refresh();
                                 }
                             }));
@@ -489,6 +501,10 @@ final class EtcdInspector implements LockInspector {
                 io.etcd.jetcd.Watch.Watcher w = watcher;
                 if (w != null) {
                     w.close();
+                }
+                io.etcd.jetcd.Watch.Watcher f = fenceWatcher;
+                if (f != null) {
+                    f.close();
                 }
                 thread.shutdownNow();
             }
