@@ -12,14 +12,12 @@ import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.common.exception.ErrorCode;
 import io.etcd.jetcd.common.exception.EtcdException;
 import io.etcd.jetcd.options.GetOption;
-import io.etcd.jetcd.options.LeaseOption;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.EnumSet;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -105,8 +103,63 @@ final class EtcdBackend implements LockBackend {
 
     private final long requestTimeoutNanos;
 
-    /** The next key check of a lease not sent yet, by lease id; renewals join it. */
-    private final Map<Long, CompletableFuture<Set<ByteSequence>>> keyChecks = new ConcurrentHashMap<>();
+    /** The key checks of a lease not sent yet, by lease id; renewals join them. */
+    private final Map<Long, KeyChecks> keyChecks = new ConcurrentHashMap<>();
+
+    /**
+     * How many reads one key-check transaction carries: etcd's default {@code --max-txn-ops}, halved
+     * for good when a server refuses that many.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger checksPerTxn =
+            new java.util.concurrent.atomic.AtomicInteger(DEFAULT_MAX_TXN_OPS);
+
+    static final int DEFAULT_MAX_TXN_OPS = 128;
+
+    /** How many key-check transactions of one lease are in flight at once. */
+    static final int CHECK_TXNS_IN_FLIGHT = 4;
+
+    /** The ticker reading of the last WARN about key checks that could not be made. */
+    private final java.util.concurrent.atomic.AtomicLong uncheckedWarnedAt =
+            new java.util.concurrent.atomic.AtomicLong();
+
+    /** The largest batch of key checks sent at once and how long it took, for tests. */
+    private volatile int largestKeyCheck;
+
+    private volatile long largestKeyCheckNanos;
+
+    /** What a renewal's key check found. */
+    enum KeyState {
+        /** The key is there, on the lease, in the generation of the grant. */
+        HELD,
+        /** The key is gone, or another generation or lease has it. */
+        GONE,
+        /** etcd refused the check for a reason that asking again will not change (logged at WARN). */
+        UNCHECKED
+    }
+
+    /** One renewal's question: is {@code key} still there at {@code createRevision}? */
+    private record KeyCheck(ByteSequence key, long createRevision, CompletableFuture<KeyState> result) {}
+
+    /** The key checks of one lease gathered for one send; sealed once it is being sent. */
+    private static final class KeyChecks {
+        /** Guarded by this. */
+        private final List<KeyCheck> checks = new java.util.ArrayList<>();
+        /** Guarded by this. */
+        private boolean sealed;
+
+        synchronized boolean add(KeyCheck c) {
+            if (sealed) {
+                return false;
+            }
+            checks.add(c);
+            return true;
+        }
+
+        synchronized List<KeyCheck> seal() {
+            sealed = true;
+            return checks;
+        }
+    }
 
     private record InFlight(CompletableFuture<?> request, long deadline) {}
 
@@ -321,45 +374,172 @@ final class EtcdBackend implements LockBackend {
     }
 
     /**
-     * The keys attached to {@code lease} on the server, from one request shared by every caller
-     * until it is sent (a few milliseconds later, so that one renewal tick's grants share it).
-     * Never blocks. Fails with {@link LockBackendException} when etcd does not answer, and, if
-     * the lease is gone on the server, marks it lost and completes with no keys.
+     * Whether {@code key} is still on the server, attached to {@code lease}, in the generation
+     * created at {@code createRevision}. The checks that arrive within a few milliseconds (one
+     * renewal tick's) go together, as transactions of keys-only reads of at most {@link
+     * #DEFAULT_MAX_TXN_OPS} keys each, a few at a time: each reply stays small however many locks the
+     * client holds (one {@code LeaseTimeToLive} listing every attached key went past gRPC's 4 MiB
+     * reply limit at about 18,000 keys of 200-character names, and every renewal failed).
+     *
+     * <p>Never blocks. Fails with {@link LockBackendException} when etcd does not answer or answers
+     * with an error that may pass (the renewal is tried again). An error that will not pass (etcd
+     * refuses the request itself) completes with {@link KeyState#UNCHECKED} and is logged at WARN
+     * with its cause: the grant stays as valid as its lease's keep-alive says, and only a key
+     * deleted from outside goes unnoticed until a check succeeds again.
      */
-    CompletableFuture<Set<ByteSequence>> attachedKeys(EtcdLease lease) {
-        CompletableFuture<Set<ByteSequence>> fresh = new CompletableFuture<>();
-        CompletableFuture<Set<ByteSequence>> check = keyChecks.putIfAbsent(lease.id, fresh);
-        if (check != null) {
-            return check;
+    CompletableFuture<KeyState> checkKey(EtcdLease lease, ByteSequence key, long createRevision) {
+        KeyCheck check = new KeyCheck(key, createRevision, new CompletableFuture<>());
+        while (true) {
+            boolean[] created = {false};
+            KeyChecks batch = keyChecks.computeIfAbsent(lease.id, id -> {
+                created[0] = true;
+                return new KeyChecks();
+            });
+            if (!batch.add(check)) {
+                keyChecks.remove(lease.id, batch); // being sent: start the next one
+                continue;
+            }
+            if (created[0] && schedule(() -> sendKeyChecks(lease, batch), 5) == null) {
+                keyChecks.remove(lease.id, batch);
+                for (KeyCheck c : batch.seal()) {
+                    c.result().completeExceptionally(new LockBackendException(null, NAME, "client is closed", null));
+                }
+            }
+            return check.result();
         }
-        if (schedule(() -> sendKeyCheck(lease, fresh), 5) == null) {
-            keyChecks.remove(lease.id, fresh);
-            fresh.completeExceptionally(new LockBackendException(null, NAME, "client is closed", null));
-        }
-        return fresh;
     }
 
-    private void sendKeyCheck(EtcdLease lease, CompletableFuture<Set<ByteSequence>> check) {
-        keyChecks.remove(lease.id, check); // later renewals make the next check
-        bounded(client.getLeaseClient()
-                        .timeToLive(
-                                lease.id,
-                                LeaseOption.builder().withAttachedKeys().build()))
-                .whenComplete((r, err) -> {
-                    // etcd answers -1 for a lease it no longer has; 0 is a lease with under a second left.
-                    if (err == null && r.getTTL() >= 0) {
-                        check.complete(new HashSet<>(r.getKeys()));
-                    } else if (err == null || isLeaseGone(err)) {
-                        try {
-                            lost(lease, "etcd lease " + Long.toHexString(lease.id) + " is gone on the server", err);
-                        } finally {
-                            check.complete(Set.of()); // the renewals waiting on it find their keys gone
-                        }
-                    } else {
-                        check.completeExceptionally(
-                                EtcdLockProtocol.failure(null, "reading the keys of " + lease, err));
+    /** Never throws (a timer task): every check ends completed. */
+    private void sendKeyChecks(EtcdLease lease, KeyChecks batch) {
+        keyChecks.remove(lease.id, batch); // later renewals make the next batch
+        List<KeyCheck> all = batch.seal();
+        long started = now();
+        java.util.concurrent.ConcurrentLinkedQueue<List<KeyCheck>> txns =
+                new java.util.concurrent.ConcurrentLinkedQueue<>();
+        int per = checksPerTxn.get();
+        for (int i = 0; i < all.size(); i += per) {
+            txns.add(all.subList(i, Math.min(all.size(), i + per)));
+        }
+        CompletableFuture.allOf(all.stream().map(KeyCheck::result).toArray(CompletableFuture<?>[]::new))
+                .whenComplete((x, e) -> {
+                    if (all.size() > largestKeyCheck) {
+                        largestKeyCheck = all.size();
+                        largestKeyCheckNanos = now() - started;
                     }
                 });
+        for (int i = 0; i < CHECK_TXNS_IN_FLIGHT; i++) {
+            sendNextKeyCheck(lease, txns);
+        }
+    }
+
+    private static final GetOption KEY_ONLY =
+            GetOption.builder().withKeysOnly(true).build();
+
+    /** Sends the next transaction of {@code txns}, and the one after once it is answered. */
+    private void sendNextKeyCheck(EtcdLease lease, java.util.Queue<List<KeyCheck>> txns) {
+        List<KeyCheck> checks = txns.poll();
+        if (checks == null) {
+            return;
+        }
+        CompletableFuture<io.etcd.jetcd.kv.TxnResponse> sent;
+        try {
+            sent = bounded(client.getKVClient()
+                    .txn()
+                    .Then(checks.stream()
+                            .map(c -> io.etcd.jetcd.op.Op.get(c.key(), KEY_ONLY))
+                            .toArray(io.etcd.jetcd.op.Op[]::new))
+                    .commit());
+        } catch (RuntimeException e) {
+            sent = CompletableFuture.failedFuture(e);
+        }
+        sent.whenComplete((r, err) -> {
+            try {
+                if (err == null) {
+                    for (int i = 0; i < checks.size(); i++) {
+                        KeyCheck c = checks.get(i);
+                        List<io.etcd.jetcd.KeyValue> kvs =
+                                r.getGetResponses().get(i).getKvs();
+                        boolean held = !kvs.isEmpty()
+                                && kvs.get(0).getLease() == lease.id
+                                && kvs.get(0).getCreateRevision() == c.createRevision();
+                        c.result().complete(held ? KeyState.HELD : KeyState.GONE);
+                    }
+                } else if (String.valueOf(EtcdLockProtocol.unwrap(err).getMessage())
+                                .contains("too many operations")
+                        && checks.size() > 1) {
+                    // A server with a lower --max-txn-ops: smaller transactions from now on.
+                    int half = checks.size() / 2;
+                    checksPerTxn.accumulateAndGet(half, Math::min);
+                    log.info(
+                            "[client={}] etcd refuses {} reads in one transaction; checking {} keys per transaction",
+                            NAME,
+                            checks.size(),
+                            half);
+                    txns.add(checks.subList(0, half));
+                    txns.add(checks.subList(half, checks.size()));
+                    sendNextKeyCheck(lease, txns); // this one's place, plus one for the extra half
+                } else if (isTransient(err)) {
+                    LockBackendException failure =
+                            EtcdLockProtocol.failure(null, "checking " + checks.size() + " keys of " + lease, err);
+                    checks.forEach(c -> c.result().completeExceptionally(failure));
+                } else {
+                    long now = now();
+                    long last = uncheckedWarnedAt.get();
+                    if ((last == 0 || now - last > TimeUnit.MINUTES.toNanos(1))
+                            && uncheckedWarnedAt.compareAndSet(last, now == 0 ? 1 : now)) {
+                        log.warn(
+                                "[client={}] etcd refuses the renewal's check of {} keys of {}; their grants stay"
+                                        + " valid while the lease is kept alive, but a key deleted from outside goes"
+                                        + " unnoticed until a check succeeds (logged at most once a minute)",
+                                NAME,
+                                checks.size(),
+                                lease,
+                                EtcdLockProtocol.unwrap(err));
+                    }
+                    checks.forEach(c -> c.result().complete(KeyState.UNCHECKED));
+                }
+            } catch (RuntimeException e) {
+                checks.forEach(c -> c.result().completeExceptionally(e));
+            } finally {
+                sendNextKeyCheck(lease, txns);
+            }
+        });
+    }
+
+    /**
+     * Whether a failed request may succeed if sent again: no answer, or etcd unavailable, busy or
+     * between leaders. An error etcd gives for the request itself (too large, invalid, not
+     * permitted) comes back however often it is sent.
+     */
+    static boolean isTransient(Throwable err) {
+        for (Throwable t = err; t != null; t = t.getCause()) {
+            if (t instanceof TimeoutException) {
+                return true;
+            }
+            if (t instanceof EtcdException ee) {
+                return switch (ee.getErrorCode()) {
+                    case INVALID_ARGUMENT,
+                            RESOURCE_EXHAUSTED,
+                            PERMISSION_DENIED,
+                            UNAUTHENTICATED,
+                            FAILED_PRECONDITION,
+                            OUT_OF_RANGE,
+                            UNIMPLEMENTED -> false;
+                    default -> true;
+                };
+            }
+        }
+        return true;
+    }
+
+    /** The largest batch of key checks sent at once, for tests. */
+    int largestKeyCheck() {
+        return largestKeyCheck;
+    }
+
+    /** How long {@link #largestKeyCheck()}'s batch took until every answer was in, for tests. */
+    long largestKeyCheckMillis() {
+        return TimeUnit.NANOSECONDS.toMillis(largestKeyCheckNanos);
     }
 
     /**
@@ -688,9 +868,11 @@ final class EtcdBackend implements LockBackend {
         }
         boolean keepDelayLeases = protocol.holdsTombstones();
         protocol.close();
-        keyChecks
-                .values()
-                .forEach(c -> c.completeExceptionally(new LockBackendException(null, NAME, "client closed", null)));
+        for (KeyChecks batch : keyChecks.values()) {
+            for (KeyCheck c : batch.seal()) {
+                c.result().completeExceptionally(new LockBackendException(null, NAME, "client closed", null));
+            }
+        }
         List<EtcdLease> leases;
         synchronized (this) {
             current = null;

@@ -44,8 +44,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The operator view of an etcd backend: reads the entry keys as {@link EtcdLockProtocol} lays them
- * out ({@code <ns>/<name>/<x|rw|s>/<id>}, lock-delay keys under {@code d/}), without changing the
- * protocol.
+ * out ({@code <ns>//<name>/<x|rw|s>/<id>}, lock-delay keys under {@code d/}), without changing the
+ * protocol. Keys and values of another shape under the namespace are skipped (logged at debug).
  *
  * <p>What etcd shows: the holding client (its lease, in hex), the host and pid of the process that
  * put the entry and when it put it (both written in the entry's value; etcd keeps no time for a
@@ -79,23 +79,26 @@ final class EtcdInspector implements LockInspector {
             .withSortOrder(GetOption.SortOrder.ASCEND)
             .build();
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(EtcdInspector.class);
+
     private final EtcdBackend backend;
-    private final String ns;
+    /** Where this namespace's lock names begin ({@link EtcdLockProtocol#root}). */
+    private final String root;
 
     EtcdInspector(EtcdBackend backend) {
         this.backend = backend;
-        this.ns = backend.uri.namespace();
+        this.root = EtcdLockProtocol.root(backend.uri.namespace());
     }
 
     /** An entry key read back: its lock name, family and id (the last path segment). */
     private record Parsed(String name, String family, String id) {}
 
-    /** Splits {@code <ns>/<name>/<family>/<id>}; null for anything else (a foreign key). */
+    /** Splits {@code <ns>//<name>/<family>/<id>}; null for anything else (a foreign key). */
     private @Nullable Parsed parse(String key) {
-        if (!key.startsWith(ns + "/")) {
+        if (!key.startsWith(root)) {
             return null;
         }
-        String[] parts = key.substring(ns.length() + 1).split("/", -1);
+        String[] parts = key.substring(root.length()).split("/", -1);
         if (parts.length != 3 || parts[0].isEmpty() || parts[2].isEmpty()) {
             return null;
         }
@@ -109,12 +112,12 @@ final class EtcdInspector implements LockInspector {
     public List<LockSnapshot> inspect(String namePrefix) {
         Objects.requireNonNull(namePrefix, "namePrefix");
         // Lock names have no '/', so the name prefix is a key prefix.
-        return read(ns + "/" + namePrefix, name -> name.startsWith(namePrefix));
+        return read(root + namePrefix, name -> name.startsWith(namePrefix));
     }
 
     /** The snapshots of lock {@code name} alone. */
     List<LockSnapshot> read(String name) {
-        return read(ns + "/" + name + "/", name::equals);
+        return read(root + name + "/", name::equals);
     }
 
     private List<LockSnapshot> read(String keyPrefix, java.util.function.Predicate<String> names) {
@@ -132,6 +135,10 @@ final class EtcdInspector implements LockInspector {
             if (p == null || !names.test(p.name())) {
                 continue;
             }
+            if (!p.family().equals("d") && !isEntry(p.family(), EtcdLockProtocol.mode(kv))) {
+                log.debug("skipping {} = '{}': not an entry dlock wrote", string(kv.getKey()), string(kv.getValue()));
+                continue;
+            }
             if (p.family().equals("d")) {
                 tombstones.computeIfAbsent(p.name(), n -> new HashSet<>()).add(p.id());
             } else {
@@ -142,6 +149,7 @@ final class EtcdInspector implements LockInspector {
             }
         }
         Map<Long, LeaseTimeToLiveResponse> ttls = leaseTimes(leases);
+        long offset = tokenOffset();
         List<LockSnapshot> out = new ArrayList<>();
         for (Map.Entry<String, Map<String, List<KeyValue>>> lock : locks.entrySet()) {
             for (String family : List.of("x", "rw", "s")) {
@@ -155,11 +163,49 @@ final class EtcdInspector implements LockInspector {
                 }
                 if (!entries.isEmpty()) {
                     out.add(snapshot(
-                            lock.getKey(), family, entries, tombstones.getOrDefault(lock.getKey(), Set.of()), ttls));
+                            lock.getKey(),
+                            family,
+                            entries,
+                            tombstones.getOrDefault(lock.getKey(), Set.of()),
+                            ttls,
+                            offset));
                 }
             }
         }
         return out;
+    }
+
+    /**
+     * What the namespace's epoch marker adds to create revisions to make tokens (see {@link
+     * EtcdLockProtocol}), or {@link EtcdLockProtocol#FENCED} while nothing can be granted: the
+     * namespace is fenced after a data loss (logged at WARN with its end), or its marker is missing or
+     * not dlock's (the first entry's client is about to fence it). Every entry then shows as waiting.
+     */
+    private long tokenOffset() {
+        TxnResponse r = await(
+                null,
+                "reading the epoch marker",
+                backend.client
+                        .getKVClient()
+                        .txn()
+                        .Then(
+                                Op.get(bytes(root + "#epoch"), GetOption.DEFAULT),
+                                Op.get(bytes(root + "#fence"), GetOption.DEFAULT))
+                        .commit());
+        List<KeyValue> fence = r.getGetResponses().get(1).getKvs();
+        if (!fence.isEmpty()) {
+            log.warn(
+                    "namespace {} is fenced after a data loss ({}): nothing is granted until the fence's lease"
+                            + " runs out",
+                    root,
+                    string(fence.get(0).getValue()));
+            return EtcdLockProtocol.FENCED;
+        }
+        List<KeyValue> marker = r.getGetResponses().get(0).getKvs();
+        long offset = marker.isEmpty()
+                ? EtcdLockProtocol.FENCED
+                : EtcdLockProtocol.offsetOf(string(marker.get(0).getValue()));
+        return offset < 0 ? EtcdLockProtocol.FENCED : offset;
     }
 
     /** Each lease's TTL left, asked for all at once. */
@@ -177,21 +223,27 @@ final class EtcdInspector implements LockInspector {
         return out;
     }
 
+    /** Whether {@code mode} is an entry's that dlock writes in {@code family}. */
+    private static boolean isEntry(String family, String mode) {
+        return family.equals("x") ? mode.startsWith("x ") : EtcdLockProtocol.isEntryMode(family, mode);
+    }
+
     /** Decides, as {@link EtcdLockProtocol} does, which entries of one family hold. */
     private static LockSnapshot snapshot(
             String name,
             String family,
             List<KeyValue> entries,
             Set<String> tombstones,
-            Map<Long, LeaseTimeToLiveResponse> ttls) {
+            Map<Long, LeaseTimeToLiveResponse> ttls,
+            long offset) {
         int max = 0;
         boolean downgradeRead = false;
         for (KeyValue kv : entries) {
             String m = EtcdLockProtocol.mode(kv);
             downgradeRead |= m.equals("rd");
-            String[] s = m.split(" ");
-            if (family.equals("s") && s.length == 3 && max == 0) {
-                max = Integer.parseInt(s[2]);
+            int[] s = EtcdLockProtocol.semaphore(m);
+            if (family.equals("s") && s != null && max == 0) {
+                max = s[1];
             }
         }
         List<EntrySnapshot> holders = new ArrayList<>();
@@ -203,9 +255,10 @@ final class EtcdInspector implements LockInspector {
             String key = string(kv.getKey());
             String m = EtcdLockProtocol.mode(kv);
             LockMode mode = modeOf(m);
-            int permits = mode == LockMode.SEMAPHORE ? Integer.parseInt(m.split(" ")[1]) : 1;
-            boolean holds =
-                    switch (mode) {
+            int[] semaphore = EtcdLockProtocol.semaphore(m);
+            int permits = mode == LockMode.SEMAPHORE && semaphore != null ? semaphore[0] : 1;
+            boolean holds = offset != EtcdLockProtocol.FENCED
+                    && switch (mode) {
                             // With lock-delay the first entry is granted once its own lock-delay key
                             // exists, and not while another's is left.
                         case EXCLUSIVE -> i == 0
@@ -217,7 +270,7 @@ final class EtcdInspector implements LockInspector {
                     };
             writerAhead |= mode == LockMode.WRITE;
             permitsAhead += permits;
-            (holds ? holders : waiters).add(entry(kv, key, mode, permits, holds, ttls.get(kv.getLease())));
+            (holds ? holders : waiters).add(entry(kv, key, mode, permits, holds, ttls.get(kv.getLease()), offset));
         }
         LockKind kind =
                 switch (family) {
@@ -239,7 +292,13 @@ final class EtcdInspector implements LockInspector {
     }
 
     private static EntrySnapshot entry(
-            KeyValue kv, String key, LockMode mode, int permits, boolean holds, @Nullable LeaseTimeToLiveResponse ttl) {
+            KeyValue kv,
+            String key,
+            LockMode mode,
+            int permits,
+            boolean holds,
+            @Nullable LeaseTimeToLiveResponse ttl,
+            long offset) {
         // The value's origin: "<mode>|<pid>@<host>|<put time, ms base 36>" (older entries: none).
         String[] origin = string(kv.getValue()).split("\\|", -1);
         String host = null;
@@ -271,7 +330,7 @@ final class EtcdInspector implements LockInspector {
                 host,
                 pid,
                 connected,
-                holds ? kv.getCreateRevision() : 0,
+                holds ? kv.getCreateRevision() + offset : 0,
                 since,
                 left);
     }
@@ -313,8 +372,7 @@ final class EtcdInspector implements LockInspector {
             if (EtcdLockProtocol.familyMode(key) == LockMode.EXCLUSIVE) {
                 // As a release does: a forced release is no loss, so no lock-delay follows it.
                 deletes.add(Op.delete(
-                        bytes(ns + "/" + name + "/d/" + key.substring(key.lastIndexOf('/') + 1)),
-                        DeleteOption.DEFAULT));
+                        bytes(root + name + "/d/" + key.substring(key.lastIndexOf('/') + 1)), DeleteOption.DEFAULT));
             }
             TxnResponse r = await(
                     name,
@@ -359,6 +417,8 @@ final class EtcdInspector implements LockInspector {
         private final ScheduledExecutorService thread;
         private final AtomicBoolean closed = new AtomicBoolean();
         private volatile io.etcd.jetcd.Watch.@Nullable Watcher watcher;
+        /** On the namespace's fence: its end grants the first entry without a change under the lock. */
+        private volatile io.etcd.jetcd.Watch.@Nullable Watcher fenceWatcher;
         // Only the watch's thread touches this.
         private @Nullable List<String> last;
 
@@ -383,11 +443,21 @@ final class EtcdInspector implements LockInspector {
             watcher = backend.client
                     .getWatchClient()
                     .watch(
-                            bytes(ns + "/" + name + "/"),
+                            bytes(root + name + "/"),
                             WatchOption.builder().isPrefix(true).build(),
                             io.etcd.jetcd.Watch.listener(r -> refresh(), e -> {
                                 if (!closed.get()) {
                                     onError.accept(e);
+                                    refresh();
+                                }
+                            }));
+            fenceWatcher = backend.client
+                    .getWatchClient()
+                    .watch(
+                            bytes(root + "#fence"),
+                            WatchOption.DEFAULT,
+                            io.etcd.jetcd.Watch.listener(r -> refresh(), e -> {
+                                if (!closed.get()) {
                                     refresh();
                                 }
                             }));
@@ -431,6 +501,10 @@ final class EtcdInspector implements LockInspector {
                 io.etcd.jetcd.Watch.Watcher w = watcher;
                 if (w != null) {
                     w.close();
+                }
+                io.etcd.jetcd.Watch.Watcher f = fenceWatcher;
+                if (f != null) {
+                    f.close();
                 }
                 thread.shutdownNow();
             }

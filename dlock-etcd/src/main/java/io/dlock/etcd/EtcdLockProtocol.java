@@ -42,13 +42,17 @@ import org.slf4j.LoggerFactory;
 /**
  * dlock's lock recipes on etcd.
  *
- * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>/n/<family>/<acquisition id>}, attached
+ * <p>Keys: an acquisition of lock {@code n} puts {@code <ns>//n/<family>/<acquisition id>}, attached
  * to the client's lease, where the family is {@code x} (exclusive lock), {@code rw} (read-write
- * lock) or {@code s} (semaphore); the value names the mode ({@code x}, {@code r}, {@code rd} for a
+ * lock) or {@code s} (semaphore). The empty segment after the namespace ends it: a namespace has no
+ * empty segment and a lock name no slash, so no namespace's keys start with another's ({@code
+ * app//} is no prefix of {@code app/orders//}), and a range over one lock's family holds that
+ * family's keys only. A key or value in a range that dlock did not write is skipped (logged at
+ * debug), never parsed as an entry; the value names the mode ({@code x}, {@code r}, {@code rd} for a
  * downgrade's read, {@code w}, {@code s <permits> <total>}), then who put it and when ({@link
  * #origin}). Entries are ordered by create revision,
  * which etcd assigns cluster-wide and in commit order: FIFO, and the fencing token. With lock-delay,
- * a holder also puts {@code <ns>/n/d/<acquisition id>} on the lock-delay lease.
+ * a holder also puts {@code <ns>//n/d/<acquisition id>} on the lock-delay lease.
  *
  * <p>The put and the read of the queue are one transaction guarded by "the key does not exist yet",
  * so an enqueue retried after a lost reply never creates a second entry, and the exclusive lock
@@ -58,6 +62,11 @@ import org.slf4j.LoggerFactory;
  * so a delete between the first read and the watch is still seen; after a delete it reads again (a
  * middle waiter may have left). Semaphore waiters wait for any delete in the family's prefix (any
  * holder leaving may make room), as on ZooKeeper.
+ *
+ * <p>Data loss ({@link #epoch}): {@code <ns>//#epoch} holds an id and the token offset of the
+ * namespace's current data life, {@code <ns>//#fence} (on a lease nobody keeps alive) exists for a
+ * lease time after a loss was noticed; every queue read also reads both, so a grant is decided on
+ * the same revision as the marker it relies on, and tokens are create revisions plus the offset.
  *
  * <p>Lock-delay (exclusive lock): a grant is reported only after the holder's tombstone key exists
  * (put in a transaction that checks the holder's key still exists); a clean release deletes the
@@ -77,7 +86,25 @@ final class EtcdLockProtocol implements LockProtocol {
     static final String WATCH_FAMILY = "*";
 
     private final EtcdBackend backend;
+    /** {@link #root}: where this namespace's lock names begin. */
+    private final String root;
+    /** The namespace's epoch marker ({@link #epoch}); '#' is in no lock name, so no lock's range holds it. */
+    private final String epochKey;
+    /** The namespace's fence: while it exists nothing is granted ({@link #epoch}). */
+    private final String fenceKey;
+
     private final String ns;
+    /** How long a fence this client starts lasts, in seconds: its own lease TTL. */
+    private final long quarantineSeconds;
+    /** The etcd cluster id this client saw last, or 0. */
+    private volatile long clusterId;
+    /** The highest token this client has seen: a new epoch's offset starts above it. */
+    private final java.util.concurrent.atomic.AtomicLong highWater = new java.util.concurrent.atomic.AtomicLong();
+    /** Whether this client is writing a new marker and fence now. */
+    private final java.util.concurrent.atomic.AtomicBoolean fencing = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The create revision of the last fence logged at WARN, so that each is logged once. */
+    private final java.util.concurrent.atomic.AtomicLong fenceWarned = new java.util.concurrent.atomic.AtomicLong();
+
     private final boolean lockDelay;
     private final long lockDelayMs;
     /**
@@ -91,11 +118,44 @@ final class EtcdLockProtocol implements LockProtocol {
     EtcdLockProtocol(EtcdBackend backend) {
         this.backend = backend;
         this.ns = backend.uri.namespace();
+        this.root = root(ns);
+        this.epochKey = root + "#epoch";
+        this.fenceKey = root + "#fence";
+        this.quarantineSeconds = backend.uri.ttlSeconds();
         this.lockDelay = !backend.uri.lockDelay().isZero();
         this.lockDelayMs = backend.uri.lockDelay().toMillis();
     }
 
     // ---- keys
+
+    /**
+     * The prefix of every lock key of namespace {@code ns}: {@code <ns>//}. A namespace never has an
+     * empty segment, so the first {@code //} in a key is where its namespace ends.
+     */
+    static String root(String ns) {
+        return ns + "//";
+    }
+
+    /**
+     * The family of {@code key} if it is an entry or lock-delay key of lock {@code lockName} under
+     * {@code root} ({@code <root><lockName>/<x|rw|s|d>/<id>}, the id not empty and without a slash),
+     * else null.
+     */
+    static @Nullable String familyIn(String root, String lockName, String key) {
+        String lock = root + lockName + "/";
+        if (!key.startsWith(lock)) {
+            return null;
+        }
+        int slash = key.indexOf('/', lock.length());
+        if (slash < 0 || slash == key.length() - 1 || key.indexOf('/', slash + 1) >= 0) {
+            return null;
+        }
+        String family = key.substring(lock.length(), slash);
+        return switch (family) {
+            case "x", "rw", "s", "d" -> family;
+            default -> null;
+        };
+    }
 
     static String family(LockMode mode) {
         return switch (mode) {
@@ -106,11 +166,11 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     String familyPrefix(String lockName, LockMode mode) {
-        return ns + "/" + lockName + "/" + family(mode) + "/";
+        return root + lockName + "/" + family(mode) + "/";
     }
 
     String tombstonePrefix(String lockName) {
-        return ns + "/" + lockName + "/d/";
+        return root + lockName + "/d/";
     }
 
     static String familyOf(String key) {
@@ -189,7 +249,7 @@ final class EtcdLockProtocol implements LockProtocol {
     }
 
     /**
-     * The etcd key of an exclusive entry: {@code <ns>/<name>/x/<lease hex>-<slot>}. A client reuses
+     * The etcd key of an exclusive entry: {@code <ns>//<name>/x/<lease hex>-<slot>}. A client reuses
      * its slots, so the keys under a lock stay few: every range over a lock's prefix walks each key
      * etcd ever had there until the cluster is compacted, deleted ones included, so one key per
      * acquisition made every acquire slower than the one before (2.5 ms after 3,000 cycles instead
@@ -350,6 +410,167 @@ final class EtcdLockProtocol implements LockProtocol {
                 .build();
     }
 
+    // ---- the data-loss guard
+
+    /** {@link #epoch}'s answer when grants must wait for the fence to go. */
+    static final long FENCED = -1;
+
+    /** The token offset in an epoch marker's value ({@code <id hex> <offset>}), or -1 if it is not one. */
+    static long offsetOf(String marker) {
+        String[] parts = marker.split(" ", -1);
+        if (parts.length != 2 || parts[0].isEmpty()) {
+            return -1;
+        }
+        try {
+            long offset = Long.parseLong(parts[1]);
+            return offset >= 0 ? offset : -1;
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Judges the epoch marker and the fence, read as the last two reads of {@code r} (the same
+     * transaction as the queue read it decides on): the offset to add to create revisions to make
+     * tokens, or {@link #FENCED}.
+     *
+     * <p>Why: etcd restarted without its data (a lost volume, a single member rebuilt) has forgotten
+     * every key and lease, and restarts its revisions, while the clients that held locks may count
+     * their grants valid for up to a lease time more, and tokens made from the new revisions would be
+     * lower than theirs. The marker {@code <ns>//#epoch} (no lease) is lost with the data: whoever finds
+     * it missing (or not dlock's, or the cluster id changed) writes a new one, with an id and a token
+     * offset above every token it knows of and above the wall clock in microseconds, together with
+     * the fence {@code <ns>//#fence} on a lease of its own lease time that nobody keeps alive. Until
+     * etcd expires the fence, every entry waits for its deletion; then tokens are create revisions
+     * plus the offset. A namespace never used before waits once too: it cannot be told from a lost one.
+     */
+    private long epoch(TxnResponse r) {
+        List<GetResponse> gets = r.getGetResponses();
+        List<KeyValue> marker = gets.get(gets.size() - 2).getKvs();
+        List<KeyValue> fence = gets.get(gets.size() - 1).getKvs();
+        if (!fence.isEmpty()) {
+            warnFenced(fence.get(0));
+            return FENCED;
+        }
+        long cluster = r.getHeader().getClusterId();
+        long seen = clusterId;
+        if (marker.isEmpty()) {
+            startFence(
+                    null,
+                    "its epoch marker " + epochKey + " is missing: etcd may have lost its data (or the"
+                            + " namespace is new)");
+            return FENCED;
+        }
+        ByteSequence value = marker.get(0).getValue();
+        long offset = offsetOf(string(value));
+        if (offset < 0) {
+            startFence(value, "its epoch marker " + epochKey + " holds '" + string(value) + "', not dlock's");
+            return FENCED;
+        }
+        if (seen != 0 && cluster != seen) {
+            clusterId = cluster; // one fence for one change
+            startFence(
+                    value,
+                    "the etcd cluster id changed from " + Long.toHexString(seen) + " to " + Long.toHexString(cluster));
+            return FENCED;
+        }
+        clusterId = cluster;
+        highWater.accumulateAndGet(r.getHeader().getRevision() + offset, Math::max);
+        return offset;
+    }
+
+    /**
+     * Writes a new epoch marker and the fence, if the marker is still {@code expected} (null: absent),
+     * so that of several clients only one fences; then has the waits on the fence read again. Never
+     * blocks, never throws.
+     */
+    private void startFence(@Nullable ByteSequence expected, String reason) {
+        if (!fencing.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            long offset = Math.max(
+                    java.util.concurrent.TimeUnit.MILLISECONDS.toMicros(System.currentTimeMillis()),
+                    highWater.get() + 1);
+            String id = Long.toHexString(
+                    java.util.concurrent.ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+            long until = System.currentTimeMillis() + quarantineSeconds * 1000;
+            Cmp unchanged = expected == null
+                    ? new Cmp(bytes(epochKey), Cmp.Op.EQUAL, CmpTarget.createRevision(0))
+                    : new Cmp(bytes(epochKey), Cmp.Op.EQUAL, CmpTarget.value(expected));
+            backend.bounded(backend.client.getLeaseClient().grant(quarantineSeconds))
+                    .thenCompose(fenceLease -> txn(
+                                    List.of(unchanged),
+                                    List.of(
+                                            Op.put(bytes(epochKey), bytes(id + " " + offset), PutOption.DEFAULT),
+                                            Op.put(
+                                                    bytes(fenceKey),
+                                                    bytes(until + " " + reason),
+                                                    PutOption.builder()
+                                                            .withLeaseId(fenceLease.getID())
+                                                            .build())),
+                                    List.of())
+                            .whenComplete((t, e) -> {
+                                if (e != null || !t.isSucceeded()) {
+                                    // Another client fenced first (or nothing was written): not ours.
+                                    backend.client.getLeaseClient().revoke(fenceLease.getID());
+                                }
+                            }))
+                    .whenComplete((t, err) -> {
+                        fencing.set(false);
+                        if (err == null && t.isSucceeded()) {
+                            fenceWarned.set(t.getHeader().getRevision()); // the fence's create revision
+                            log.warn(
+                                    "[client={}] fencing namespace '{}' until {} ({} s, the lease time): {}; nothing is"
+                                            + " granted while an old holder may still count its lease valid, and tokens"
+                                            + " continue above {}",
+                                    EtcdBackend.NAME,
+                                    ns,
+                                    java.time.Instant.ofEpochMilli(until),
+                                    quarantineSeconds,
+                                    reason,
+                                    offset);
+                            shared.dispatch(fenceKey);
+                        } else {
+                            if (err != null) {
+                                log.debug("[client={}] fencing namespace '{}' failed: {}", EtcdBackend.NAME, ns, err);
+                            }
+                            // Read again: another client's fence (or a retry of ours), a little later.
+                            backend.schedule(() -> shared.dispatch(fenceKey), err == null ? 0 : backoffMillis(1));
+                        }
+                    });
+        } catch (RuntimeException e) {
+            fencing.set(false);
+            log.debug("[client={}] fencing namespace '{}' failed: {}", EtcdBackend.NAME, ns, e.toString());
+        }
+    }
+
+    /** Logs a fence at WARN once: why grants wait, and until when. */
+    private void warnFenced(KeyValue fence) {
+        long revision = fence.getCreateRevision();
+        if (fenceWarned.getAndSet(revision) == revision) {
+            return;
+        }
+        String v = string(fence.getValue());
+        int space = v.indexOf(' ');
+        String until = v;
+        String reason = "";
+        try {
+            until = java.time.Instant.ofEpochMilli(Long.parseLong(v.substring(0, space)))
+                    .toString();
+            reason = v.substring(space + 1);
+        } catch (RuntimeException e) {
+            // not written by dlock: show it as it is
+        }
+        log.warn(
+                "[client={}] namespace '{}' is fenced until about {}: {}; grants wait for {} to go",
+                EtcdBackend.NAME,
+                ns,
+                until,
+                reason,
+                fenceKey);
+    }
+
     // ---- enqueue
 
     @Override
@@ -411,6 +632,8 @@ final class EtcdLockProtocol implements LockProtocol {
         } else {
             then.add(Op.get(bytes(family), PREFIX));
         }
+        then.add(Op.get(bytes(epochKey), GetOption.DEFAULT));
+        then.add(Op.get(bytes(fenceKey), GetOption.DEFAULT));
         List<Op> otherwise = new ArrayList<>(List.of(Op.get(k, GetOption.DEFAULT)));
         if (writeKey != null) {
             otherwise.add(Op.get(
@@ -428,15 +651,20 @@ final class EtcdLockProtocol implements LockProtocol {
                 if (r.isSucceeded()) {
                     long revision = r.getHeader().getRevision();
                     QueueEntry entry = entry(name, request.acquisitionId(), key, lease.id, revision);
+                    long offset = epoch(r);
+                    if (offset == FENCED) {
+                        result.complete(Position.waiting(entry, fenceKey + "@" + revision));
+                        return;
+                    }
                     if (request.mode() == LockMode.EXCLUSIVE) {
                         List<KeyValue> two = r.getGetResponses().get(0).getKvs();
                         String predecessor = two.size() > 1 ? string(two.get(1).getKey()) : null;
                         String tomb = lockDelay
                                 ? foreignTombstone(r.getGetResponses().get(1).getKvs(), tombstoneKey(name, key))
                                 : null;
-                        settleExclusive(entry, predecessor, tomb, revision, lease, result);
+                        settleExclusive(entry, predecessor, tomb, revision, lease, offset, result);
                     } else {
-                        complete(result, entry, r.getGetResponses().get(0).getKvs(), revision, lease);
+                        complete(result, entry, r.getGetResponses().get(0).getKvs(), revision, lease, offset);
                     }
                     return;
                 }
@@ -544,15 +772,16 @@ final class EtcdLockProtocol implements LockProtocol {
             @Nullable String tombstone,
             long revision,
             EtcdBackend.EtcdLease lease,
+            long offset,
             CompletableFuture<Position> result) {
         if (predecessor != null) {
             result.complete(Position.waiting(entry, predecessor + "@" + revision));
         } else if (tombstone != null) {
             result.complete(Position.waiting(entry, tombstone + "@" + revision));
         } else if (lockDelay) {
-            writeTombstone(entry, lease, result);
+            writeTombstone(entry, lease, offset, result);
         } else {
-            result.complete(Position.granted(grant(entry, lease)));
+            result.complete(Position.granted(grant(entry, lease, offset)));
         }
     }
 
@@ -562,7 +791,8 @@ final class EtcdLockProtocol implements LockProtocol {
      * stands in the queue again), and the tombstone and the entry are taken back, since nobody was
      * ever told it held the lock.
      */
-    private void writeTombstone(QueueEntry entry, EtcdBackend.EtcdLease lease, CompletableFuture<Position> result) {
+    private void writeTombstone(
+            QueueEntry entry, EtcdBackend.EtcdLease lease, long offset, CompletableFuture<Position> result) {
         String key = etcdKey(entry);
         ByteSequence tomb = bytes(tombstoneKey(entry.lockName(), key));
         txn(
@@ -585,7 +815,7 @@ final class EtcdLockProtocol implements LockProtocol {
                         }
                         Grant g;
                         try {
-                            g = grant(entry, lease);
+                            g = grant(entry, lease, offset);
                         } catch (EntryLostException lost) {
                             takeBack(entry, key, tomb, r.getHeader().getRevision());
                             result.completeExceptionally(lost);
@@ -628,11 +858,12 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
-    private Grant grant(QueueEntry entry, EtcdBackend.EtcdLease lease) {
+    /** The grant of {@code entry}: its token is its create revision plus the epoch's offset. */
+    private Grant grant(QueueEntry entry, EtcdBackend.EtcdLease lease, long offset) {
         if (!lease.alive) {
             throw entryLost(entry, "its lease is lost");
         }
-        return new Grant(entry, entry.token(), lease.confirmedUntil);
+        return new Grant(entry, entry.token() + offset, lease.confirmedUntil);
     }
 
     private void complete(
@@ -640,9 +871,10 @@ final class EtcdLockProtocol implements LockProtocol {
             QueueEntry entry,
             List<KeyValue> family,
             long revision,
-            EtcdBackend.EtcdLease lease) {
+            EtcdBackend.EtcdLease lease,
+            long offset) {
         try {
-            result.complete(position(entry, family, revision, lease));
+            result.complete(position(entry, family, revision, lease, offset));
         } catch (EntryLostException | IllegalArgumentException e) {
             if (e instanceof IllegalArgumentException) {
                 // A semaphore total that disagrees: take the entry back, change nothing.
@@ -653,8 +885,58 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * The permits and the total of a semaphore entry's mode ({@code s <permits> <total>}, 1 &le;
+     * permits &le; total), or null for anything else.
+     */
+    static int @Nullable [] semaphore(String mode) {
+        String[] v = mode.split(" ", -1);
+        if (v.length != 3 || !v[0].equals("s")) {
+            return null;
+        }
+        try {
+            int permits = Integer.parseInt(v[1]);
+            int total = Integer.parseInt(v[2]);
+            return permits >= 1 && permits <= total ? new int[] {permits, total} : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** Whether {@code mode} is one dlock writes in family {@code family} ({@code rw} or {@code s}). */
+    static boolean isEntryMode(String family, String mode) {
+        return family.equals("rw")
+                ? mode.equals("r") || mode.equals("rd") || mode.equals("w")
+                : family.equals("s") && semaphore(mode) != null;
+    }
+
+    /**
+     * The entries of {@code read} (a range over the family of {@code entry}) that dlock wrote: a key
+     * of another shape or a value of another mode (put by hand, or by something else sharing the
+     * prefix) is skipped, so it can neither break the queue nor count in it.
+     */
+    private List<KeyValue> entriesOf(QueueEntry entry, List<KeyValue> read) {
+        String family = family(java.util.Objects.requireNonNull(familyMode(entry.key()), entry.key()));
+        List<KeyValue> out = new ArrayList<>(read.size());
+        for (KeyValue kv : read) {
+            String key = string(kv.getKey());
+            if (family.equals(familyIn(root, entry.lockName(), key)) && isEntryMode(family, mode(kv))) {
+                out.add(kv);
+            } else {
+                log.debug(
+                        "[lock={} state=QUEUED] skipping {} = '{}': not an entry dlock wrote",
+                        entry.lockName(),
+                        key,
+                        string(kv.getValue()));
+            }
+        }
+        return out;
+    }
+
     /** Where a read-write or semaphore entry stands among its family (sorted by create revision). */
-    private Position position(QueueEntry entry, List<KeyValue> family, long revision, EtcdBackend.EtcdLease lease) {
+    private Position position(
+            QueueEntry entry, List<KeyValue> read, long revision, EtcdBackend.EtcdLease lease, long offset) {
+        List<KeyValue> family = entriesOf(entry, read);
         int at = -1;
         for (int i = 0; i < family.size(); i++) {
             if (string(family.get(i).getKey()).equals(entry.key())) {
@@ -686,23 +968,23 @@ final class EtcdLockProtocol implements LockProtocol {
                 }
             }
         } else if (own.startsWith("s ")) {
-            String[] mine = own.split(" ");
-            int max = Integer.parseInt(mine[2]);
-            int taken = 0;
+            int[] mine = java.util.Objects.requireNonNull(semaphore(own), own);
+            int max = mine[1];
+            long taken = 0;
             for (int i = 0; i < family.size(); i++) {
-                String[] v = mode(family.get(i)).split(" ");
-                if (v.length == 3 && Integer.parseInt(v[2]) != max) {
+                int[] v = java.util.Objects.requireNonNull(semaphore(mode(family.get(i))));
+                if (v[1] != max) {
                     throw new IllegalArgumentException("semaphore '" + entry.lockName() + "' on etcd is in use with "
-                            + v[2] + " permits; this client opened it with " + max);
+                            + v[1] + " permits; this client opened it with " + max);
                 }
                 if (i < at) {
-                    taken += Integer.parseInt(v[1]);
+                    taken += v[0];
                 }
             }
-            waitFor = taken + Integer.parseInt(mine[1]) <= max ? null : WATCH_FAMILY;
+            waitFor = taken + mine[0] <= max ? null : WATCH_FAMILY;
         } // "rd": a downgrade's read is granted
         return waitFor == null
-                ? Position.granted(grant(entry, lease))
+                ? Position.granted(grant(entry, lease, offset))
                 : Position.waiting(entry, waitFor + "@" + revision);
     }
 
@@ -785,7 +1067,7 @@ final class EtcdLockProtocol implements LockProtocol {
                 self[0] = backend.client
                         .getWatchClient()
                         .watch(
-                                bytes(ns + "/"),
+                                bytes(root),
                                 WatchOption.builder()
                                         .isPrefix(true)
                                         .withNoPut(true)
@@ -814,7 +1096,7 @@ final class EtcdLockProtocol implements LockProtocol {
                                         },
                                         () -> restart(self[0], null)));
             } catch (RuntimeException e) {
-                c.completeExceptionally(failure(null, "watching " + ns + "/", e));
+                c.completeExceptionally(failure(null, "watching " + root, e));
                 return c;
             }
             watcher = self[0];
@@ -855,7 +1137,7 @@ final class EtcdLockProtocol implements LockProtocol {
             next.whenComplete((x, err) -> {
                 for (Wait w : waits) {
                     if (err != null) {
-                        w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + ns + "/", err));
+                        w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + root, err));
                     } else {
                         readPosition(w.entry, w.result);
                     }
@@ -989,6 +1271,8 @@ final class EtcdLockProtocol implements LockProtocol {
         } else {
             reads.add(Op.get(bytes(family), PREFIX));
         }
+        reads.add(Op.get(bytes(epochKey), GetOption.DEFAULT));
+        reads.add(Op.get(bytes(fenceKey), GetOption.DEFAULT));
         txn(List.of(), reads, List.of()).whenComplete((r, err) -> {
             if (err != null) {
                 if (attempt + 1 >= maxAttempts() || backend.isClosed()) {
@@ -1006,6 +1290,11 @@ final class EtcdLockProtocol implements LockProtocol {
                     return;
                 }
                 long revision = r.getHeader().getRevision();
+                long offset = epoch(r);
+                if (offset == FENCED) {
+                    result.complete(Position.waiting(entry, fenceKey + "@" + revision));
+                    return;
+                }
                 if (fam == LockMode.EXCLUSIVE) {
                     List<KeyValue> before = gets.get(1).getKvs();
                     String predecessor =
@@ -1013,9 +1302,9 @@ final class EtcdLockProtocol implements LockProtocol {
                     String tomb = lockDelay
                             ? foreignTombstone(gets.get(2).getKvs(), tombstoneKey(entry.lockName(), key))
                             : null;
-                    settleExclusive(entry, predecessor, tomb, revision, lease, result);
+                    settleExclusive(entry, predecessor, tomb, revision, lease, offset, result);
                 } else {
-                    complete(result, entry, gets.get(1).getKvs(), revision, lease);
+                    complete(result, entry, gets.get(1).getKvs(), revision, lease, offset);
                 }
             } catch (RuntimeException e) {
                 result.completeExceptionally(e);
@@ -1049,10 +1338,12 @@ final class EtcdLockProtocol implements LockProtocol {
      * the key check has answered, not before: it is the keep-alive's send time plus the TTL (the
      * ticker read before that keep-alive was sent), so it never outlives etcd's copy whenever it is
      * read, and read late it does not lag the lease by the key check's round trip.
-     * The renewals of one renewal tick share one request that lists the lease's attached keys
-     * ({@link EtcdBackend#attachedKeys}): a key deleted behind dlock's back, or replaced by
-     * someone else's on another lease, is missing there, and only that grant is lost. A lease that
-     * is gone loses every grant on it at once (the keep-alive also notices that within a second).
+     * The renewals of one renewal tick share a few transactions of keys-only reads, at most {@link
+     * EtcdBackend#DEFAULT_MAX_TXN_OPS} keys each ({@link EtcdBackend#checkKey}): a key deleted behind
+     * dlock's back, or replaced (another generation, another lease), loses that grant only. A lease
+     * that is gone takes its keys with it, so every grant on it is lost (the keep-alive also notices
+     * that within a second). A check etcd refuses for good is logged at WARN and leaves the grant as
+     * valid as its lease, rather than failing every renewal until every lock is lost.
      */
     @Override
     public CompletionStage<Grant> renew(Grant grant) {
@@ -1062,8 +1353,8 @@ final class EtcdLockProtocol implements LockProtocol {
             return CompletableFuture.failedFuture(entryLost(entry, "its etcd lease is lost"));
         }
         ByteSequence key = bytes(etcdKey(entry));
-        return backend.attachedKeys(lease).thenApply(keys -> {
-            if (!keys.contains(key)) {
+        return backend.checkKey(lease, key, entry.token()).thenApply(state -> {
+            if (state == EtcdBackend.KeyState.GONE) {
                 throw lostWhileLeaseLives(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
             }
             if (!lease.alive) {
@@ -1246,16 +1537,16 @@ final class EtcdLockProtocol implements LockProtocol {
         return backend.bounded(backend.client
                         .getKVClient()
                         .get(
-                                bytes(ns + "/" + lockName + "/"),
+                                bytes(root + lockName + "/"),
                                 GetOption.builder().isPrefix(true).build()))
                 .thenApply(r -> {
                     for (KeyValue kv : r.getKvs()) {
                         String key = string(kv.getKey());
-                        LockMode mode = familyMode(key);
+                        String family = familyIn(root, lockName, key);
                         // An exclusive entry names its acquisition in the value (its key is a slot's).
-                        boolean ours = mode == LockMode.EXCLUSIVE
+                        boolean ours = "x".equals(family)
                                 ? mode(kv).equals(exclusiveValue)
-                                : mode != null && key.endsWith("/" + acquisitionId);
+                                : ("rw".equals(family) || "s".equals(family)) && key.endsWith("/" + acquisitionId);
                         if (ours) {
                             if (lease != null && kv.getLease() == lease.id) {
                                 return Optional.of(

@@ -75,7 +75,7 @@ class EtcdClientIT extends EtcdTestSupport {
         assertThatThrownBy(() -> LockClient.connect("etcd:///" + prefix))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("no host");
-        assertThat(keys(prefix + "/")).isEmpty();
+        assertThat(lockKeys()).isEmpty();
     }
 
     @Test

@@ -70,7 +70,7 @@ class EtcdInspectIT extends EtcdTestSupport implements InspectorContract {
         assertThat(holder.leaseLeft()).isPositive().isLessThanOrEqualTo(Duration.ofSeconds(10));
         assertThat(holder.connected()).isTrue();
         assertThat(holder.leaseToken()).isEqualTo(held.fencingToken());
-        KeyValue kv = kvs(prefix + "/orders/x/").get(0);
+        KeyValue kv = kvs(prefix + "//orders/x/").get(0);
         assertThat(holder.clientId()).isEqualTo(Long.toHexString(kv.getLease()));
         assertThat(holder.key()).isEqualTo(kv.getKey().toString(StandardCharsets.UTF_8) + "@" + kv.getCreateRevision());
         held.close();
@@ -153,7 +153,7 @@ class EtcdInspectIT extends EtcdTestSupport implements InspectorContract {
                 .until(
                         () -> only(inspector.inspect("delayed")),
                         l -> l.waiters().size() == 1);
-        assertThat(keys(prefix + "/delayed/d/")).hasSize(1);
+        assertThat(keys(prefix + "//delayed/d/")).hasSize(1);
 
         assertThat(inspector.forceRelease("delayed", List.of(s.holders().get(0).key())))
                 .hasSize(1);

@@ -31,7 +31,7 @@ class EtcdKeysIT extends EtcdTestSupport {
         Set<String> values = new HashSet<>();
         for (int i = 0; i < 20; i++) {
             try (Lease l = c.lock("reused").acquire()) {
-                KeyValue kv = kvs(prefix + "/reused/x/").get(0);
+                KeyValue kv = kvs(prefix + "//reused/x/").get(0);
                 keys.add(kv.getKey().toString(StandardCharsets.UTF_8));
                 values.add(kv.getValue().toString(StandardCharsets.UTF_8));
                 assertThat(kv.getCreateRevision()).isEqualTo(l.fencingToken() >> 10);
@@ -47,8 +47,8 @@ class EtcdKeysIT extends EtcdTestSupport {
         LockClient c = client("localQueueing=false");
         Lease first = c.lock("two").acquire();
         CompletableFuture<Lease> second = c.lock("two").acquireAsync(scaled(10));
-        await().atMost(scaled(5)).until(() -> keys(prefix + "/two/x/").size() == 2);
-        List<String> both = keys(prefix + "/two/x/");
+        await().atMost(scaled(5)).until(() -> keys(prefix + "//two/x/").size() == 2);
+        List<String> both = keys(prefix + "//two/x/");
         assertThat(both.get(0)).endsWith("-0");
         assertThat(both.get(1)).endsWith("-1");
         assertThat(second).isNotDone();
@@ -57,7 +57,7 @@ class EtcdKeysIT extends EtcdTestSupport {
         assertThat(granted.fencingToken()).isGreaterThan(first.fencingToken());
         granted.close();
         try (Lease again = c.lock("two").acquire()) {
-            assertThat(keys(prefix + "/two/x/")).singleElement().asString().endsWith("-0");
+            assertThat(keys(prefix + "//two/x/")).singleElement().asString().endsWith("-0");
         }
     }
 
@@ -75,20 +75,20 @@ class EtcdKeysIT extends EtcdTestSupport {
         LockClient c = client("");
         try (Lease la = c.lock(a).acquire();
                 Lease lb = c.lock(b).acquire()) {
-            assertThat(keys(prefix + "/" + a + "/x/"))
+            assertThat(keys(prefix + "//" + a + "/x/"))
                     .singleElement()
                     .asString()
                     .endsWith("-0");
-            assertThat(keys(prefix + "/" + b + "/x/"))
+            assertThat(keys(prefix + "//" + b + "/x/"))
                     .singleElement()
                     .asString()
                     .endsWith("-1");
             assertThat(lb.fencingToken()).isGreaterThan(la.fencingToken());
         }
-        assertThat(keys(prefix + "/" + a + "/x/")).isEmpty();
-        assertThat(keys(prefix + "/" + b + "/x/")).isEmpty();
+        assertThat(keys(prefix + "//" + a + "/x/")).isEmpty();
+        assertThat(keys(prefix + "//" + b + "/x/")).isEmpty();
         try (Lease again = c.lock(b).acquire()) {
-            assertThat(keys(prefix + "/" + b + "/x/"))
+            assertThat(keys(prefix + "//" + b + "/x/"))
                     .singleElement()
                     .asString()
                     .endsWith("-0");
@@ -141,12 +141,12 @@ class EtcdKeysIT extends EtcdTestSupport {
         LockClient c = client("");
         String leaseHex;
         try (Lease l = c.lock("probe").acquire()) {
-            String k = keys(prefix + "/probe/x/").get(0);
+            String k = keys(prefix + "//probe/x/").get(0);
             leaseHex = k.substring(k.lastIndexOf('/') + 1, k.lastIndexOf('-'));
         }
         // A key on the client's own lease in slot 0 that no acquisition of it made (as if its
         // bookkeeping had freed the slot too early): neither adopted nor deleted.
-        String foreign = prefix + "/taken/x/" + leaseHex + "-0";
+        String foreign = prefix + "//taken/x/" + leaseHex + "-0";
         inspector
                 .getKVClient()
                 .put(
@@ -157,11 +157,11 @@ class EtcdKeysIT extends EtcdTestSupport {
                                 .build())
                 .get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = c.lock("taken").acquireAsync(scaled(10));
-        await().atMost(scaled(5)).until(() -> keys(prefix + "/taken/x/").size() == 2);
-        assertThat(keys(prefix + "/taken/x/").get(1)).endsWith(leaseHex + "-1");
+        await().atMost(scaled(5)).until(() -> keys(prefix + "//taken/x/").size() == 2);
+        assertThat(keys(prefix + "//taken/x/").get(1)).endsWith(leaseHex + "-1");
         assertThat(c.lock("taken").tryAcquire(Duration.ZERO)).isEmpty();
         assertThat(waiting).isNotDone();
-        assertThat(keys(prefix + "/taken/x/").get(0)).isEqualTo(foreign);
+        assertThat(keys(prefix + "//taken/x/").get(0)).isEqualTo(foreign);
         inspector.getKVClient().delete(bytes(foreign)).get(10, TimeUnit.SECONDS);
         try (Lease l = waiting.get(10, TimeUnit.SECONDS)) {
             assertThat(l.isValid()).isTrue();

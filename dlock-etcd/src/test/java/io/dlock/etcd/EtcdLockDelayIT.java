@@ -35,7 +35,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         try (ChildJvm holder = track(ChildJvm.start(LockWorker.class, List.of("hold", uri(DELAYED), "delayed")))) {
             long holderToken =
                     Long.parseLong(holder.awaitLine("HOLDING", scaled(30)).split(" ")[1]);
-            assertThat(keys(prefix + "/delayed/d/")).hasSize(1); // the holder's tombstone
+            assertThat(keys(prefix + "//delayed/d/")).hasSize(1); // the holder's tombstone
             CompletableFuture<Lease> next = waiter.lock("delayed").acquireAsync(Duration.ofMinutes(1));
             await().until(() -> entries("delayed").size() == 2);
             String holderKey = entries("delayed").get(0);
@@ -45,7 +45,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
                     .contains(holderKey));
             long goneAt = System.nanoTime();
             assertThat(next).isNotDone();
-            assertThat(keys(prefix + "/delayed/d/"))
+            assertThat(keys(prefix + "//delayed/d/"))
                     .as("the dead holder's tombstone")
                     .hasSize(1);
             Lease lease = next.get(30, TimeUnit.SECONDS);
@@ -59,7 +59,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
             assertThat(lease.fencingToken()).isGreaterThan(holderToken);
             lease.close();
         }
-        assertThat(keys(prefix + "/delayed/")).isEmpty();
+        assertThat(keys(prefix + "//delayed/")).isEmpty();
     }
 
     @Test
@@ -74,9 +74,9 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         Lease lease = next.get(10, TimeUnit.SECONDS);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt))
                 .isLessThan(1000);
-        assertThat(keys(prefix + "/clean/d/")).hasSize(1); // the new holder's own
+        assertThat(keys(prefix + "//clean/d/")).hasSize(1); // the new holder's own
         lease.close();
-        assertThat(keys(prefix + "/clean/")).isEmpty();
+        assertThat(keys(prefix + "//clean/")).isEmpty();
     }
 
     @Test
@@ -86,7 +86,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         Lease held = holder.lock("revoked").acquire();
         CompletableFuture<Lease> next = waiter.lock("revoked").acquireAsync(Duration.ofMinutes(1));
         await().until(() -> entries("revoked").size() == 2);
-        KeyValue holderKey = kvs(prefix + "/revoked/x/").get(0);
+        KeyValue holderKey = kvs(prefix + "//revoked/x/").get(0);
         inspector.getLeaseClient().revoke(holderKey.getLease()).get(10, TimeUnit.SECONDS);
         long revokedAt = System.nanoTime();
         await().atMost(scaled(5)).until(() -> !held.isValid());
@@ -109,7 +109,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         long deletedAt = System.nanoTime();
         await().atMost(scaled(5)).until(() -> !held.isValid());
         held.close(); // the lost holder's close must not remove its tombstone
-        assertThat(keys(prefix + "/deleted/d/"))
+        assertThat(keys(prefix + "//deleted/d/"))
                 .as("the lost holder's tombstone")
                 .hasSize(1);
 
@@ -123,7 +123,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
                 .isLessThan(DELAY_MS + scaled(4).toMillis());
         assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
         lease.close();
-        assertThat(keys(prefix + "/deleted/")).isEmpty();
+        assertThat(keys(prefix + "//deleted/")).isEmpty();
     }
 
     /** Closing the client used to revoke the lock-delay lease, and the lost holder's tombstone with it. */
@@ -148,7 +148,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
                 .isLessThan(scaled(6 + 4).toMillis());
         assertThat(lease.fencingToken()).isGreaterThan(held.fencingToken());
         lease.close();
-        assertThat(keys(prefix + "/closing/")).isEmpty();
+        assertThat(keys(prefix + "//closing/")).isEmpty();
     }
 
     @Test
@@ -170,7 +170,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
                 .isGreaterThanOrEqualTo(DELAY_MS);
         assertThat(again.fencingToken()).isGreaterThan(held.fencingToken());
         again.close();
-        assertThat(keys(prefix + "/own/")).isEmpty();
+        assertThat(keys(prefix + "//own/")).isEmpty();
         assertThat(((EtcdLockProtocol) backend.protocol()).slotsInUse())
                 .as("slot bits still set")
                 .isZero();
@@ -214,7 +214,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         // The put's reply left etcd with the put; the tombstone's put reaches etcd 600 ms after it.
         Thread.sleep(300);
         proxy.latency(FaultProxy.Direction.DOWNSTREAM, Duration.ofMillis(3000));
-        await().atMost(scaled(10)).until(() -> keys(prefix + "/torn/d/").size() == 1);
+        await().atMost(scaled(10)).until(() -> keys(prefix + "//torn/d/").size() == 1);
         // A later acquire of the same name in this client queues behind the first in the JVM.
         CompletableFuture<Lease> second = client.lock("torn").acquireAsync(Duration.ofMinutes(1));
         // The client gives the lease up (no keep-alive answered within the TTL) and revokes it.
@@ -225,7 +225,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         Lease lease = first.get(scaled(20).toSeconds(), TimeUnit.SECONDS);
         assertThat(lease.isValid()).isTrue();
         assertThat(entries("torn")).as("the new entry only").hasSize(1).doesNotContain(tornKey);
-        await().atMost(scaled(5)).untilAsserted(() -> assertThat(keys(prefix + "/torn/d/"))
+        await().atMost(scaled(5)).untilAsserted(() -> assertThat(keys(prefix + "//torn/d/"))
                 .as("the torn acquisition's tombstone taken back; the new holder's own")
                 .hasSize(1));
         assertThat(second).isNotDone();
@@ -237,7 +237,7 @@ class EtcdLockDelayIT extends EtcdTestSupport {
             assertThat(((EtcdLockProtocol) backend.protocol()).slotsInUse())
                     .as("slot bits still set")
                     .isZero();
-            assertThat(keys(prefix + "/torn/")).isEmpty();
+            assertThat(keys(prefix + "//torn/")).isEmpty();
         });
     }
 
@@ -253,6 +253,6 @@ class EtcdLockDelayIT extends EtcdTestSupport {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> c.semaphore("s", 2))
                 .isInstanceOf(UnsupportedOperationException.class)
                 .hasMessageContaining("SEMAPHORE");
-        assertThat(keys(prefix + "/")).isEmpty();
+        assertThat(lockKeys()).isEmpty();
     }
 }

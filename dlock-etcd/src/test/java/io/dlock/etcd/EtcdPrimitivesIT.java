@@ -9,17 +9,17 @@ class EtcdPrimitivesIT extends EtcdTestSupport implements PrimitivesContract {
 
     @Override
     public List<String> readWriteEntries(String lock) {
-        return keys(prefix + "/" + lock + "/rw/");
+        return keys(prefix + "//" + lock + "/rw/");
     }
 
     @Override
     public List<String> semaphoreEntries(String lock) {
-        return keys(prefix + "/" + lock + "/s/");
+        return keys(prefix + "//" + lock + "/s/");
     }
 
     @Override
     public List<String> serverState() {
-        return keys(prefix + "/");
+        return lockKeys();
     }
 
     /** Deletes the holder's key, as a revoked or expired lease would. */

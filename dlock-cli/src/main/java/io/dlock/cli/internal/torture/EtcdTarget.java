@@ -83,11 +83,15 @@ final class EtcdTarget implements BackendTarget {
         }
     }
 
+    /** Every key under {@code namespace} but its epoch marker ({@code <namespace>//#epoch}), which stays by design. */
     @Override
     public List<String> leftovers(String namespace) {
         List<String> found = new ArrayList<>();
         for (KeyValue kv : keys(namespace)) {
-            found.add(kv.getKey().toString(StandardCharsets.UTF_8));
+            String key = kv.getKey().toString(StandardCharsets.UTF_8);
+            if (!key.equals(namespace + "//#epoch")) {
+                found.add(key);
+            }
         }
         return found;
     }
