@@ -39,6 +39,7 @@ class AllBackendsIT {
             // A fresh redis-server: nothing was granted under the prefix, so skip dlock-redis's
             // data-loss fence (a lease time) by marking its epoch continuous.
             redis.markFreshPrefix("all");
+            etcd.markFreshNamespace("all");
             for (LockClient client : List.of(zkClient, redisClient, etcdClient)) {
                 try (Lease lease = client.lock("shared-name")
                         .tryAcquire(Duration.ofSeconds(10))

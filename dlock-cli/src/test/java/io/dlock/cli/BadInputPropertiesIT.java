@@ -78,7 +78,9 @@ class BadInputPropertiesIT {
         SERVERS.put(Backend.REDIS, redis);
         // A fresh redis-server never granted under the prefix: skip the data-loss fence's lease time.
         redis.markFreshPrefix("props");
-        SERVERS.put(Backend.ETCD, EtcdServer.start());
+        EtcdServer etcd = EtcdServer.start();
+        SERVERS.put(Backend.ETCD, etcd);
+        etcd.markFreshNamespace("props"); // as for Redis: a fresh namespace never granted in
         SERVERS.put(Backend.MEMCACHED, MemcachedServer.start());
         // A fresh memcached is quarantined for the first client's lease time: let a 1 s one pass.
         try (LockClient first = LockClient.connect(Backend.MEMCACHED.uri("leaseTime=1s"))) {

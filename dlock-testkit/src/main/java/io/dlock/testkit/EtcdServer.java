@@ -244,6 +244,52 @@ public final class EtcdServer extends ServerProcess {
     }
 
     /**
+     * Writes the epoch marker of {@code namespace} ({@code <ns>//#epoch}, token offset 0) unless it
+     * has one, as a first grant leaves it once its data-loss fence has run out: a test server is
+     * known never to have granted anything in a fresh namespace, so its first acquire need not wait a
+     * lease time. The mirror of {@link RedisServer#markFreshPrefix(String)}.
+     *
+     * <p>Blocking: one HTTP round trip (etcd's JSON gateway), at most 5 s. Thread-safety: safe from
+     * any thread. On failure: {@link IllegalStateException}.
+     *
+     * @param namespace the namespace as in {@link #uri(String)}; one leading {@code '/'} is ignored
+     * @throws IllegalStateException if the marker cannot be written
+     */
+    public void markFreshNamespace(String namespace) {
+        java.util.Base64.Encoder b64 = java.util.Base64.getEncoder();
+        String key = b64.encodeToString(
+                (TestServer.checkNamespace(namespace) + "//#epoch").getBytes(StandardCharsets.UTF_8));
+        String value = b64.encodeToString("test 0".getBytes(StandardCharsets.UTF_8));
+        String body = "{\"compare\":[{\"key\":\"" + key + "\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+                + "\"create_revision\":\"0\"}],\"success\":[{\"request_put\":{\"key\":\"" + key
+                + "\",\"value\":\"" + value + "\"}}]}";
+        HttpURLConnection c = null;
+        try {
+            c = (HttpURLConnection) new URL("http://127.0.0.1:" + clientPort + "/v3/kv/txn").openConnection();
+            c.setConnectTimeout(5_000);
+            c.setReadTimeout(5_000);
+            c.setRequestMethod("POST");
+            c.setDoOutput(true);
+            try (java.io.OutputStream out = c.getOutputStream()) {
+                out.write(body.getBytes(StandardCharsets.UTF_8));
+            }
+            int code = c.getResponseCode();
+            if (code != 200) {
+                throw new IllegalStateException("etcd answered " + code + " to marking " + namespace);
+            }
+            try (InputStream in = c.getInputStream()) {
+                in.readAllBytes();
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot mark the epoch of " + namespace + " on " + this, e);
+        } finally {
+            if (c != null) {
+                c.disconnect();
+            }
+        }
+    }
+
+    /**
      * Returns whether the member answers {@code /health} with {@code "health":"true"} (it is up and
      * its cluster has a leader).
      *

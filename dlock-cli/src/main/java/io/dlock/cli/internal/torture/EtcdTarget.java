@@ -53,6 +53,10 @@ final class EtcdTarget implements BackendTarget {
 
     @Override
     public String clientUri(String proxy, String namespace, Duration expiry) {
+        // A fresh namespace on a server of the run's own: nothing was ever granted there, so the
+        // first grants need not wait out dlock-etcd's data-loss fence. A restart that loses the
+        // data still fences as it should.
+        server.markFreshNamespace(namespace);
         return "etcd://" + proxy + "/" + namespace + "?leaseTime=" + DurationConverter.toParameter(expiry);
     }
 
