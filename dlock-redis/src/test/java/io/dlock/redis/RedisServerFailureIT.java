@@ -76,9 +76,12 @@ class RedisServerFailureIT {
                 LockClient client = LockClient.connect(server.uri("f") + "&connectTimeout=1s&retryMaxRetries=1")) {
             RedisTestSupport.markContinuous(server, "f");
             server.kill();
-            // A short wait simply times out (empty); a long one outlasts the enqueue's retries,
-            // which then report the backend failure instead of waiting on.
-            assertThat(client.lock("down").tryAcquire(Duration.ofMillis(200))).isEmpty();
+            // Unreachable is not busy: a short wait fails as a backend failure (never an empty
+            // Optional, which means someone else holds the lock); a long one outlasts the enqueue's
+            // retries, which then report the backend failure instead of waiting on.
+            assertThatThrownBy(() -> client.lock("down").tryAcquire(Duration.ofMillis(200)))
+                    .isInstanceOf(io.dlock.LockBackendException.class)
+                    .hasMessageContaining("lock 'down' on redis");
             assertThatThrownBy(() -> client.lock("down")
                             .acquireAsync(Duration.ofSeconds(60))
                             .get(30, java.util.concurrent.TimeUnit.SECONDS))

@@ -72,9 +72,12 @@ public interface AdversarialContract extends LockFixture {
         return 20_000;
     }
 
-    /** Options for the client that holds {@link #manyHeldLocks()} locks: a lease renewed every 2 s. */
+    /**
+     * Options for the client that holds {@link #manyHeldLocks()} locks: a 15 s lease, renewed every
+     * 5 s, so that {@link #manyHeldLocks_noFalseLoss()}'s 11 s hold spans two renewals of each.
+     */
     default String manyHeldLocksOptions() {
-        return "leaseTime=6s";
+        return "leaseTime=15s";
     }
 
     /**
@@ -368,8 +371,8 @@ public interface AdversarialContract extends LockFixture {
             pool.shutdownNow();
         }
         assertThat(leases).hasSize(count);
-        // Two renewal intervals (leaseTime 6 s: renewals every 2 s) past the last grant.
-        Thread.sleep(Timing.scale(Duration.ofSeconds(5)).toMillis());
+        // Two renewal intervals (leaseTime 15 s: renewals every 5 s) past the last grant.
+        Thread.sleep(Timing.scale(Duration.ofSeconds(11)).toMillis());
         assertThat(lost.get()).as("leases reported lost").isZero();
         assertThat(leases.stream().filter(l -> !l.isValid()).count())
                 .as("invalid leases")

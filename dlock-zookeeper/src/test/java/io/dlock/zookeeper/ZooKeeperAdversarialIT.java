@@ -17,7 +17,8 @@ class ZooKeeperAdversarialIT extends ZooKeeperTestSupport implements Adversarial
 
     @Override
     public String manyHeldLocksOptions() {
-        return "leaseTime=6s&sessionTimeout=10s";
+        // A session that rides out the stalls 20,000 grants and their checks cause on two busy cores.
+        return "leaseTime=15s&sessionTimeout=20s";
     }
 
     @Override
