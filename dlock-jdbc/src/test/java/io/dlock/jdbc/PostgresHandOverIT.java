@@ -81,26 +81,28 @@ class PostgresHandOverIT extends PostgresTestSupport {
 
     @Test
     void handOverToAWaiterWhoseClientDied_nextWaiterGetsItAfterThatLease() throws Exception {
-        LockClient a = client("leaseTime=2s");
+        LockClient a = client("leaseTime=30s");
         LockClient c = client("leaseTime=2s");
         Lease held = a.lock("dead").acquire();
         long handedToken;
         String dead;
-        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=10s"), "dead"))) {
+        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=3s"), "dead"))) {
             child.awaitLine("READY", Timing.scale(Duration.ofSeconds(30)));
             await().atMost(scaled(20)).until(() -> entries("dead").size() == 2);
             dead = entries("dead").get(1);
             var pending = c.lock("dead").acquireAsync(Duration.ofMinutes(1));
             await().atMost(scaled(10)).until(() -> entries("dead").size() == 3);
             child.kill();
-            // Its waiter row lives on for up to its 10 s waiter lease: the release hands the row to it.
+            // Its waiter row lives on for 2 to 3 s (its 3 s waiter lease, refreshed every second): the
+            // release hands the row to it.
             long before = rowToken("dead");
             held.close();
             assertThat(entries("dead").get(0)).isEqualTo(dead);
             handedToken = rowToken("dead");
             assertThat(handedToken).isEqualTo(before + 1);
-            // Nobody learns of that grant; it ends with the releaser's 2 s lease, and the next waiter takes it.
-            Lease next = pending.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
+            // Nobody learns of that grant; it ends with the dead waiter's own 3 s lease (not the
+            // releaser's 30 s), and the next waiter takes it.
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(6)).toMillis(), TimeUnit.MILLISECONDS);
             assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
             assertThat(rowToken("dead")).isEqualTo(handedToken + 1);
             next.close();
