@@ -54,6 +54,31 @@ import org.slf4j.LoggerFactory;
  * holder's connection; if it fails, the session (and with it the lock) is gone: {@link
  * EntryLostException}, the lease turns invalid and {@code onLost} fires.
  *
+ * <p>Validity, and the fence after a session that ended without unlocking. A session can end
+ * between two checks (PostgreSQL restarted, {@code pg_terminate_backend}, the holder's host cut
+ * off): the server drops the lock at once and lets the next session in, while the holder's client
+ * learns of it only at its next check. So no check proves more than that the session held the lock
+ * when the check ran, and validity is kept short: a grant or check sent at {@code t} makes the
+ * lease valid until {@code t + window} (less 1% + 2 ms for clock rates), with {@code window} =
+ * half the lease time plus at most 250 ms ({@link #windowMs}), just more than the interval of the
+ * engine's checks (a third of the lease time) plus their round trip. The holder records its window
+ * in the counter row ({@code expires_ms} of {@code pg/<name>}: a duration there, not a clock
+ * reading), and its unlock clears the row's {@code client}. The next session to be granted reads
+ * the previous values in the same statement that takes its token: a {@code client} still set means
+ * the previous holder's session ended without unlocking, at a moment after its last successful
+ * check was sent and before this grant, so its lease can be valid for at most its window from now.
+ * The grant is reported only after that window (+ 1% + 10 ms for clock rates) has passed, and its
+ * own validity counts from a check sent after the wait. Hence at no instant is an old lease valid
+ * while the next one is granted, and a session that dies unannounced frees the lock for the next
+ * holder within the dead holder's window. A row written by an older version has no window: the
+ * next holder waits its own lease time. A forced release ({@link PgSessionInspector}) sets the
+ * window to 0 before it terminates the holder's session: the operator lets the next holder in at
+ * once, as in lease mode, and the removed holder learns of it at its next check.
+ *
+ * <p>Every pinned session sets {@code idle_session_timeout} to 0 (PostgreSQL 14+): a holder between
+ * checks is idle, and a database- or role-level timeout would otherwise end its session and drop
+ * its lock.
+ *
  * <p>Concurrency: each connection is used by one thread at a time: the waiting thread (blocked in
  * {@code pg_advisory_lock}), then the renewals and the release, which the engine never overlaps. A
  * waiter withdrawn while blocked has its connection aborted from the releasing thread, which ends
@@ -64,7 +89,11 @@ final class PgSessionProtocol implements LockProtocol {
 
     private final JdbcBackend backend;
     private final Ticker ticker;
-    private final long leaseNanos;
+    private final long leaseMs;
+    /** How long after a check's send time a held lease stays valid (see the class comment). */
+    private final long windowMs;
+
+    private final long windowNanos;
     private final long marginNanos;
     private final String tokenSql;
     private final String unlockSql;
@@ -110,18 +139,26 @@ final class PgSessionProtocol implements LockProtocol {
     PgSessionProtocol(JdbcBackend backend) {
         this.backend = backend;
         this.ticker = backend.options.ticker();
-        long leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
-        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
-        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
+        this.windowMs = windowMs(leaseMs);
+        this.windowNanos = TimeUnit.MILLISECONDS.toNanos(windowMs);
+        this.marginNanos = windowNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
         String table = backend.uri.table();
-        // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>.
-        this.tokenSql = "INSERT INTO " + table + " AS l (name, token, client, holder) VALUES (?, 1, ?, "
-                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ") ON CONFLICT (name) DO UPDATE"
-                + " SET token = l.token + 1, client = EXCLUDED.client, holder = EXCLUDED.holder RETURNING l.token";
+        // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>;
+        // and for the next holder: this holder's window. The previous client and window come back from
+        // the same snapshot (the fence).
+        this.tokenSql = "WITH prev AS (SELECT client, expires_ms FROM " + table + " WHERE name = ?),"
+                + " up AS (INSERT INTO " + table + " AS l (name, token, client, holder, expires_ms) VALUES (?, 1, ?, "
+                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ", ?) ON CONFLICT (name) DO UPDATE"
+                + " SET token = l.token + 1, client = EXCLUDED.client, holder = EXCLUDED.holder,"
+                + " expires_ms = EXCLUDED.expires_ms RETURNING l.token)"
+                + " SELECT up.token, prev.client, prev.expires_ms FROM up LEFT JOIN prev ON true";
         // Unlocks and clears the record in one statement, so that a forced release keyed by this grant
-        // can no longer match once it is released (the next grant on this very connection included).
+        // can no longer match once it is released (the next grant on this very connection included),
+        // and so that the next holder knows it needs no fence.
         this.unlockSql = "WITH c AS (UPDATE " + table
-                + " SET client = NULL, holder = NULL WHERE name = ? AND token = ?)" + " SELECT pg_advisory_unlock(?)";
+                + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ?)"
+                + " SELECT pg_advisory_unlock(?)";
         this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
         AtomicInteger n = new AtomicInteger();
         // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.
@@ -130,6 +167,15 @@ final class PgSessionProtocol implements LockProtocol {
             t.setDaemon(true);
             return t;
         });
+    }
+
+    /**
+     * The validity a check confirms, from its send time: half the lease time (the engine checks
+     * every third) plus up to 250 ms, so that a check's round trip and the engine's loss threshold
+     * fit between two checks even with short leases.
+     */
+    static long windowMs(long leaseMs) {
+        return Math.max(1, leaseMs / 2 + Math.min(leaseMs / 6, 250));
     }
 
     /** The advisory lock key of a lock: 64 bits of SHA-256 over the table and the name. */
@@ -230,14 +276,27 @@ final class PgSessionProtocol implements LockProtocol {
      */
     private Connection newConnection() throws SQLException {
         Connection c = backend.dedicatedConnection();
-        if (!backend.borrowsConnections()) {
-            try (PreparedStatement ps = c.prepareStatement("SELECT set_config('application_name', ?, false)")) {
-                ps.setString(1, PgSessionInspector.applicationName(backend.clientId));
-                ps.executeQuery().close();
-            } catch (SQLException e) {
-                discard(c);
-                throw e;
+        try {
+            int major = c.getMetaData().getDatabaseMajorVersion();
+            StringBuilder sql = new StringBuilder("SELECT 1");
+            if (major >= 14) {
+                // A holder is idle between checks: a database- or role-level idle_session_timeout
+                // would end its session, and the server would drop its lock (and let the next one in).
+                sql.append(", set_config('idle_session_timeout', '0', false)");
             }
+            boolean named = !backend.borrowsConnections();
+            if (named) {
+                sql.append(", set_config('application_name', ?, false)");
+            }
+            try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
+                if (named) {
+                    ps.setString(1, PgSessionInspector.applicationName(backend.clientId));
+                }
+                ps.executeQuery().close();
+            }
+        } catch (SQLException e) {
+            discard(c);
+            throw e;
         }
         return c;
     }
@@ -261,21 +320,66 @@ final class PgSessionProtocol implements LockProtocol {
         }
     }
 
-    /** Takes the token on the holding session; the validity counts from {@code t0}. */
+    /**
+     * Takes the token on the holding session; the validity counts from {@code t0}, or, after the
+     * fence for a previous holder whose session ended without unlocking, from a check sent after it.
+     */
     private Grant grant(Session s, long t0) throws SQLException {
         long token;
+        long fenceMs = -1;
+        String name = "pg/" + s.entry.lockName();
         try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
-            ps.setString(1, "pg/" + s.entry.lockName());
-            ps.setString(2, backend.clientId);
-            ps.setString(3, backend.holder);
+            ps.setString(1, name);
+            ps.setString(2, name);
+            ps.setString(3, backend.clientId);
+            ps.setString(4, backend.holder);
+            ps.setLong(5, windowMs);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 token = rs.getLong(1);
+                if (rs.getString(2) != null) {
+                    long previous = rs.getLong(3);
+                    // An older version's holder recorded no window: its lease was its lease time. A
+                    // window of 0 is a forced release's: the operator let the next holder in at once.
+                    fenceMs = rs.wasNull() ? leaseMs : previous;
+                }
             }
         }
         s.token = token;
+        long from = t0;
+        if (fenceMs > 0) {
+            long waitNanos = TimeUnit.MILLISECONDS.toNanos(fenceMs + fenceMs / 100 + 10);
+            log.debug(
+                    "[lock={} state=QUEUED] the previous holder's session ended without unlocking: waiting {} ms"
+                            + " for its lease to run out",
+                    s.entry.lockName(),
+                    TimeUnit.NANOSECONDS.toMillis(waitNanos));
+            fence(s, waitNanos);
+            from = ticker.read();
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
+                ps.executeQuery().close();
+            }
+        }
         s.granted = true;
-        return new Grant(s.entry, token, t0 + leaseNanos - marginNanos);
+        return new Grant(s.entry, token, from + windowNanos - marginNanos);
+    }
+
+    /** Waits out a fence on the lane; a withdrawal ends it early (its release step then unlocks). */
+    private void fence(Session s, long waitNanos) {
+        long end = ticker.read() + waitNanos;
+        synchronized (s) {
+            for (long left = waitNanos; left > 0; left = end - ticker.read()) {
+                if (s.withdrawn) {
+                    throw new EntryLostException(s.entry, "it was withdrawn");
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(s, Math.min(left, TimeUnit.MILLISECONDS.toNanos(20)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new EntryLostException(s.entry, "its client is closing");
+                }
+            }
+        }
     }
 
     @Override
@@ -424,7 +528,7 @@ final class PgSessionProtocol implements LockProtocol {
         return onLane(s, "renewal", () -> {
             try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
                 ps.executeQuery().close();
-                return new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                return new Grant(grant.entry(), grant.fencingToken(), t0 + windowNanos - marginNanos);
             } catch (SQLException e) {
                 s.broken = true;
                 throw new EntryLostException(

@@ -16,6 +16,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -74,6 +75,75 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
         }
         lease.close();
         assertThat(lost).hasValue(1);
+    }
+
+    /**
+     * The holder's session is terminated between two checks while another client waits: the server
+     * lets the waiter in at once, but the old lease is valid until its window after its last check
+     * has passed; the new grant must not be reported before that. At the instant the waiter's grant
+     * completes, the old lease is already invalid (sampled on the completing thread), and the grant
+     * comes within the old holder's window plus a margin.
+     */
+    @Test
+    void holderSessionTerminated_nextGrantOnlyOnceTheOldLeaseIsInvalid() throws Exception {
+        LockClient holder = client("leaseTime=3s");
+        LockClient other = client("leaseTime=3s");
+        Lease lease = holder.lock("terminated").acquire();
+        AtomicInteger lost = new AtomicInteger();
+        lease.onLost(e -> lost.incrementAndGet());
+        var pending = other.lock("terminated").acquireAsync(Duration.ofMinutes(1));
+        var oldValidAtGrant = pending.thenApply(l -> lease.isValid());
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> entries("terminated").size() == 2);
+        int pid = Integer.parseInt(entries("terminated").get(0).split(" ")[1]);
+        long terminatedAt = System.nanoTime();
+        terminate(pid);
+        Lease next = pending.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
+        long grantedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - terminatedAt);
+        assertThat(oldValidAtGrant.get())
+                .as(
+                        "the old lease's isValid() when the next grant completed (%d ms after the termination)",
+                        grantedAfterMs)
+                .isFalse();
+        assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+        // The dead holder's window (3 s / 2 + 250 ms), its 1% + 10 ms, and the waiter's own steps.
+        assertThat(grantedAfterMs)
+                .isLessThan(Timing.scale(Duration.ofMillis(1_750 + 1_500)).toMillis());
+        await().atMost(Timing.scale(Duration.ofSeconds(5))).until(() -> lost.get() == 1);
+        next.close();
+        lease.close();
+    }
+
+    /**
+     * A DBA sets {@code idle_session_timeout} for the role: the holder's pinned session, idle
+     * between its checks (every 10 s with a 30 s lease), must not be ended by it, or the server
+     * would drop the lock under a valid lease.
+     */
+    @Test
+    void idleSessionTimeoutOfTheRole_doesNotEndTheHoldersSession() throws Exception {
+        postgres.psql("ALTER ROLE " + io.dlock.testkit.PostgresServer.USER + " SET idle_session_timeout = '2s'");
+        try {
+            LockClient holder = client("leaseTime=30s");
+            Lease lease = holder.lock("idle").acquire();
+            int pid = Integer.parseInt(entries("idle").get(0).split(" ")[1]);
+            Thread.sleep(5_000); // 2.5 times the timeout, no check in between
+            assertThat(backendAlive(pid))
+                    .as("the holder's session after 5 s idle")
+                    .isTrue();
+            assertThat(client().lock("idle").tryAcquire(Duration.ZERO)).isEmpty();
+            assertThat(lease.isValid()).isTrue();
+            lease.close();
+        } finally {
+            postgres.psql("ALTER ROLE " + io.dlock.testkit.PostgresServer.USER + " RESET idle_session_timeout");
+        }
+    }
+
+    private void terminate(int pid) throws SQLException {
+        try (Connection c = connect();
+                PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
+            ps.setInt(1, pid);
+            ps.executeQuery().close();
+        }
     }
 
     /**
