@@ -77,7 +77,22 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every pinned session sets {@code idle_session_timeout} to 0 (PostgreSQL 14+): a holder between
  * checks is idle, and a database- or role-level timeout would otherwise end its session and drop
- * its lock.
+ * its lock. A session that is idle but whose client lives stays: its kernel answers keepalives.
+ *
+ * <p>A holder whose host is cut off (no FIN, no RST: a partition, a power loss) leaves a session
+ * the server would keep until TCP keepalive gives up, about 2 h 11 min with the kernel's defaults.
+ * Every pinned session therefore sets {@code tcp_keepalives_idle}, {@code _interval} and {@code
+ * _count} and, on PostgreSQL 12+, {@code tcp_user_timeout} from {@link #deadPeerMs} (D = half the
+ * lease time, at least 2 s): an idle session is probed from D/3 of silence on (whole seconds, at
+ * least 1 s), and on Linux the kernel ends the connection once a probe or a reply has gone
+ * unacknowledged and nothing was received for D (without tcp_user_timeout: after idle + count ×
+ * interval, about D too). The backend, idle in its read, sees the error and exits, and the server
+ * drops the lock. {@code tcp_user_timeout} alone would not do: it counts only while data is
+ * unacknowledged, and an idle holder's session sends nothing; keepalive probes are that data. A
+ * waiter blocked in {@code pg_advisory_lock} is not reading its socket: a dead waiter keeps its
+ * place until it is granted, and then its reply goes unacknowledged and it ends within D. With the
+ * next holder's fence, a cut-off holder's lock is granted again within about D + 1 s (probe
+ * granularity) + its window after its last packet: for the default 30 s lease about 31 s.
  *
  * <p>Concurrency: each connection is used by one thread at a time: the waiting thread (blocked in
  * {@code pg_advisory_lock}), then the renewals and the release, which the engine never overlaps. A
@@ -95,6 +110,12 @@ final class PgSessionProtocol implements LockProtocol {
 
     private final long windowNanos;
     private final long marginNanos;
+    /** How long the server keeps a silent client's session: tcp_user_timeout, in ms. */
+    private final long deadPeerMs;
+
+    private final long keepaliveIdleS;
+    private final long keepaliveIntervalS;
+    private final long keepaliveCount;
     private final String tokenSql;
     private final String unlockSql;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
@@ -143,6 +164,14 @@ final class PgSessionProtocol implements LockProtocol {
         this.windowMs = windowMs(leaseMs);
         this.windowNanos = TimeUnit.MILLISECONDS.toNanos(windowMs);
         this.marginNanos = windowNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.deadPeerMs = deadPeerMs(leaseMs);
+        // Keepalive settings are whole seconds: probes from a third of deadPeerMs of silence on, every
+        // third; the count makes keepalive alone (no tcp_user_timeout: not Linux, PostgreSQL < 12)
+        // give up at about deadPeerMs too.
+        this.keepaliveIdleS = Math.max(1, deadPeerMs / 3_000);
+        this.keepaliveIntervalS = Math.max(1, deadPeerMs / 3_000);
+        this.keepaliveCount =
+                Math.max(1, (deadPeerMs / 1_000 - keepaliveIdleS + keepaliveIntervalS - 1) / keepaliveIntervalS);
         String table = backend.uri.table();
         // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>;
         // and for the next holder: this holder's window. The previous client and window come back from
@@ -176,6 +205,15 @@ final class PgSessionProtocol implements LockProtocol {
      */
     static long windowMs(long leaseMs) {
         return Math.max(1, leaseMs / 2 + Math.min(leaseMs / 6, 250));
+    }
+
+    /**
+     * How long after the last segment from a silent client the server ends its session: half the
+     * lease time, at least 2 s (keepalive counts in whole seconds), so that with the next holder's
+     * fence (the dead holder's window) the lock is free again within about the lease time + 1 s.
+     */
+    static long deadPeerMs(long leaseMs) {
+        return Math.max(2_000, leaseMs / 2);
     }
 
     /** The advisory lock key of a lock: 64 bits of SHA-256 over the table and the name. */
@@ -279,6 +317,23 @@ final class PgSessionProtocol implements LockProtocol {
         try {
             int major = c.getMetaData().getDatabaseMajorVersion();
             StringBuilder sql = new StringBuilder("SELECT 1");
+            // A holder cut off without FIN or RST (partition, power loss) would keep its session, and
+            // the lock, until the server's TCP keepalive gives up: about 2 h 11 min by default. Probes
+            // from keepaliveIdleS of silence on, and (Linux, PostgreSQL 12+) tcp_user_timeout, end it
+            // within about deadPeerMs of the last segment received from the client (see the class
+            // comment).
+            sql.append(", set_config('tcp_keepalives_idle', '")
+                    .append(keepaliveIdleS)
+                    .append("', false), set_config('tcp_keepalives_interval', '")
+                    .append(keepaliveIntervalS)
+                    .append("', false), set_config('tcp_keepalives_count', '")
+                    .append(keepaliveCount)
+                    .append("', false)");
+            if (major >= 12) {
+                sql.append(", set_config('tcp_user_timeout', '")
+                        .append(deadPeerMs)
+                        .append("', false)");
+            }
             if (major >= 14) {
                 // A holder is idle between checks: a database- or role-level idle_session_timeout
                 // would end its session, and the server would drop its lock (and let the next one in).

@@ -138,6 +138,82 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
         }
     }
 
+    /**
+     * The holder's host is cut off: every packet of its pinned connection is dropped (iptables on
+     * the loopback interface, this one flow only: a userspace proxy would answer the server's
+     * keepalives itself), no FIN, no RST. The server must end that silent session (keepalive and
+     * tcp_user_timeout, D = max(2 s, lease / 2) = 2 s here) and the waiter be granted after the dead
+     * holder's window (4 s / 2 + 250 ms), within the lease time + the window + a margin, never
+     * while the old lease is valid.
+     */
+    @Test
+    void holdersHostCutOff_serverEndsTheSilentSession_waiterGrantedWithinTheBound() throws Exception {
+        LockClient holder = client("leaseTime=4s");
+        Lease lease = holder.lock("cut").acquire();
+        var pending = client("leaseTime=4s").lock("cut").acquireAsync(Duration.ofMinutes(1));
+        var oldValidAtGrant = pending.thenApply(l -> lease.isValid());
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> entries("cut").size() == 2);
+        int pid = Integer.parseInt(entries("cut").get(0).split(" ")[1]);
+        int clientPort = (int) queryLong("SELECT client_port FROM pg_stat_activity WHERE pid = " + pid);
+        List<List<String>> rules = List.of(
+                List.of(
+                        "INPUT",
+                        "-i",
+                        "lo",
+                        "-p",
+                        "tcp",
+                        "--sport",
+                        Integer.toString(clientPort),
+                        "--dport",
+                        Integer.toString(postgres.port()),
+                        "-j",
+                        "DROP"),
+                List.of(
+                        "INPUT",
+                        "-i",
+                        "lo",
+                        "-p",
+                        "tcp",
+                        "--sport",
+                        Integer.toString(postgres.port()),
+                        "--dport",
+                        Integer.toString(clientPort),
+                        "-j",
+                        "DROP"));
+        long cutAt = System.nanoTime();
+        try {
+            for (List<String> rule : rules) {
+                iptables("-I", rule);
+            }
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(20)).toMillis(), TimeUnit.MILLISECONDS);
+            long grantedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutAt);
+            assertThat(oldValidAtGrant.get())
+                    .as("the old lease's isValid() at the next grant (%d ms after the cut)", grantedAfterMs)
+                    .isFalse();
+            assertThat(backendAlive(pid)).as("the cut-off holder's backend").isFalse();
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+            // D (2 s) + keepalive's 1 s granularity + the window (2.25 s): 5.25 s; asserted with 1.5 s more.
+            assertThat(grantedAfterMs)
+                    .isLessThan(Timing.scale(Duration.ofMillis(6_750)).toMillis());
+            next.close();
+        } finally {
+            for (List<String> rule : rules) {
+                iptables("-D", rule);
+            }
+        }
+        lease.close();
+    }
+
+    private static void iptables(String op, List<String> rule) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("iptables", "-w", op));
+        cmd.addAll(rule);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as("%s: %s", cmd, out).isZero();
+    }
+
     private void terminate(int pid) throws SQLException {
         try (Connection c = connect();
                 PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
