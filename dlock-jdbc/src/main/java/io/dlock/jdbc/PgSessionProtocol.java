@@ -174,20 +174,27 @@ final class PgSessionProtocol implements LockProtocol {
                 Math.max(1, (deadPeerMs / 1_000 - keepaliveIdleS + keepaliveIntervalS - 1) / keepaliveIntervalS);
         String table = backend.uri.table();
         // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>;
-        // and for the next holder: this holder's window. The previous client and window come back from
-        // the same snapshot (the fence).
-        this.tokenSql = "WITH prev AS (SELECT client, expires_ms FROM " + table + " WHERE name = ?),"
-                + " up AS (INSERT INTO " + table + " AS l (name, token, client, holder, expires_ms) VALUES (?, 1, ?, "
-                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ", ?) ON CONFLICT (name) DO UPDATE"
-                + " SET token = l.token + 1, client = EXCLUDED.client, holder = EXCLUDED.holder,"
-                + " expires_ms = EXCLUDED.expires_ms RETURNING l.token)"
+        // and for the next holder: this holder's window. The previous client and window decide the
+        // fence. FOR UPDATE: the previous holder's unlock frees the advisory lock before its statement
+        // commits the cleared row; the lock waits for that commit and reads the row as committed, so a
+        // clean release is never taken for a session that ended without unlocking.
+        this.tokenSql = "WITH prev AS (SELECT client, expires_ms FROM " + table + " WHERE name = ? FOR UPDATE),"
+                // The insert reads prev first (so prev locks and reads the row before it is changed);
+                // prev, used twice, is computed once.
+                + " up AS (INSERT INTO " + table + " AS l (name, token, client, holder, expires_ms) SELECT ?, 1, ?, "
+                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ", ? FROM (SELECT count(*) FROM prev) x"
+                + " ON CONFLICT (name) DO UPDATE SET token = l.token + 1, client = EXCLUDED.client,"
+                + " holder = EXCLUDED.holder, expires_ms = EXCLUDED.expires_ms RETURNING l.token)"
                 + " SELECT up.token, prev.client, prev.expires_ms FROM up LEFT JOIN prev ON true";
         // Unlocks and clears the record in one statement, so that a forced release keyed by this grant
         // can no longer match once it is released (the next grant on this very connection included),
-        // and so that the next holder knows it needs no fence.
+        // and so that the next holder knows it needs no fence. The unlock reads c, so the row is
+        // updated (and locked until commit) before the advisory lock is freed: an unreferenced
+        // data-modifying CTE would run after the unlock, and the next holder could read the record
+        // before it is cleared.
         this.unlockSql = "WITH c AS (UPDATE " + table
-                + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ?)"
-                + " SELECT pg_advisory_unlock(?)";
+                + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ? RETURNING 1)"
+                + " SELECT pg_advisory_unlock(?) FROM (SELECT count(*) FROM c) x";
         this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
         AtomicInteger n = new AtomicInteger();
         // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.

@@ -115,6 +115,31 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
     }
 
     /**
+     * A clean release never makes the next holder wait out the window (5.25 s with a 10 s lease):
+     * the unlock frees the advisory lock before its statement commits the cleared record, and the
+     * next grant must read the record as committed.
+     */
+    @Test
+    void cleanRelease_nextHolderNotFenced() throws Exception {
+        LockClient a = client("leaseTime=10s");
+        LockClient b = client("leaseTime=10s");
+        for (int i = 0; i < 20; i++) {
+            Lease held = a.lock("clean").acquire();
+            var pending = b.lock("clean").acquireAsync(Duration.ofMinutes(1));
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> entries("clean").size() == 2);
+            long t0 = System.nanoTime();
+            held.close();
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(ms)
+                    .as("round %d: hand-off after a clean release", i)
+                    .isLessThan(Timing.scale(Duration.ofMillis(1_000)).toMillis());
+            next.close();
+        }
+    }
+
+    /**
      * A DBA sets {@code idle_session_timeout} for the role: the holder's pinned session, idle
      * between its checks (every 10 s with a 30 s lease), must not be ended by it, or the server
      * would drop the lock under a valid lease.
