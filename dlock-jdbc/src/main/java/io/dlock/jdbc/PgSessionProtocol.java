@@ -70,7 +70,8 @@ import org.slf4j.LoggerFactory;
  * The grant is reported only after that window (+ 1% + 10 ms for clock rates) has passed, and its
  * own validity counts from a check sent after the wait. Hence at no instant is an old lease valid
  * while the next one is granted, and a session that dies unannounced frees the lock for the next
- * holder within the dead holder's window. A row written by an older version has no window: the
+ * holder within the dead holder's window. With {@code renewal=false} nothing is checked after the
+ * grant, and the window is the lease time. A row written by an older version has no window: the
  * next holder waits its own lease time. A forced release ({@link PgSessionInspector}) sets the
  * window to 0 before it terminates the holder's session: the operator lets the next holder in at
  * once, as in lease mode, and the removed holder learns of it at its next check.
@@ -161,7 +162,9 @@ final class PgSessionProtocol implements LockProtocol {
         this.backend = backend;
         this.ticker = backend.options.ticker();
         this.leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
-        this.windowMs = windowMs(leaseMs);
+        // Without renewal nothing is checked after the grant: the grant alone lives the lease time,
+        // as before, and records that as its window for the next holder's fence.
+        this.windowMs = backend.options.renewal() ? windowMs(leaseMs) : leaseMs;
         this.windowNanos = TimeUnit.MILLISECONDS.toNanos(windowMs);
         this.marginNanos = windowNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
         this.deadPeerMs = deadPeerMs(leaseMs);

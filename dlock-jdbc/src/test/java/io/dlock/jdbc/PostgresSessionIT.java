@@ -140,6 +140,19 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
     }
 
     /**
+     * With {@code renewal=false} nothing is checked after the grant: the grant lives the lease time
+     * (not the shorter window a check confirms), and runs out then.
+     */
+    @Test
+    void renewalOff_grantLivesTheLeaseTime() throws Exception {
+        Lease lease = client("leaseTime=3s&renewal=false").lock("unrenewed").acquire();
+        Thread.sleep(2_200); // past the 1.75 s window of a renewed 3 s lease
+        assertThat(lease.isValid()).isTrue();
+        await().atMost(Timing.scale(Duration.ofSeconds(3))).until(() -> !lease.isValid());
+        lease.close();
+    }
+
+    /**
      * A DBA sets {@code idle_session_timeout} for the role: the holder's pinned session, idle
      * between its checks (every 10 s with a 30 s lease), must not be ended by it, or the server
      * would drop the lock under a valid lease.
