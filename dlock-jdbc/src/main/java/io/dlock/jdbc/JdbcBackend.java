@@ -226,7 +226,7 @@ final class JdbcBackend implements LockBackend {
                 return;
             } catch (SQLException e) {
                 if (missingColumn(e)) {
-                    if (uri.createTable() && addHolderColumn(c)) {
+                    if (uri.createTable() && addColumns(c)) {
                         return;
                     }
                     throw new LockBackendException(
@@ -234,9 +234,11 @@ final class JdbcBackend implements LockBackend {
                             NAME,
                             "lock table " + uri.table() + " or " + sql.waiters
                                     + " lacks columns this version of dlock needs (" + e.getMessage()
-                                    + "). A table of the previous version needs only `" + sql.addHolderColumn()
-                                    + "` (the previous version ignores the column, so clients of both can run"
-                                    + " during a rolling upgrade; createTable=true runs it), else create the"
+                                    + "). A table of an earlier version needs only `"
+                                    + String.join("` and `", sql.addColumns())
+                                    + "`, each if its column is missing (earlier versions ignore the columns, so"
+                                    + " clients of both can run during a rolling upgrade; createTable=true runs"
+                                    + " them), else create the"
                                     + " tables anew with the DDL below:\n"
                                     + uri.dialect().ddl(uri.table()),
                             null);
@@ -291,15 +293,18 @@ final class JdbcBackend implements LockBackend {
     }
 
     /**
-     * Upgrades a previous version's waiters table (the holder column); true if the probe passes
-     * afterwards. A concurrent client's ALTER makes ours fail on the duplicate column: the probe decides.
+     * Upgrades an earlier version's waiters table (the holder and lease_ms columns); true if the
+     * probe passes afterwards. A column that is there already (an older upgrade, or a concurrent
+     * client's ALTER) makes its ALTER fail: the probe decides.
      */
-    private boolean addHolderColumn(Connection c) throws SQLException {
-        try (Statement s = c.createStatement()) {
-            s.execute(sql.addHolderColumn());
-            log.info("[client={}] added column holder to {}", NAME, sql.waiters);
-        } catch (SQLException e) {
-            log.debug("[client={}] adding column holder to {}: {}", NAME, sql.waiters, message(e));
+    private boolean addColumns(Connection c) throws SQLException {
+        for (String alter : sql.addColumns()) {
+            try (Statement s = c.createStatement()) {
+                s.execute(alter);
+                log.info("[client={}] upgraded {}: {}", NAME, sql.waiters, alter);
+            } catch (SQLException e) {
+                log.debug("[client={}] {}: {}", NAME, alter, message(e));
+            }
         }
         try (Statement s = c.createStatement()) {
             s.executeQuery(sql.probe).close();

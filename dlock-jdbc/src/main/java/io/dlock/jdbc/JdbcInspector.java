@@ -98,13 +98,14 @@ final class JdbcInspector implements LockInspector {
         if (dialect == JdbcDialect.POSTGRESQL) {
             // The release's hand-over (JdbcStatements.handOver) with the token checked too: the first
             // live waiter becomes the owner with the next token and its client is notified.
-            String nx = "SELECT w.acquisition, w.client, w.holder FROM " + waiters + " w WHERE w.name = ?"
+            String nx = "SELECT w.acquisition, w.client, w.holder, w.lease_ms FROM " + waiters + " w WHERE w.name = ?"
                     + " AND w.kind = 'X' AND w.token = 0 AND w.expires_ms >= " + now + " AND w.acquisition <> ?"
                     + " ORDER BY w.seq LIMIT 1 FOR UPDATE";
             releaseHeld = "WITH nx AS (" + nx + "), u AS (UPDATE " + table
                     + " l SET owner = (SELECT acquisition FROM nx),"
                     + " client = (SELECT client FROM nx), token = l.token + (SELECT count(*) FROM nx),"
-                    + " expires_ms = (SELECT " + now + " + ? FROM nx),"
+                    // The waiter's own lease time (this inspector's only for a row of an older version).
+                    + " expires_ms = (SELECT " + now + " + COALESCE(lease_ms, ?) FROM nx),"
                     + " holder = (SELECT " + JdbcStatements.stamp(dialect, "split_part(holder, ' ', 1)")
                     + " FROM nx) WHERE l.name = ? AND l.owner = ? AND l.token = ? RETURNING l.token, l.owner, l.client),"
                     + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"

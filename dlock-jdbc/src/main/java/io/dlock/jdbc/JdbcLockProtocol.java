@@ -50,7 +50,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Hand-over (PostgreSQL, {@code fair=true}): the release is {@link JdbcStatements#handOver},
  * one statement that clears this owner and, if a live waiter stands in the queue, makes the first
- * one the owner with the next token and a lease of the releaser's {@code leaseTime}, marks that
+ * one the owner with the next token and a lease of that waiter's own {@code leaseTime} (stored
+ * with its waiter row; a row of an older version has none and gets the releaser's), marks that
  * waiter's row as handed over (its {@code token} column set to the grant's token), deletes the
  * releaser's own waiter row if one is left, and NOTIFYs {@code H<token> <acquisition>} to the new
  * owner's client. A hand-off between clients is then one commit and one NOTIFY, instead of a
@@ -76,14 +77,17 @@ import org.slf4j.LoggerFactory;
  *       it no longer owns means that lease ran out unseen, and the wait ends with {@link
  *       EntryLostException} (the engine queues again; the row becomes a waiter again at its old
  *       place). After the LISTEN connection comes back every waiter is tried and the poll runs.
- *   <li><b>Validity.</b> The new owner's client did not send the grant, so it reads the row's
- *       remaining lease ({@code expires_ms - now()}, a read, no commit) and counts it from before
- *       the read was sent, less the margin; the poll does the same from before its query. Never
- *       the releaser's lease time: clients may run different ones.
- *   <li><b>A waiter whose client died</b> while its row was live: the hand-over makes it owner of
- *       a lease nobody renews; the lock is free again when that lease (the releaser's {@code
- *       leaseTime}) runs out, and the next waiter's poll, which reads the holder's expiry, takes it
- *       right after. Without the hand-over, that dead waiter's row blocked the fair queue for its
+ *   <li><b>Validity.</b> The new owner's client did not send the grant. The NOTIFY carries the
+ *       lease the grant was given, which the waiter counts from before it queued; otherwise (a long
+ *       wait, a lost NOTIFY) it reads the row's remaining lease ({@code expires_ms - now()}, a
+ *       read, no commit) and counts it from before the read was sent, less the margin; the poll
+ *       does the same from before its query.
+ *   <li><b>A waiter whose client died</b> (or was cut off) while its row was live: the hand-over
+ *       makes it owner of a lease nobody renews; the lock is free again when that lease runs out,
+ *       and the next waiter's poll, which reads the holder's expiry, takes it right after. That
+ *       lease is the dead waiter's own {@code leaseTime}, never the releaser's (which may be far
+ *       longer): the crash-release bound of a grant is its owner's lease time however it was
+ *       granted. Without the hand-over, that dead waiter's row blocked the fair queue for its
  *       waiter lease (the same {@code leaseTime}), so the bound is unchanged.
  * </ul>
  *
@@ -246,6 +250,7 @@ final class JdbcLockProtocol implements LockProtocol {
             ps.setString(3, backend.clientId);
             ps.setLong(4, waiterMs);
             ps.setString(5, backend.holder);
+            ps.setLong(6, leaseMs);
             ps.executeUpdate();
             try (ResultSet rs = ps.getGeneratedKeys()) {
                 if (!rs.next()) {
@@ -318,7 +323,7 @@ final class JdbcLockProtocol implements LockProtocol {
             try (PreparedStatement ps = c.prepareStatement(handOver)) {
                 ps.setString(1, name);
                 ps.setString(2, acquisition);
-                ps.setLong(3, leaseMs);
+                ps.setLong(3, leaseMs); // only for a waiter row an older version wrote
                 ps.setString(4, name);
                 ps.setString(5, acquisition);
                 ps.setString(6, acquisition);

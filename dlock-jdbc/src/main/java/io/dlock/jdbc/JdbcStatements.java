@@ -1,5 +1,6 @@
 package io.dlock.jdbc;
 
+import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -38,8 +39,10 @@ final class JdbcStatements {
     final String release;
     /**
      * PostgreSQL only. Params: name, owner, leaseMs, name, owner, owner. Releases and, in the same
-     * statement, makes the first live waiter the owner with the next token; the NOTIFY payload
-     * {@code H<token> <acquisition>} tells its client so. No rows: released without a hand-over.
+     * statement, makes the first live waiter the owner with the next token and a lease of that
+     * waiter's own {@code lease_ms} ({@code leaseMs}, the releaser's, only for a row an older
+     * version wrote without it); the NOTIFY payload {@code H<token> <acquisition> <lease ms>} tells
+     * its client so. No rows: released without a hand-over.
      */
     final @Nullable String handOver;
     /**
@@ -50,7 +53,7 @@ final class JdbcStatements {
      * #handOver} decides then.
      */
     final @Nullable String releaseAlone;
-    /** Params: name, acquisition, client, waiterMs, holder. Generated key: seq. */
+    /** Params: name, acquisition, client, waiterMs, holder, leaseMs (the waiter's own). Generated key: seq. */
     final String insertWaiter;
     /** Params: name. Removes expired waiters of one lock. */
     final String purgeWaiters;
@@ -130,19 +133,21 @@ final class JdbcStatements {
                 // See JdbcLockProtocol's "Hand-over" for why this is safe. nx locks the first live
                 // waiter's row (FOR UPDATE: a withdrawal that deleted it first makes it skip to the
                 // next; one that deletes it later waits for this commit and then finds itself owner).
-                handOver = "WITH nx AS (SELECT w.acquisition, w.client, w.holder FROM " + waiters
+                handOver = "WITH nx AS (SELECT w.acquisition, w.client, w.holder, w.lease_ms FROM " + waiters
                         + " w WHERE w.name = ?"
                         + " AND w.kind = 'X' AND w.token = 0 AND w.expires_ms >= " + now + " AND w.acquisition <> ?"
                         + " ORDER BY w.seq LIMIT 1 FOR UPDATE),"
                         + " u AS (UPDATE " + table + " l SET owner = (SELECT acquisition FROM nx),"
                         + " client = (SELECT client FROM nx), token = l.token + (SELECT count(*) FROM nx),"
-                        + " expires_ms = (SELECT " + now + " + ? FROM nx),"
+                        // The new owner's own lease: a waiter with a shorter leaseTime than the
+                        // releaser's must not, if its client dies now, block the lock for the longer one.
+                        + " expires_ms = (SELECT " + now + " + COALESCE(lease_ms, ?) FROM nx),"
                         + " holder = (SELECT " + stamp(dialect, "split_part(holder, ' ', 1)") + " FROM nx)"
                         + " WHERE l.name = ? AND l.owner = ? RETURNING l.token, l.owner, l.client,"
                         + " l.expires_ms - " + now + " AS ms),"
                         + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"
                         + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
-                        // The payload carries the lease the grant was given (the releaser's leaseTime):
+                        // The payload carries the lease the grant was given (the waiter's own leaseTime):
                         // the waiter counts it from a moment it knows to precede the grant
                         // (JdbcLockProtocol.Waiter#handedOver), so it needs no read of the row.
                         + " SELECT pg_notify('dlock_' || u.client, 'H' || u.token || ' ' || u.owner || ' ' || u.ms)"
@@ -171,8 +176,9 @@ final class JdbcStatements {
             default -> throw new AssertionError(dialect);
         }
         renew = "UPDATE " + table + " SET expires_ms = " + now + " + ? WHERE name = ? AND owner = ? AND token = ?";
-        insertWaiter = "INSERT INTO " + waiters + " (name, acquisition, client, expires_ms, holder) VALUES (?, ?, ?, "
-                + now + " + ?, " + stamp(dialect, "?") + ")";
+        insertWaiter = "INSERT INTO " + waiters
+                + " (name, acquisition, client, expires_ms, holder, lease_ms) VALUES (?, ?, ?, " + now + " + ?, "
+                + stamp(dialect, "?") + ", ?)";
         purgeWaiters = "DELETE FROM " + waiters + " WHERE name = ? AND expires_ms < " + now;
         deleteWaiter = "DELETE FROM " + waiters + " WHERE acquisition = ?";
         // Only waiting entries: a held read-write or semaphore entry is renewed by its own grant's renewal.
@@ -187,7 +193,9 @@ final class JdbcStatements {
         rewait = "UPDATE " + waiters + " SET token = 0 WHERE acquisition = ? AND kind = 'X'";
         findEntry = "SELECT name, kind, token FROM " + waiters + " WHERE acquisition = ?";
         probe = "SELECT l.name, l.owner, l.client, l.token, l.expires_ms, l.holder, w.seq, w.name, w.acquisition,"
-                + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token, w.holder FROM " + table + " l, "
+                + " w.client, w.expires_ms, w.kind, w.permits, w.max_permits, w.token, w.holder, w.lease_ms FROM "
+                + table
+                + " l, "
                 + waiters
                 + " w WHERE 1 = 0";
 
@@ -227,9 +235,15 @@ final class JdbcStatements {
         };
     }
 
-    /** Adds the waiters table's holder column (added in this version); run only when the probe found it missing. */
-    String addHolderColumn() {
-        return "ALTER TABLE " + waiters + " ADD COLUMN holder VARCHAR(255)";
+    /**
+     * The statements that add the waiters table's columns added after the first release ({@code
+     * holder}, then {@code lease_ms}); run only when the probe found a column missing, each may
+     * fail on a column that is already there.
+     */
+    List<String> addColumns() {
+        return List.of(
+                "ALTER TABLE " + waiters + " ADD COLUMN holder VARCHAR(255)",
+                "ALTER TABLE " + waiters + " ADD COLUMN lease_ms BIGINT");
     }
 
     private static String h2EnsureRow(String table) {

@@ -3,6 +3,7 @@ package io.dlock.jdbc;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -20,6 +21,14 @@ import org.slf4j.LoggerFactory;
  * 2 s); after each reconnect every waiter is checked once, since NOTIFYs sent meanwhile were lost.
  * While it is down, {@link #healthy()} is false and the waiters' poller polls at its short
  * interval.
+ *
+ * <p>A silent connection: a NAT or firewall that drops an idle flow sends no FIN or RST, and a
+ * LISTEN connection only reads, so nothing would ever fail on it; every NOTIFY would be lost and
+ * each hand-over to this client would wait for the slow poll (a third of the lease time) for as
+ * long as the client lives. So the listener sends {@code SELECT 1} on its connection every half
+ * {@code connectTimeout}, under a network timeout of half {@code connectTimeout}: a connection
+ * that stopped answering is found within {@code connectTimeout} (+ up to {@value #WAIT_MS} ms, the
+ * wait for notifications), then the poller polls fast and the listener reconnects on a new flow.
  */
 final class PgListener {
     private static final Logger log = LoggerFactory.getLogger(PgListener.class);
@@ -28,6 +37,9 @@ final class PgListener {
     private final JdbcBackend backend;
     private final JdbcLockProtocol protocol;
     private final Thread thread;
+    /** Interval of the probe, and its network timeout: half the connect timeout, at least 100 ms. */
+    private final int probeMs;
+
     private volatile boolean healthy;
     private volatile boolean closed;
     private volatile @Nullable Connection connection;
@@ -35,6 +47,9 @@ final class PgListener {
     PgListener(JdbcBackend backend, JdbcLockProtocol protocol) {
         this.backend = backend;
         this.protocol = protocol;
+        this.probeMs = (int) Math.max(
+                100,
+                Math.min(Integer.MAX_VALUE, backend.options.connectTimeout().toMillis() / 2));
         this.thread = new Thread(this::run, "dlock-jdbc-listen");
         this.thread.setDaemon(true);
     }
@@ -65,6 +80,8 @@ final class PgListener {
             // The inspector tells a live client from a dead one by this session (JdbcInspector).
             s.execute("SET application_name = '" + applicationName(backend.clientId) + "'");
             s.execute("LISTEN dlock_" + backend.clientId);
+            // The probe's bound; getNotifications sets its own wait and puts this one back.
+            c.setNetworkTimeout(Runnable::run, probeMs);
         } catch (SQLException e) {
             backend.closeDedicated(c);
             throw e;
@@ -75,15 +92,26 @@ final class PgListener {
 
     private void run() {
         long backoffMs = 50;
+        long probedAt = System.nanoTime();
+        long probeNanos = TimeUnit.MILLISECONDS.toNanos(probeMs);
         while (!closed) {
             Connection c = connection;
             try {
                 if (c == null) {
                     listen();
+                    probedAt = System.nanoTime();
                     backoffMs = 50;
                     log.debug("[client={}] LISTEN connection back; checking every waiter", JdbcBackend.NAME);
                     protocol.kickAll();
                     continue;
+                }
+                long now = System.nanoTime();
+                if (now - probedAt >= probeNanos) {
+                    // Notifications that arrive meanwhile are kept by the driver for the next read.
+                    try (Statement s = c.createStatement()) {
+                        s.execute("SELECT 1");
+                    }
+                    probedAt = now;
                 }
                 PGNotification[] notes = c.unwrap(PGConnection.class).getNotifications(WAIT_MS);
                 if (notes != null) {

@@ -61,6 +61,8 @@ final class PgSessionInspector implements LockInspector {
     private final String readRows;
     private final String readLocks;
     private final String terminate;
+    private final String unfence;
+    private final String refence;
     private final AtomicInteger watchThreads = new AtomicInteger();
 
     PgSessionInspector(JdbcBackend backend) {
@@ -77,6 +79,12 @@ final class PgSessionInspector implements LockInspector {
                 + " ORDER BY l.granted DESC, l.waitstart NULLS LAST, l.pid";
         // One statement: the backend must hold the advisory lock now, and the row must still name
         // the grant that was shown (its token, a client recorded, that client's session).
+        // A forced release lets the next holder in at once, as in lease mode: window 0 in the row tells
+        // it to skip the fence (PgSessionProtocol); put back if the termination matched nothing.
+        unfence = "UPDATE " + table + " t SET expires_ms = 0 FROM (SELECT name, expires_ms FROM " + table
+                + " WHERE name = ? AND token = ? AND client IS NOT NULL FOR UPDATE) o"
+                + " WHERE t.name = o.name RETURNING o.expires_ms";
+        refence = "UPDATE " + table + " SET expires_ms = ? WHERE name = ? AND token = ? AND expires_ms = 0";
         terminate = "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN " + table
                 + " t ON t.name = ? AND t.token = ? AND t.client IS NOT NULL"
                 + " LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
@@ -262,6 +270,20 @@ final class PgSessionInspector implements LockInspector {
             }
             Boolean done = await(
                     backend.submit(c -> {
+                        Long window = null;
+                        boolean marked = false;
+                        try (PreparedStatement ps = c.prepareStatement(unfence)) {
+                            ps.setString(1, "pg/" + name);
+                            ps.setLong(2, t.token());
+                            try (ResultSet rs = ps.executeQuery()) {
+                                if (rs.next()) {
+                                    marked = true;
+                                    long w = rs.getLong(1);
+                                    window = rs.wasNull() ? null : w;
+                                }
+                            }
+                        }
+                        boolean terminated;
                         try (PreparedStatement ps = c.prepareStatement(terminate)) {
                             ps.setString(1, "pg/" + name);
                             ps.setLong(2, t.token());
@@ -269,9 +291,22 @@ final class PgSessionInspector implements LockInspector {
                             ps.setLong(4, key & 0xffffffffL);
                             ps.setLong(5, t.pid());
                             try (ResultSet rs = ps.executeQuery()) {
-                                return rs.next() && rs.getBoolean(1);
+                                terminated = rs.next() && rs.getBoolean(1);
                             }
                         }
+                        if (marked && !terminated) {
+                            try (PreparedStatement ps = c.prepareStatement(refence)) {
+                                if (window == null) {
+                                    ps.setNull(1, java.sql.Types.BIGINT);
+                                } else {
+                                    ps.setLong(1, window);
+                                }
+                                ps.setString(2, "pg/" + name);
+                                ps.setLong(3, t.token());
+                                ps.executeUpdate();
+                            }
+                        }
+                        return terminated;
                     }),
                     name);
             if (Boolean.TRUE.equals(done)) {

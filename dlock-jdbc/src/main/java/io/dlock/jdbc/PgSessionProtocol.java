@@ -54,6 +54,47 @@ import org.slf4j.LoggerFactory;
  * holder's connection; if it fails, the session (and with it the lock) is gone: {@link
  * EntryLostException}, the lease turns invalid and {@code onLost} fires.
  *
+ * <p>Validity, and the fence after a session that ended without unlocking. A session can end
+ * between two checks (PostgreSQL restarted, {@code pg_terminate_backend}, the holder's host cut
+ * off): the server drops the lock at once and lets the next session in, while the holder's client
+ * learns of it only at its next check. So no check proves more than that the session held the lock
+ * when the check ran, and validity is kept short: a grant or check sent at {@code t} makes the
+ * lease valid until {@code t + window} (less 1% + 2 ms for clock rates), with {@code window} =
+ * half the lease time plus at most 250 ms ({@link #windowMs}), just more than the interval of the
+ * engine's checks (a third of the lease time) plus their round trip. The holder records its window
+ * in the counter row ({@code expires_ms} of {@code pg/<name>}: a duration there, not a clock
+ * reading), and its unlock clears the row's {@code client}. The next session to be granted reads
+ * the previous values in the same statement that takes its token: a {@code client} still set means
+ * the previous holder's session ended without unlocking, at a moment after its last successful
+ * check was sent and before this grant, so its lease can be valid for at most its window from now.
+ * The grant is reported only after that window (+ 1% + 10 ms for clock rates) has passed, and its
+ * own validity counts from a check sent after the wait. Hence at no instant is an old lease valid
+ * while the next one is granted, and a session that dies unannounced frees the lock for the next
+ * holder within the dead holder's window. With {@code renewal=false} nothing is checked after the
+ * grant, and the window is the lease time. A row written by an older version has no window: the
+ * next holder waits its own lease time. A forced release ({@link PgSessionInspector}) sets the
+ * window to 0 before it terminates the holder's session: the operator lets the next holder in at
+ * once, as in lease mode, and the removed holder learns of it at its next check.
+ *
+ * <p>Every pinned session sets {@code idle_session_timeout} to 0 (PostgreSQL 14+): a holder between
+ * checks is idle, and a database- or role-level timeout would otherwise end its session and drop
+ * its lock. A session that is idle but whose client lives stays: its kernel answers keepalives.
+ *
+ * <p>A holder whose host is cut off (no FIN, no RST: a partition, a power loss) leaves a session
+ * the server would keep until TCP keepalive gives up, about 2 h 11 min with the kernel's defaults.
+ * Every pinned session therefore sets {@code tcp_keepalives_idle}, {@code _interval} and {@code
+ * _count} and, on PostgreSQL 12+, {@code tcp_user_timeout} from {@link #deadPeerMs} (D = half the
+ * lease time, at least 2 s): an idle session is probed from D/3 of silence on (whole seconds, at
+ * least 1 s), and on Linux the kernel ends the connection once a probe or a reply has gone
+ * unacknowledged and nothing was received for D (without tcp_user_timeout: after idle + count ×
+ * interval, about D too). The backend, idle in its read, sees the error and exits, and the server
+ * drops the lock. {@code tcp_user_timeout} alone would not do: it counts only while data is
+ * unacknowledged, and an idle holder's session sends nothing; keepalive probes are that data. A
+ * waiter blocked in {@code pg_advisory_lock} is not reading its socket: a dead waiter keeps its
+ * place until it is granted, and then its reply goes unacknowledged and it ends within D. With the
+ * next holder's fence, a cut-off holder's lock is granted again within about D + 1 s (probe
+ * granularity) + its window after its last packet: for the default 30 s lease about 31 s.
+ *
  * <p>Concurrency: each connection is used by one thread at a time: the waiting thread (blocked in
  * {@code pg_advisory_lock}), then the renewals and the release, which the engine never overlaps. A
  * waiter withdrawn while blocked has its connection aborted from the releasing thread, which ends
@@ -64,8 +105,18 @@ final class PgSessionProtocol implements LockProtocol {
 
     private final JdbcBackend backend;
     private final Ticker ticker;
-    private final long leaseNanos;
+    private final long leaseMs;
+    /** How long after a check's send time a held lease stays valid (see the class comment). */
+    private final long windowMs;
+
+    private final long windowNanos;
     private final long marginNanos;
+    /** How long the server keeps a silent client's session: tcp_user_timeout, in ms. */
+    private final long deadPeerMs;
+
+    private final long keepaliveIdleS;
+    private final long keepaliveIntervalS;
+    private final long keepaliveCount;
     private final String tokenSql;
     private final String unlockSql;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
@@ -110,18 +161,43 @@ final class PgSessionProtocol implements LockProtocol {
     PgSessionProtocol(JdbcBackend backend) {
         this.backend = backend;
         this.ticker = backend.options.ticker();
-        long leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
-        this.leaseNanos = TimeUnit.MILLISECONDS.toNanos(leaseMs);
-        this.marginNanos = leaseNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.leaseMs = Math.max(1, backend.options.leaseTime().toMillis());
+        // Without renewal nothing is checked after the grant: the grant alone lives the lease time,
+        // as before, and records that as its window for the next holder's fence.
+        this.windowMs = backend.options.renewal() ? windowMs(leaseMs) : leaseMs;
+        this.windowNanos = TimeUnit.MILLISECONDS.toNanos(windowMs);
+        this.marginNanos = windowNanos / 100 + TimeUnit.MILLISECONDS.toNanos(2);
+        this.deadPeerMs = deadPeerMs(leaseMs);
+        // Keepalive settings are whole seconds: probes from a third of deadPeerMs of silence on, every
+        // third; the count makes keepalive alone (no tcp_user_timeout: not Linux, PostgreSQL < 12)
+        // give up at about deadPeerMs too.
+        this.keepaliveIdleS = Math.max(1, deadPeerMs / 3_000);
+        this.keepaliveIntervalS = Math.max(1, deadPeerMs / 3_000);
+        this.keepaliveCount =
+                Math.max(1, (deadPeerMs / 1_000 - keepaliveIdleS + keepaliveIntervalS - 1) / keepaliveIntervalS);
         String table = backend.uri.table();
-        // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>.
-        this.tokenSql = "INSERT INTO " + table + " AS l (name, token, client, holder) VALUES (?, 1, ?, "
-                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ") ON CONFLICT (name) DO UPDATE"
-                + " SET token = l.token + 1, client = EXCLUDED.client, holder = EXCLUDED.holder RETURNING l.token";
+        // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>;
+        // and for the next holder: this holder's window. The previous client and window decide the
+        // fence. FOR UPDATE: the previous holder's unlock frees the advisory lock before its statement
+        // commits the cleared row; the lock waits for that commit and reads the row as committed, so a
+        // clean release is never taken for a session that ended without unlocking.
+        this.tokenSql = "WITH prev AS (SELECT client, expires_ms FROM " + table + " WHERE name = ? FOR UPDATE),"
+                // The insert reads prev first (so prev locks and reads the row before it is changed);
+                // prev, used twice, is computed once.
+                + " up AS (INSERT INTO " + table + " AS l (name, token, client, holder, expires_ms) SELECT ?, 1, ?, "
+                + JdbcStatements.stamp(JdbcDialect.POSTGRESQL, "?") + ", ? FROM (SELECT count(*) FROM prev) x"
+                + " ON CONFLICT (name) DO UPDATE SET token = l.token + 1, client = EXCLUDED.client,"
+                + " holder = EXCLUDED.holder, expires_ms = EXCLUDED.expires_ms RETURNING l.token)"
+                + " SELECT up.token, prev.client, prev.expires_ms FROM up LEFT JOIN prev ON true";
         // Unlocks and clears the record in one statement, so that a forced release keyed by this grant
-        // can no longer match once it is released (the next grant on this very connection included).
+        // can no longer match once it is released (the next grant on this very connection included),
+        // and so that the next holder knows it needs no fence. The unlock reads c, so the row is
+        // updated (and locked until commit) before the advisory lock is freed: an unreferenced
+        // data-modifying CTE would run after the unlock, and the next holder could read the record
+        // before it is cleared.
         this.unlockSql = "WITH c AS (UPDATE " + table
-                + " SET client = NULL, holder = NULL WHERE name = ? AND token = ?)" + " SELECT pg_advisory_unlock(?)";
+                + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ? RETURNING 1)"
+                + " SELECT pg_advisory_unlock(?) FROM (SELECT count(*) FROM c) x";
         this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
         AtomicInteger n = new AtomicInteger();
         // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.
@@ -130,6 +206,24 @@ final class PgSessionProtocol implements LockProtocol {
             t.setDaemon(true);
             return t;
         });
+    }
+
+    /**
+     * The validity a check confirms, from its send time: half the lease time (the engine checks
+     * every third) plus up to 250 ms, so that a check's round trip and the engine's loss threshold
+     * fit between two checks even with short leases.
+     */
+    static long windowMs(long leaseMs) {
+        return Math.max(1, leaseMs / 2 + Math.min(leaseMs / 6, 250));
+    }
+
+    /**
+     * How long after the last segment from a silent client the server ends its session: half the
+     * lease time, at least 2 s (keepalive counts in whole seconds), so that with the next holder's
+     * fence (the dead holder's window) the lock is free again within about the lease time + 1 s.
+     */
+    static long deadPeerMs(long leaseMs) {
+        return Math.max(2_000, leaseMs / 2);
     }
 
     /** The advisory lock key of a lock: 64 bits of SHA-256 over the table and the name. */
@@ -230,14 +324,44 @@ final class PgSessionProtocol implements LockProtocol {
      */
     private Connection newConnection() throws SQLException {
         Connection c = backend.dedicatedConnection();
-        if (!backend.borrowsConnections()) {
-            try (PreparedStatement ps = c.prepareStatement("SELECT set_config('application_name', ?, false)")) {
-                ps.setString(1, PgSessionInspector.applicationName(backend.clientId));
-                ps.executeQuery().close();
-            } catch (SQLException e) {
-                discard(c);
-                throw e;
+        try {
+            int major = c.getMetaData().getDatabaseMajorVersion();
+            StringBuilder sql = new StringBuilder("SELECT 1");
+            // A holder cut off without FIN or RST (partition, power loss) would keep its session, and
+            // the lock, until the server's TCP keepalive gives up: about 2 h 11 min by default. Probes
+            // from keepaliveIdleS of silence on, and (Linux, PostgreSQL 12+) tcp_user_timeout, end it
+            // within about deadPeerMs of the last segment received from the client (see the class
+            // comment).
+            sql.append(", set_config('tcp_keepalives_idle', '")
+                    .append(keepaliveIdleS)
+                    .append("', false), set_config('tcp_keepalives_interval', '")
+                    .append(keepaliveIntervalS)
+                    .append("', false), set_config('tcp_keepalives_count', '")
+                    .append(keepaliveCount)
+                    .append("', false)");
+            if (major >= 12) {
+                sql.append(", set_config('tcp_user_timeout', '")
+                        .append(deadPeerMs)
+                        .append("', false)");
             }
+            if (major >= 14) {
+                // A holder is idle between checks: a database- or role-level idle_session_timeout
+                // would end its session, and the server would drop its lock (and let the next one in).
+                sql.append(", set_config('idle_session_timeout', '0', false)");
+            }
+            boolean named = !backend.borrowsConnections();
+            if (named) {
+                sql.append(", set_config('application_name', ?, false)");
+            }
+            try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
+                if (named) {
+                    ps.setString(1, PgSessionInspector.applicationName(backend.clientId));
+                }
+                ps.executeQuery().close();
+            }
+        } catch (SQLException e) {
+            discard(c);
+            throw e;
         }
         return c;
     }
@@ -261,21 +385,66 @@ final class PgSessionProtocol implements LockProtocol {
         }
     }
 
-    /** Takes the token on the holding session; the validity counts from {@code t0}. */
+    /**
+     * Takes the token on the holding session; the validity counts from {@code t0}, or, after the
+     * fence for a previous holder whose session ended without unlocking, from a check sent after it.
+     */
     private Grant grant(Session s, long t0) throws SQLException {
         long token;
+        long fenceMs = -1;
+        String name = "pg/" + s.entry.lockName();
         try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
-            ps.setString(1, "pg/" + s.entry.lockName());
-            ps.setString(2, backend.clientId);
-            ps.setString(3, backend.holder);
+            ps.setString(1, name);
+            ps.setString(2, name);
+            ps.setString(3, backend.clientId);
+            ps.setString(4, backend.holder);
+            ps.setLong(5, windowMs);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 token = rs.getLong(1);
+                if (rs.getString(2) != null) {
+                    long previous = rs.getLong(3);
+                    // An older version's holder recorded no window: its lease was its lease time. A
+                    // window of 0 is a forced release's: the operator let the next holder in at once.
+                    fenceMs = rs.wasNull() ? leaseMs : previous;
+                }
             }
         }
         s.token = token;
+        long from = t0;
+        if (fenceMs > 0) {
+            long waitNanos = TimeUnit.MILLISECONDS.toNanos(fenceMs + fenceMs / 100 + 10);
+            log.debug(
+                    "[lock={} state=QUEUED] the previous holder's session ended without unlocking: waiting {} ms"
+                            + " for its lease to run out",
+                    s.entry.lockName(),
+                    TimeUnit.NANOSECONDS.toMillis(waitNanos));
+            fence(s, waitNanos);
+            from = ticker.read();
+            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
+                ps.executeQuery().close();
+            }
+        }
         s.granted = true;
-        return new Grant(s.entry, token, t0 + leaseNanos - marginNanos);
+        return new Grant(s.entry, token, from + windowNanos - marginNanos);
+    }
+
+    /** Waits out a fence on the lane; a withdrawal ends it early (its release step then unlocks). */
+    private void fence(Session s, long waitNanos) {
+        long end = ticker.read() + waitNanos;
+        synchronized (s) {
+            for (long left = waitNanos; left > 0; left = end - ticker.read()) {
+                if (s.withdrawn) {
+                    throw new EntryLostException(s.entry, "it was withdrawn");
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(s, Math.min(left, TimeUnit.MILLISECONDS.toNanos(20)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new EntryLostException(s.entry, "its client is closing");
+                }
+            }
+        }
     }
 
     @Override
@@ -424,7 +593,7 @@ final class PgSessionProtocol implements LockProtocol {
         return onLane(s, "renewal", () -> {
             try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
                 ps.executeQuery().close();
-                return new Grant(grant.entry(), grant.fencingToken(), t0 + leaseNanos - marginNanos);
+                return new Grant(grant.entry(), grant.fencingToken(), t0 + windowNanos - marginNanos);
             } catch (SQLException e) {
                 s.broken = true;
                 throw new EntryLostException(

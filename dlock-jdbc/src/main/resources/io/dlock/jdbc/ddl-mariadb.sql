@@ -13,8 +13,10 @@ CREATE TABLE IF NOT EXISTS dlock_locks (
 -- locks (kind X) keep only their waiters here (the holder is the lock row); read-write locks (R, W) and
 -- semaphores (S) keep holders (token > 0) and waiters (token 0), and their lock row, named 'rw/<name>'
 -- or 's/<name>', only counts the tokens. holder: 'pid@host <database clock ms>' of the entry's client,
--- written at enqueue and again at grant (added after the first release: ALTER TABLE dlock_locks_waiters
--- ADD COLUMN holder VARCHAR(255) upgrades an older table; the older version ignores the column).
+-- written at enqueue and again at grant. lease_ms: the waiting client's own leaseTime, which a release
+-- that hands the lock to this waiter gives it (NULL in rows of older versions: the releaser's leaseTime).
+-- Upgrading an older table: ALTER TABLE dlock_locks_waiters ADD COLUMN holder VARCHAR(255) and ADD COLUMN
+-- lease_ms BIGINT, each if missing; older versions ignore both columns.
 CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   seq         BIGINT AUTO_INCREMENT PRIMARY KEY,
   name        VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -26,6 +28,7 @@ CREATE TABLE IF NOT EXISTS dlock_locks_waiters (
   max_permits INT NOT NULL DEFAULT 1,
   token       BIGINT NOT NULL DEFAULT 0,
   holder      VARCHAR(255),
+  lease_ms    BIGINT,
   KEY dlock_locks_waiters_name (name, seq),
   KEY dlock_locks_waiters_client (client)
 ) ENGINE = InnoDB;

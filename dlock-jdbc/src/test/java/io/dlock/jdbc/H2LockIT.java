@@ -16,6 +16,11 @@ import org.junit.jupiter.api.Test;
 /** The exclusive lock on H2 (in-process, over its TCP server so child JVMs share it): the testkit's contract. */
 class H2LockIT extends H2TestSupport implements ExclusiveLockContract {
 
+    @Test
+    void release_toAWaiterWithAShorterLeaseThatDies_freesTheLockWithinTheWaitersLease() throws Exception {
+        checkHandOverToAShortLeaseWaiterThatDies();
+    }
+
     /**
      * In the same JVM, without the TCP hop, a waiter's first attempt is still in flight when its
      * caller cancels: the withdrawal must wait for that attempt, or the waiter row (or the grant) it

@@ -172,13 +172,15 @@ interface JdbcInspectCases extends InspectorContract {
         try (Connection c = sqlConnection();
                 Statement s = c.createStatement()) {
             s.execute("ALTER TABLE " + lockTable() + "_waiters DROP COLUMN holder");
+            s.execute("ALTER TABLE " + lockTable() + "_waiters DROP COLUMN lease_ms");
         }
 
         assertThatThrownBy(() -> LockClient.connect(uriWithoutCreate()).close())
                 .isInstanceOf(LockBackendException.class)
-                .hasMessageContaining("ALTER TABLE " + lockTable() + "_waiters ADD COLUMN holder VARCHAR(255)");
+                .hasMessageContaining("ALTER TABLE " + lockTable() + "_waiters ADD COLUMN holder VARCHAR(255)")
+                .hasMessageContaining("ALTER TABLE " + lockTable() + "_waiters ADD COLUMN lease_ms BIGINT");
 
-        LockClient upgraded = newClient(); // createTable=true adds the column
+        LockClient upgraded = newClient(); // createTable=true adds the columns
         Lease l = upgraded.lock("upgrade").acquire();
         CompletableFuture<Lease> waiting = newClient().lock("upgrade").acquireAsync(scaled(30));
         LockSnapshot s = await().atMost(scaled(10))
@@ -189,5 +191,16 @@ interface JdbcInspectCases extends InspectorContract {
         assertThat(s.waiters().get(0).pid()).isEqualTo(ProcessHandle.current().pid());
         l.close();
         waiting.get().close();
+
+        // A table with holder but not lease_ms (the version before this one) is upgraded as well.
+        try (Connection c = sqlConnection();
+                Statement st = c.createStatement()) {
+            st.execute("ALTER TABLE " + lockTable() + "_waiters DROP COLUMN lease_ms");
+        }
+        assertThatThrownBy(() -> LockClient.connect(uriWithoutCreate()).close())
+                .isInstanceOf(LockBackendException.class)
+                .hasMessageContaining("ADD COLUMN lease_ms BIGINT");
+        newClient().lock("upgrade").acquire().close();
+        LockClient.connect(uriWithoutCreate()).close(); // the probe passes now
     }
 }

@@ -379,6 +379,45 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
         }
     }
 
+    /**
+     * Clients with different lease times on one lock: a holder X with a 60 s lease releases to a
+     * waiter W with a 3 s lease (on PostgreSQL the release itself grants W), W's process is then
+     * killed, and a third client Y (3 s) must get the lock within W's own lease plus the poll, not
+     * within X's. Returns the milliseconds from the kill to Y's grant.
+     */
+    long checkHandOverToAShortLeaseWaiterThatDies() throws Exception {
+        io.dlock.LockClient x = client("leaseTime=60s");
+        io.dlock.Lease held = x.lock("mixed").acquire();
+        try (io.dlock.testkit.ChildJvm w = io.dlock.testkit.ChildJvm.start(
+                io.dlock.testkit.LockWorker.class, List.of("hold", uri("leaseTime=3s"), "mixed"))) {
+            w.awaitLine("READY", scaled(30));
+            org.awaitility.Awaitility.await()
+                    .atMost(scaled(30))
+                    .until(() -> entries("mixed").size() == 2);
+            held.close();
+            long token = Long.parseLong(w.awaitLine("HOLDING", scaled(10)).split(" ")[1]);
+            long killedAt = System.nanoTime();
+            w.kill();
+            io.dlock.LockClient y = client("leaseTime=3s");
+            java.util.Optional<io.dlock.Lease> next = y.lock("mixed").tryAcquire(scaled(20));
+            long passedMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            assertThat(next)
+                    .as("the lock 20 s after the killed holder's 3 s lease began (X's lease was 60 s)")
+                    .isPresent();
+            assertThat(next.get().fencingToken()).isGreaterThan(token);
+            // W's 3 s lease (counted from before the kill) + the waiter's poll + scheduling slack.
+            assertThat(passedMs)
+                    .isLessThan(Timing.scale(Duration.ofMillis(3_000 + 2_000)).toMillis());
+            next.get().close();
+            // The killed client's handed-over waiter row: expired, deleted here as its next waiter would.
+            try (Connection c = connect();
+                    Statement s = c.createStatement()) {
+                s.executeUpdate("DELETE FROM " + table + "_waiters WHERE name = 'mixed' AND token > 0");
+            }
+            return passedMs;
+        }
+    }
+
     static Duration scaled(long seconds) {
         return Timing.scale(Duration.ofSeconds(seconds));
     }

@@ -250,6 +250,65 @@ class PostgresFaultIT extends PostgresTestSupport {
         next.close();
     }
 
+    /**
+     * The waiter's LISTEN connection goes silent (a NAT dropped its idle flow: the old flow passes
+     * nothing and ends with no FIN or RST, new connections work). The listener's probe must find it
+     * within connectTimeout (2 s here) + its 0.5 s wait, reconnect on a new flow, and hand-offs to
+     * that client be fast again, not left to the poll (a third of its 30 s lease).
+     */
+    @Test
+    void listenConnectionGoesSilent_foundWithinConnectTimeout_handOffsFastAgain() throws Exception {
+        LockClient holder = client();
+        try (io.dlock.testkit.FaultProxy proxy = io.dlock.testkit.FaultProxy.start(postgres.port())) {
+            String viaProxy = jdbcUrl().replace(":" + postgres.port() + "/", ":" + proxy.port() + "/");
+            assertThat(viaProxy).isNotEqualTo(jdbcUrl());
+            // Without a pool: every statement opens a new connection (a new flow), so the LISTEN
+            // connection is the one long-lived flow, as a pool's idle connections would be refreshed.
+            javax.sql.DataSource ds =
+                    new StatementGate("-- none").dataSource(() -> java.sql.DriverManager.getConnection(viaProxy));
+            LockClient waiter = track(JdbcLocks.builder(ds)
+                    .table(table)
+                    .createTable(true)
+                    .options(LockOptions.builder()
+                            .leaseTime(Duration.ofSeconds(30))
+                            .connectTimeout(Duration.ofSeconds(2))
+                            .build())
+                    .connect());
+            assertThat(handOffMs(holder, waiter, "silent-1"))
+                    .as("hand-off before")
+                    .isLessThan(scaledMs(500));
+            assertThat(proxy.silenceConnections())
+                    .as("open flows silenced (the LISTEN one)")
+                    .isGreaterThanOrEqualTo(1);
+            // connectTimeout (2 s) + the listener's 0.5 s wait + a reconnect: the LISTEN session is back.
+            Thread.sleep(scaledMs(4_000));
+            long after = handOffMs(holder, waiter, "silent-2");
+            assertThat(after)
+                    .as(
+                            "hand-off %d ms after the LISTEN flow went silent (the poll would take seconds)",
+                            scaledMs(4_000))
+                    .isLessThan(scaledMs(500));
+        }
+    }
+
+    /** Holder takes the lock, the waiter queues and waits 3 s (its poll backs off), then the release: ms to the grant. */
+    private long handOffMs(LockClient holder, LockClient waiter, String name) throws Exception {
+        Lease held = holder.lock(name).acquire();
+        var pending = waiter.lock(name).acquireAsync(Duration.ofMinutes(1));
+        await().atMost(scaled(10)).until(() -> entries(name).size() == 2);
+        await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(4)).until(() -> !pending.isDone());
+        long t0 = System.nanoTime();
+        held.close();
+        Lease next = pending.get(20, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        next.close();
+        return ms;
+    }
+
+    private static long scaledMs(long ms) {
+        return Timing.scale(Duration.ofMillis(ms)).toMillis();
+    }
+
     @Test
     void acquire_fourClientsEveryWaiterInTheTable_counterExact() throws Exception {
         // Every waiter stands in the waiters table and is polled and notified: a poll answered from

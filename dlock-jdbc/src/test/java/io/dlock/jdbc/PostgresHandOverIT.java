@@ -22,6 +22,41 @@ import org.junit.jupiter.api.Test;
  */
 class PostgresHandOverIT extends PostgresTestSupport {
 
+    /**
+     * A forced release ({@code dlock release --force}, here an inspector whose own lease time is the
+     * default 30 s) hands the lock to the first waiter, W, whose lease is 3 s; W's process is then
+     * killed. W must have been given its own 3 s, not the inspector's 30 s: a third client gets the
+     * lock within W's lease plus the poll.
+     */
+    @Test
+    void forcedRelease_toAWaiterWithAShortLeaseThatDies_freesTheLockWithinTheWaitersLease() throws Exception {
+        Lease held = client("leaseTime=60s").lock("forced").acquire();
+        try (ChildJvm w = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=3s"), "forced"))) {
+            w.awaitLine("READY", scaled(30));
+            await().atMost(scaled(30)).until(() -> entries("forced").size() == 2);
+            io.dlock.spi.LockInspector inspector = inspector();
+            String key = inspector.inspect("forced").get(0).holders().get(0).key();
+            assertThat(inspector.forceRelease("forced", List.of(key))).containsExactly(key);
+            long token = Long.parseLong(w.awaitLine("HOLDING", scaled(10)).split(" ")[1]);
+            long killedAt = System.nanoTime();
+            w.kill();
+            var next = client("leaseTime=3s").lock("forced").tryAcquire(scaled(20));
+            long passedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            assertThat(next)
+                    .as("the lock 20 s after the killed holder's 3 s lease began")
+                    .isPresent();
+            assertThat(next.get().fencingToken()).isGreaterThan(token);
+            assertThat(passedMs)
+                    .isLessThan(Timing.scale(Duration.ofMillis(3_000 + 2_000)).toMillis());
+            next.get().close();
+        }
+        held.close(); // taken from it: changes nothing
+        try (Connection c = connect();
+                java.sql.Statement s = c.createStatement()) {
+            s.executeUpdate("DELETE FROM " + table + "_waiters WHERE name = 'forced' AND token > 0");
+        }
+    }
+
     @Test
     void release_handsTheRowToTheFirstWaiter_nextTokenAndNoGrantOfItsOwn() throws Exception {
         LockClient a = client();
@@ -81,26 +116,28 @@ class PostgresHandOverIT extends PostgresTestSupport {
 
     @Test
     void handOverToAWaiterWhoseClientDied_nextWaiterGetsItAfterThatLease() throws Exception {
-        LockClient a = client("leaseTime=2s");
+        LockClient a = client("leaseTime=30s");
         LockClient c = client("leaseTime=2s");
         Lease held = a.lock("dead").acquire();
         long handedToken;
         String dead;
-        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=10s"), "dead"))) {
+        try (ChildJvm child = ChildJvm.start(LockWorker.class, List.of("hold", uri("leaseTime=3s"), "dead"))) {
             child.awaitLine("READY", Timing.scale(Duration.ofSeconds(30)));
             await().atMost(scaled(20)).until(() -> entries("dead").size() == 2);
             dead = entries("dead").get(1);
             var pending = c.lock("dead").acquireAsync(Duration.ofMinutes(1));
             await().atMost(scaled(10)).until(() -> entries("dead").size() == 3);
             child.kill();
-            // Its waiter row lives on for up to its 10 s waiter lease: the release hands the row to it.
+            // Its waiter row lives on for 2 to 3 s (its 3 s waiter lease, refreshed every second): the
+            // release hands the row to it.
             long before = rowToken("dead");
             held.close();
             assertThat(entries("dead").get(0)).isEqualTo(dead);
             handedToken = rowToken("dead");
             assertThat(handedToken).isEqualTo(before + 1);
-            // Nobody learns of that grant; it ends with the releaser's 2 s lease, and the next waiter takes it.
-            Lease next = pending.get(Timing.scale(Duration.ofSeconds(10)).toMillis(), TimeUnit.MILLISECONDS);
+            // Nobody learns of that grant; it ends with the dead waiter's own 3 s lease (not the
+            // releaser's 30 s), and the next waiter takes it.
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(6)).toMillis(), TimeUnit.MILLISECONDS);
             assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
             assertThat(rowToken("dead")).isEqualTo(handedToken + 1);
             next.close();

@@ -67,6 +67,36 @@ class PostgresRestartIT {
         }
     }
 
+    /**
+     * Session mode: a restart ends the holder's pinned session and the server forgets its advisory
+     * lock; a client that asks right after the restart must not be granted while the old lease can
+     * still report {@code isValid()} (sampled on the thread that completes the grant).
+     */
+    @Test
+    void sessionMode_restart_nextGrantOnlyOnceTheOldLeaseIsInvalid() throws Exception {
+        try (LockClient holder = LockClient.connect(uri("&mode=session&leaseTime=3s"));
+                LockClient other = LockClient.connect(uri("&mode=session&leaseTime=3s"))) {
+            Lease lease = holder.lock("s").acquire();
+            List<LockLostException> lost = new CopyOnWriteArrayList<>();
+            lease.onLost(lost::add);
+            long restartedAt = System.nanoTime();
+            server.restart();
+            var pending = other.lock("s").acquireAsync(Duration.ofMinutes(1));
+            var oldValidAtGrant = pending.thenApply(l -> lease.isValid());
+            Lease next = pending.get(JdbcTestSupport.scaled(20).toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            long grantedAfterMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt);
+            assertThat(oldValidAtGrant.get())
+                    .as(
+                            "the old lease's isValid() when the next grant completed (%d ms after the restart began)",
+                            grantedAfterMs)
+                    .isFalse();
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+            await().atMost(JdbcTestSupport.scaled(5)).until(() -> lost.size() == 1);
+            next.close();
+            lease.close();
+        }
+    }
+
     @Test
     void quickRestart_leaseSurvives() throws Exception {
         try (LockClient holder = LockClient.connect(uri("&leaseTime=6s"))) {

@@ -47,6 +47,7 @@ import org.slf4j.LoggerFactory;
  *     proxy.blackhole(FaultProxy.Direction.BOTH);   // partition
  *     proxy.pass();                                 // heal
  *     proxy.resetConnections();                     // drop every connection with a RST
+ *     proxy.silenceConnections();                   // a NAT forgets its flows: open ones go silent
  *     proxy.refuse();                               // reset new connections, as a down server
  * }
  * }</pre>
@@ -311,6 +312,29 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     /**
+     * Makes every open connection silent for the rest of its life, both ways, while new
+     * connections are accepted and forwarded as the rules say: what a NAT or firewall that drops
+     * its idle flows does (the old flow is dead, a new one works). A silent connection forwards no
+     * byte in either direction and sends neither FIN nor RST to either side, even when one side
+     * closes it: the other side keeps its connection open until the proxy closes; its own timeouts
+     * or keepalive must notice. The rules ({@link #pass()}, {@link #blackhole}) do not revive it.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: never throws.
+     *
+     * @return how many connections were silenced
+     */
+    public int silenceConnections() {
+        int n = 0;
+        for (Link link : List.copyOf(links)) {
+            if (link.silence()) {
+                n++;
+            }
+        }
+        LOG.debug("{}: silenced {} connections", this, n);
+        return n;
+    }
+
+    /**
      * Returns the fault currently applied to one direction.
      *
      * @param direction {@link Direction#UPSTREAM} or {@link Direction#DOWNSTREAM}
@@ -471,13 +495,17 @@ public final class FaultProxy implements AutoCloseable {
         final Socket server;
         final List<Thread> threads = new ArrayList<>(4);
         private final AtomicBoolean done = new AtomicBoolean();
+        private final Pipe up;
+        private final Pipe down;
+        /** Set by {@link #silenceConnections()}: nothing passes, and an end on one side is not passed on. */
+        private volatile boolean silent;
 
         Link(Socket client, Socket server) {
             this.client = client;
             this.server = server;
             String name = "dlock-fault-proxy-" + port() + "-" + client.getPort();
-            Pipe up = new Pipe(Direction.UPSTREAM, client, server);
-            Pipe down = new Pipe(Direction.DOWNSTREAM, server, client);
+            up = new Pipe(Direction.UPSTREAM, client, server);
+            down = new Pipe(Direction.DOWNSTREAM, server, client);
             threads.add(daemon(up::read, name + "-up-read"));
             threads.add(daemon(up::write, name + "-up-write"));
             threads.add(daemon(down::read, name + "-down-read"));
@@ -487,6 +515,27 @@ public final class FaultProxy implements AutoCloseable {
         void start() {
             for (Thread t : threads) {
                 t.start();
+            }
+        }
+
+        /** Silences the link for good; false if it had ended or was silent already. */
+        boolean silence() {
+            if (done.get() || silent) {
+                return false;
+            }
+            up.severed = true;
+            down.severed = true;
+            silent = true;
+            return true;
+        }
+
+        /**
+         * A pipe ended (EOF or an error on one side): closes the link, unless it is silent, where the
+         * end is not passed on (the proxy closes it when it closes).
+         */
+        void ended() {
+            if (!silent) {
+                close(false);
             }
         }
 
@@ -547,7 +596,7 @@ public final class FaultProxy implements AutoCloseable {
                 } catch (IOException | InterruptedException e) {
                     // closed, reset, or the proxy is closing
                 }
-                close(false);
+                ended();
             }
 
             void write() {
@@ -571,7 +620,7 @@ public final class FaultProxy implements AutoCloseable {
                 } catch (IOException | InterruptedException e) {
                     // closed, reset, or the proxy is closing
                 }
-                close(false);
+                ended();
             }
         }
     }
