@@ -946,7 +946,9 @@ final class Acquisition {
             return;
         }
         client.metrics.leaseLost(this, why);
-        rare().lostCause = new LockLostException(name, client.backendName, reason, cause);
+        // The public token, the one a fenced resource saw: a backend's own number only where labelled.
+        rare().lostCause =
+                new LockLostException(name, client.backendName, "fencing token " + fencingToken + ": " + reason, cause);
         log.warn("[lock={} state=LOST] fencing token {}: {}", name, fencingToken, reason);
         client.onLost(this);
         // Local waiters need not wait for the owner to close a lost lease: the next one queues in

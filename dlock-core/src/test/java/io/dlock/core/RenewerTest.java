@@ -107,7 +107,9 @@ class RenewerTest {
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(250)); // renewal due
         eventually().until(() -> lost.size() == 1);
         assertThat(lease.isValid()).isFalse();
-        assertThat(lost.get(0)).hasMessageContaining("renewal found the lock gone");
+        assertThat(lost.get(0))
+                .hasMessageContaining("renewal found the lock gone")
+                .hasMessageContaining("fencing token " + lease.fencingToken() + ":");
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(250));
         holdsFor(Duration.ofMillis(100), () -> lost.size() == 1); // several ticks: no second run
         lease.close();

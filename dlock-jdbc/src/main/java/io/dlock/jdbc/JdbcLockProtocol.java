@@ -1323,7 +1323,8 @@ final class JdbcLockProtocol implements LockProtocol {
                     if (count != 1) {
                         throw new CompletionException(new EntryLostException(
                                 entry,
-                                "its grant (token " + grant.fencingToken() + ") is no longer in the lock table"));
+                                "its grant (server token " + grant.fencingToken()
+                                        + ") is no longer in the lock table"));
                     }
                     return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
                 });

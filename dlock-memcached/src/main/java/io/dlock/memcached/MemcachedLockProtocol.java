@@ -974,7 +974,7 @@ final class MemcachedLockProtocol implements LockProtocol {
     private static EntryLostException gone(QueueEntry entry, Grant grant, Reply reply) {
         return new EntryLostException(
                 entry,
-                "its key (token " + grant.fencingToken() + ") is gone from memcached or"
+                "its key (server token " + grant.fencingToken() + ") is gone from memcached or"
                         + " belongs to another holder (" + reply.status()
                         + "): expired, evicted, deleted, or the server"
                         + " restarted");

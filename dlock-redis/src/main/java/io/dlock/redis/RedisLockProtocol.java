@@ -590,7 +590,8 @@ final class RedisLockProtocol implements LockProtocol {
                     if (extended == null || extended != 1L) {
                         held.remove(entry.key());
                         throw new CompletionException(new EntryLostException(
-                                entry, "its grant (token " + grant.fencingToken() + ") is gone from the server"));
+                                entry,
+                                "its grant (server token " + grant.fencingToken() + ") is gone from the server"));
                     }
                     return new Grant(entry, grant.fencingToken(), t0 + leaseNanos - marginNanos);
                 })
