@@ -35,8 +35,9 @@ import java.util.HexFormat;
  * nothing while the marker is missing or fenced: the first acquire that finds it missing writes
  * {@code "until start"} (server ms), a fence of its client's lease time, and waits; a client with a
  * longer lease extends the fence to the start plus its lease; the first acquire after {@code until}
- * writes {@code "=0"}. A missing marker is never taken for a fresh server: a first deployment waits
- * one lease time once.
+ * writes {@code "=0"}. The fence starts at the server's own start when that was less than a lease
+ * ago ({@code INFO server}'s uptime), else when the missing marker is noticed. A missing marker is
+ * never taken for a fresh server: a first deployment waits until a lease after the server started.
  *
  * <p>Expiry is lazy: each script first removes entries whose deadline has passed ({@code purge}).
  * The three keys always carry a PEXPIRE at least as late as the latest deadline, and are deleted
@@ -244,7 +245,10 @@ final class RedisScripts {
             -- valid, and the high-water token; 0 once the marker says its data is continuous. A missing
             -- or unreadable marker means lost data (a restart without persistence, a flush, an
             -- eviction): the fence starts now and lasts this client's lease; a client with a longer
-            -- lease extends it, counted from the fence's start, while it lasts.
+            -- lease extends it, counted from the fence's start, while it lasts. A server that started
+            -- less than a lease ago counts it from its start instead: no grant it lost can outlive
+            -- the restart by more than a lease (uptime is whole seconds, rounded down: the estimate of
+            -- the start is late, never early).
             local function fence()
               local v = redis.call('GET', mk)
               if v and string.byte(v) == 61 then return 0, tonumber(string.sub(v, 2)) or 0 end
@@ -254,7 +258,10 @@ final class RedisScripts {
                 untilMs, startMs = tonumber(u), tonumber(st)
               end
               if not untilMs or not startMs then
-                untilMs, startMs = nowMs + lease, nowMs
+                startMs = nowMs
+                local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+                if up and up * 1000 < lease then startMs = nowMs - up * 1000 end
+                untilMs = startMs + lease
               else
                 untilMs = math.max(untilMs, startMs + lease)
               end

@@ -9,6 +9,7 @@ import io.dlock.LockClient;
 import io.dlock.testkit.FaultProxy;
 import io.dlock.testkit.RedisServer;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -132,6 +133,27 @@ class RedisDataLossIT {
      * (all gone) and turns its lease invalid at once, well before the suspension bound ({@code
      * leaseTime / 3} = 5 s) would have; the other client is still fenced then.
      */
+    /**
+     * A fresh server first reached 4 s after it started: nothing it may have lost can outlive its
+     * start by more than a lease, so the fence ends a lease after the start (uptime in whole seconds,
+     * rounded down: up to 1 s later), not a lease after the first client noticed.
+     */
+    @Test
+    void freshServerReachedLate_fenceEndsALeaseAfterTheServerStarted() throws Exception {
+        try (RedisServer server = RedisServer.builder().persistence(false).start()) {
+            long started = System.nanoTime(); // the server started a little before this
+            Thread.sleep(4_000);
+            try (LockClient c = LockClient.connect(server.uri("late") + "&leaseTime=8s")) {
+                Optional<Lease> l = c.lock("x").tryAcquire(RedisTestSupport.scaled(20));
+                long grantedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                assertThat(l).isPresent();
+                l.get().close();
+                // From the first notice it would have been 4 s + 8 s.
+                assertThat(grantedAfterMs).isBetween(7_000L, 10_500L);
+            }
+        }
+    }
+
     @Test
     void restartWithoutPersistence_holderReconnects_leaseInvalidAtItsCheck() throws Exception {
         String query = "&leaseTime=15s&retryMaxSleep=200ms";
