@@ -36,7 +36,8 @@ import java.util.HexFormat;
  * {@code "until start"} (server ms), a fence of its client's lease time, and waits; a client with a
  * longer lease extends the fence to the start plus its lease; the first acquire after {@code until}
  * writes {@code "=0"}. The fence starts at the server's own start when that was less than a lease
- * ago ({@code INFO server}'s uptime), else when the missing marker is noticed. A missing marker is
+ * ago ({@code INFO server}'s uptime; an ACL user without {@code +info} cannot read it), else when the
+ * missing marker is noticed. A missing marker is
  * never taken for a fresh server: a first deployment waits until a lease after the server started.
  *
  * <p>Expiry is lazy: each script first removes entries whose deadline has passed ({@code purge}).
@@ -259,7 +260,9 @@ final class RedisScripts {
               end
               if not untilMs or not startMs then
                 startMs = nowMs
-                local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+                -- pcall: an ACL user without +info only loses the earlier start.
+                local info = redis.pcall('INFO', 'server')
+                local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
                 if up and up * 1000 < lease then startMs = nowMs - up * 1000 end
                 untilMs = startMs + lease
               else
