@@ -33,12 +33,13 @@ import org.junit.jupiter.api.Test;
  *   <li>every duration option at its allowed minimum and maximum, and just outside;
  *   <li>many locks held by one client for several renewal intervals;
  *   <li>credentials in every URI form the backend accepts, absent from every message and {@code
- *       toString()}.
+ *       toString()};
+ *   <li>a server that is down or silent (a {@link FaultProxy} that resets, then blackholes):
+ *       acquiring fails with {@link LockBackendException}, never "someone else holds it".
  * </ul>
  *
- * <p>Data loss, a release that fails past the retry budget, silent connections and long downgrade
- * loops need a fault made the backend's own way; they are each backend's own ITs (and {@link
- * PrimitivesContract} for downgrades).
+ * <p>Data loss and a release that fails past the retry budget need a fault made the backend's own
+ * way; they are each backend's own ITs. Long downgrade loops are in {@link PrimitivesContract}.
  */
 public interface AdversarialContract extends LockFixture {
 
