@@ -39,7 +39,7 @@ import net.jqwik.api.statistics.Statistics;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Bad input never loses a lock, on every backend (issue 17, item 7): generated lock names (any
+ * Bad input never loses a lock, on every backend: generated lock names (any
  * unicode, control characters, 10,000 characters), URI option values, raw URI strings and call
  * sequences (lease closed twice or out of order, client closed with leases held, acquire and release
  * after close, listeners that throw, interrupts before and during a wait, cancelled waiters). The

@@ -48,16 +48,7 @@ class EtcdAdminCommandsIT {
         uri = etcd.uri(namespace);
         // The namespace's epoch marker, as its first grant leaves it once its data-loss fence (a lease
         // time) is over: these tests are about the commands, not about that wait.
-        try (io.etcd.jetcd.Client c = io.etcd.jetcd.Client.builder()
-                .endpoints("http://" + etcd.connectString())
-                .build()) {
-            c.getKVClient()
-                    .put(
-                            io.etcd.jetcd.ByteSequence.from(
-                                    namespace + "//#epoch", java.nio.charset.StandardCharsets.UTF_8),
-                            io.etcd.jetcd.ByteSequence.from("test 0", java.nio.charset.StandardCharsets.UTF_8))
-                    .get(10, TimeUnit.SECONDS);
-        }
+        etcd.markFreshNamespace(namespace);
     }
 
     @AfterEach

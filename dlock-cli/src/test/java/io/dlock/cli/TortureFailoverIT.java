@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class TortureFailoverIT {
 
     /**
-     * Issue 17: three ZooKeeper restarts back to back, each down longer than the session timeout
+     * Three ZooKeeper restarts back to back, each down longer than the session timeout
      * (so every client gives its session up) and the next kill 1 to 2 s after the server serves
      * again. The lock must be granted again within the session timeout + 1 s of serving after every
      * restart: clients delete the nodes of the sessions they gave up instead of leaving them to the
@@ -60,7 +60,7 @@ class TortureFailoverIT {
     }
 
     /**
-     * Issue 17: Redis with Sentinel (a master, one replica, one Sentinel), the master killed under
+     * Redis with Sentinel (a master, one replica, one Sentinel), the master killed under
      * load and restarted (a failover each time), with and without {@code waitReplicas=1}. Fenced
      * mode must accept no stale write and lose no update; the grants a failover lost (a second
      * holder stopped only by the fence) are counted as stale writes refused, and printed.

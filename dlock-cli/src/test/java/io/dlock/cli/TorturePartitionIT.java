@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class TorturePartitionIT {
 
     /**
-     * Issue 17: partitions made by iptables inside a network namespace per worker (the worker's own
+     * Partitions made by iptables inside a network namespace per worker (the worker's own
      * TCP stack sees a silent peer, not a proxy that stops forwarding), on Redis and on ZooKeeper.
      * Needs root, ip and iptables ({@code ./run-tests} installs the last two); without them the run
      * fails with the reason, since {@code --network iptables} was asked for.

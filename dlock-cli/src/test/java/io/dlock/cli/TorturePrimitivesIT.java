@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class TorturePrimitivesIT {
 
     /**
-     * Issue 17 item 4: every primitive under the same faults, short (25 s, 1 s sessions so that each
+     * Every primitive under the same faults, short (25 s, 1 s sessions so that each
      * fault kind comes round): read-write locks and semaphores checked by the store's occupancy
      * checker (readers beside readers only, never more than the permits, stale holders refused),
      * multi-locks with every part's store fenced by that part's token.

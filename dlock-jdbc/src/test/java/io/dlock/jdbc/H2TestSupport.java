@@ -16,7 +16,7 @@ abstract class H2TestSupport extends JdbcTestSupport {
     }
 
     @Override
-    String jdbcUrl() {
+    public String jdbcUrl() {
         return "jdbc:h2:tcp://127.0.0.1:" + server().getPort() + "/mem:dlock;DB_CLOSE_DELAY=-1";
     }
 

@@ -64,7 +64,7 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
     }
 
     /** The database's JDBC URL with credentials, without dlock's parameters. */
-    abstract String jdbcUrl();
+    public abstract String jdbcUrl();
 
     @Override
     public String uri(String query) {

@@ -20,7 +20,7 @@ abstract class MariaDbTestSupport extends JdbcTestSupport {
     }
 
     @Override
-    String jdbcUrl() {
+    public String jdbcUrl() {
         return mariadb.jdbcUrl() + "?user=" + MariaDbServer.USER + "&password=" + MariaDbServer.PASSWORD;
     }
 }

@@ -1,25 +1,9 @@
 package io.dlock.jdbc;
 
-import io.dlock.testkit.AdversarialContract;
 import io.dlock.testkit.PostgresServer;
 import java.util.List;
 
-class PostgresAdversarialIT extends PostgresTestSupport implements AdversarialContract {
-
-    @Override
-    public String longLease() {
-        return "leaseTime=20s";
-    }
-
-    @Override
-    public List<String> neighbourNamespaces() {
-        return JdbcAdversarial.TABLES;
-    }
-
-    @Override
-    public String uriIn(String namespace, String options) {
-        return JdbcAdversarial.uriIn(jdbcUrl(), table + "_" + namespace, options);
-    }
+class PostgresAdversarialIT extends PostgresTestSupport implements JdbcAdversarialCases {
 
     @Override
     public List<String> urisWithSecret(String secret) {
@@ -32,16 +16,5 @@ class PostgresAdversarialIT extends PostgresTestSupport implements AdversarialCo
                 "jdbc:postgresql://127.0.0.1:1/db?user=u&password=" + secret + t,
                 url + "?user=" + PostgresServer.USER + "&password=" + secret + t + "&noSuchParameter=1",
                 url + "?user=" + PostgresServer.USER + "&password=" + secret + t + "&leaseTime=1y");
-    }
-
-    @Override
-    public int serverPort() {
-        return postgres.port();
-    }
-
-    @Override
-    public String uriAt(int port, String options) {
-        return JdbcAdversarial.uriIn(
-                jdbcUrl().replace("127.0.0.1:" + postgres.port() + "/", "127.0.0.1:" + port + "/"), table, options);
     }
 }

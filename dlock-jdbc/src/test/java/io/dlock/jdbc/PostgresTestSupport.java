@@ -20,7 +20,7 @@ abstract class PostgresTestSupport extends JdbcTestSupport {
     }
 
     @Override
-    String jdbcUrl() {
+    public String jdbcUrl() {
         return postgres.jdbcUrl() + "?user=" + PostgresServer.USER + "&password=" + PostgresServer.PASSWORD;
     }
 }
