@@ -27,6 +27,21 @@ public class LockTimeoutException extends DistributedLockException {
     }
 
     /**
+     * Creates the exception with what held the grant back, when that is more than another holder
+     * (for example a data-loss fence: the backend grants nothing until a lease after it lost its
+     * data).
+     *
+     * @param lockName the lock that was not granted
+     * @param backend the backend's name
+     * @param wait how long the caller allowed
+     * @param why what held the grant back, appended to the message
+     */
+    public LockTimeoutException(String lockName, String backend, Duration wait, String why) {
+        super(lockName, backend, "not acquired within " + wait + ": " + why, null);
+        this.wait = wait;
+    }
+
+    /**
      * How long the caller was prepared to wait.
      *
      * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.

@@ -84,6 +84,12 @@ public final class InspectCommand implements Callable<Integer> {
         try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
             List<LockSnapshot> locks = admin.inspector().inspect(prefix);
             Instant now = Instant.now();
+            // On stderr with --json, so that stdout stays one JSON array.
+            PrintWriter notes = json ? spec.commandLine().getErr() : out;
+            for (String line : Admin.fenceLines(admin.inspector().fences())) {
+                notes.println(line);
+            }
+            notes.flush();
             if (json) {
                 out.println(SnapshotText.json(locks, now));
             } else if (locks.isEmpty()) {

@@ -26,6 +26,7 @@ import picocli.CommandLine.Spec;
             InspectCommand.class,
             ReleaseCommand.class,
             WatchCommand.class,
+            InitCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class Main implements Runnable {

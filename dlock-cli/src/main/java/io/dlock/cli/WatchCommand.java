@@ -4,6 +4,7 @@ import io.dlock.DistributedLockException;
 import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.admin.AdminConnection;
 import io.dlock.cli.internal.admin.WatchEvents;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockSnapshot;
 import java.io.PrintWriter;
@@ -17,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -117,14 +119,33 @@ public final class WatchCommand implements Callable<Integer> {
             WatchEvents diff = new WatchEvents();
             LockInspector inspector = admin.inspector();
             out.println("watching lock '" + name + "' on " + admin.backendName() + " (Ctrl-C to stop)");
+            List<DataLossFence> fences = fences(inspector);
+            for (String line : Admin.fenceLines(fences)) {
+                out.println(LocalTime.now().format(TIME) + "  " + line);
+            }
             out.flush();
+            // Compared without their ends: the end of a fence not yet started moves with the clock.
+            AtomicReference<List<String>> lastFences = new AtomicReference<>(scopes(fences));
             ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "dlock-watch-refresh");
                 t.setDaemon(true);
                 return t;
             });
             refresher.scheduleWithFixedDelay(
-                    () -> refreshLeaseTimes(inspector, diff),
+                    () -> {
+                        refreshLeaseTimes(inspector, diff);
+                        List<DataLossFence> now = fences(inspector);
+                        List<String> before = lastFences.getAndSet(scopes(now));
+                        if (!scopes(now).equals(before)) {
+                            synchronized (out) {
+                                for (String line :
+                                        now.isEmpty() ? List.of("data-loss fence over") : Admin.fenceLines(now)) {
+                                    out.println(LocalTime.now().format(TIME) + "  " + line);
+                                }
+                                out.flush();
+                            }
+                        }
+                    },
                     LEASE_REFRESH.toMillis(),
                     LEASE_REFRESH.toMillis(),
                     TimeUnit.MILLISECONDS);
@@ -170,6 +191,19 @@ public final class WatchCommand implements Callable<Integer> {
         } catch (DistributedLockException e) {
             return Admin.failed(spec, e);
         }
+    }
+
+    /** The fences in force, or none when they cannot be read (the watch's own reads report failures). */
+    private static List<DataLossFence> fences(LockInspector inspector) {
+        try {
+            return inspector.fences();
+        } catch (RuntimeException e) {
+            return List.of();
+        }
+    }
+
+    private static List<String> scopes(List<DataLossFence> fences) {
+        return fences.stream().map(f -> f.scope() + " " + f.reason()).toList();
     }
 
     // Renewals change no key a watch sees, so without a fresh lease time left a grant held for longer

@@ -224,6 +224,39 @@ class AdminCommandsIT {
     }
 
     @Test
+    void init_newPrefix_inspectAndWatchShowTheFenceUntilMarked_andAUsedPrefixIsRefused() {
+        String fresh = prefix + "-new"; // never used, never marked: a fence would start at the first acquire
+        String freshUri = redis.uri(fresh);
+        CliRun inspect = run("inspect", freshUri);
+        assertThat(inspect.status).isZero();
+        assertThat(inspect.out)
+                .contains("fenced: data-loss fence on key prefix '" + fresh + "' until ")
+                .contains("dlock init")
+                .contains("no lock is held");
+        CliRun json = run("inspect", freshUri, "--json");
+        assertThat(json.out.strip()).isEqualTo("[]"); // stdout stays one JSON array
+        assertThat(json.err).contains("fenced: data-loss fence");
+        CliRun watch = run("watch", freshUri, "orders", "--duration", "1s");
+        assertThat(watch.out).contains("fenced: data-loss fence on key prefix '" + fresh + "'");
+
+        CliRun init = run("init", freshUri);
+        assertThat(init.status).as(init.err).isZero();
+        assertThat(init.out).contains("marked key prefix '" + fresh + "'");
+        assertThat(run("inspect", freshUri).out).doesNotContain("fenced").contains("no lock is held");
+        try (LockClient c = LockClient.connect(freshUri)) {
+            c.lock("first").tryAcquire(Duration.ZERO).orElseThrow().close(); // at once: no fence
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+
+        CliRun again = run("init", freshUri);
+        assertThat(again.status).isEqualTo(1);
+        assertThat(again.err).contains("was used before").contains("not marked");
+        CliRun zk = run("init", "zookeeper://127.0.0.1:" + FreePorts.loopback() + "/x", "--connect-timeout", "1s");
+        assertThat(zk.status).as("nothing listens there").isEqualTo(1);
+    }
+
+    @Test
     void watch_scriptedSequence_printsEachEventInOrder() throws Exception {
         LockClient a = client("leaseTime=20s");
         LockClient b = client("leaseTime=20s");

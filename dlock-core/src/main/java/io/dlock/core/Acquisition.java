@@ -288,7 +288,7 @@ final class Acquisition {
 
     private LockTimeoutException timedOut() {
         Rare r = Objects.requireNonNull(rare, "rare");
-        return new LockTimeoutException(name, client.backendName, Objects.requireNonNull(r.wait, "wait"));
+        return client.timedOut(name, Objects.requireNonNull(r.wait, "wait"));
     }
 
     /**

@@ -11,6 +11,7 @@ import io.dlock.LockOptions;
 import io.dlock.LockTimeoutException;
 import io.dlock.Ticker;
 import io.dlock.spi.ConnectionState;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
@@ -228,7 +229,7 @@ final class EngineClient implements LockClient {
             throw new LockInterruptedException(name, backendName, e);
         }
         if (lease.isEmpty()) {
-            throw new LockTimeoutException(name, backendName, wait);
+            throw timedOut(name, wait);
         }
         try (Lease held = lease.get()) {
             return action.call();
@@ -440,6 +441,54 @@ final class EngineClient implements LockClient {
     /** Whether the backend reported its connection down and not back yet (SUSPENDED). */
     boolean connectionDown() {
         return suspended.get();
+    }
+
+    /**
+     * Whether the client knows its connection to the backend is down (suspended and reconnecting), for
+     * health checks: a cheap signal that sends nothing.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return true while the backend reported the connection suspended and not yet back
+     */
+    boolean isConnectionDown() {
+        return suspended.get();
+    }
+
+    /**
+     * The backend's data-loss fence in force, as this client's replies reported it ({@link
+     * LockBackend#dataLossFence()}), for health checks and messages.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the fence, or empty when none is known to be in force
+     */
+    Optional<DataLossFence> dataLossFence() {
+        try {
+            return backend.dataLossFence();
+        } catch (RuntimeException e) {
+            return Optional.empty(); // a hint for messages; never worth failing a caller over
+        }
+    }
+
+    /**
+     * The backend's operator view ({@link LockBackend#inspector()}), for tools and tests that act on
+     * the server's records directly, such as marking a new deployment.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the inspector, or empty where the backend offers none
+     */
+    Optional<io.dlock.spi.LockInspector> inspector() {
+        return backend.inspector();
+    }
+
+    /** A wait that ended without a grant, naming a data-loss fence if one held it back. */
+    LockTimeoutException timedOut(String name, Duration wait) {
+        Optional<DataLossFence> fence = dataLossFence();
+        return fence.isEmpty()
+                ? new LockTimeoutException(name, backendName, wait)
+                : new LockTimeoutException(name, backendName, wait, fence.get().describe());
     }
 
     private void onConnectionState(ConnectionState state) {

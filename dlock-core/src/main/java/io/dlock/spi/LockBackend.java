@@ -63,6 +63,20 @@ public interface LockBackend extends AutoCloseable {
         return Optional.empty();
     }
 
+    /**
+     * The data-loss fence this client last saw in force, if it has not ended yet: nothing is granted
+     * under its scope until it ends (see {@link DataLossFence}). The engine names it when a wait ends
+     * without a grant; health checks report it.
+     *
+     * <p>Blocking: never (what the client's own replies reported; no request is sent). Thread-safety:
+     * safe from any thread. On failure: cannot fail.
+     *
+     * @return the fence, or empty by default and for backends that keep no fence
+     */
+    default Optional<DataLossFence> dataLossFence() {
+        return Optional.empty();
+    }
+
     /** Closes the connection; entries tied to it are removed by the server. Idempotent. */
     @Override
     void close();

@@ -83,6 +83,40 @@ public interface LockInspector {
      */
     Watch watch(String name, Duration pollInterval, Consumer<List<LockSnapshot>> listener, Consumer<Throwable> onError);
 
+    /**
+     * Reads the data-loss fences in force under the backend's namespace now (see {@link
+     * DataLossFence}), and a missing marker that the next acquire will turn into one.
+     *
+     * <p>Blocking: until the server answered, at most a few connect timeouts. Thread-safety: safe
+     * from any thread. On failure: throws; nothing is changed on the server.
+     *
+     * @return the fences, empty when grants are not held back (and by default: backends that keep no
+     *     fence)
+     * @throws io.dlock.LockBackendException if the server cannot be read
+     */
+    default List<DataLossFence> fences() {
+        return List.of();
+    }
+
+    /**
+     * Marks a brand-new deployment as such ({@code dlock init}): writes the markers that say the
+     * server's data is continuous, so that the first grants do not wait out a data-loss fence. Only
+     * where nothing was ever granted: if the namespace holds any lock or marker, it refuses and
+     * changes nothing. An operator runs it once, on a server that is known to be new; on a server
+     * that lost its data it would defeat the fence, and nothing on the server can tell the two apart.
+     *
+     * <p>Blocking: until the server answered, at most a few connect timeouts per request. Thread-safety:
+     * safe from any thread. On failure: throws; on a Redis Cluster, slots marked before the failure
+     * stay marked (running it again refuses: mark the rest by hand or wait one lease).
+     *
+     * @return one line saying what was done, or that this backend needs nothing (it keeps no fence)
+     * @throws IllegalStateException if the namespace was used before (the message says what was found)
+     * @throws io.dlock.LockBackendException if the server cannot be reached
+     */
+    default String initialize() {
+        return "nothing to do: this backend keeps no data-loss fence";
+    }
+
     /** A running {@link #watch}. Thread-safety: safe from any thread. */
     interface Watch extends AutoCloseable {
         /**

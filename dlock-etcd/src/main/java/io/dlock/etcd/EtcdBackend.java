@@ -65,6 +65,9 @@ final class EtcdBackend implements LockBackend {
     static final String NAME = "etcd";
 
     final EtcdUri uri;
+    /** The namespace's data-loss fences this client ran into, for messages and health. */
+    final io.dlock.spi.DataLossFences fences = new io.dlock.spi.DataLossFences(NAME, "namespaces");
+
     final LockOptions options;
     final Client client;
     /** Whether {@link #client} is ours to close. */
@@ -840,6 +843,11 @@ final class EtcdBackend implements LockBackend {
     @Override
     public LockProtocol protocol() {
         return protocol;
+    }
+
+    @Override
+    public java.util.Optional<io.dlock.spi.DataLossFence> dataLossFence() {
+        return fences.current();
     }
 
     @Override

@@ -4,6 +4,7 @@ import static io.dlock.etcd.EtcdBackend.bytes;
 import static io.dlock.etcd.EtcdBackend.string;
 
 import io.dlock.LockBackendException;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spi.EntrySnapshot;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockKind;
@@ -182,16 +183,7 @@ final class EtcdInspector implements LockInspector {
      * not dlock's (the first entry's client is about to fence it). Every entry then shows as waiting.
      */
     private long tokenOffset() {
-        TxnResponse r = await(
-                null,
-                "reading the epoch marker",
-                backend.client
-                        .getKVClient()
-                        .txn()
-                        .Then(
-                                Op.get(bytes(root + "#epoch"), GetOption.DEFAULT),
-                                Op.get(bytes(root + "#fence"), GetOption.DEFAULT))
-                        .commit());
+        TxnResponse r = readEpoch();
         List<KeyValue> fence = r.getGetResponses().get(1).getKvs();
         if (!fence.isEmpty()) {
             log.warn(
@@ -206,6 +198,80 @@ final class EtcdInspector implements LockInspector {
                 ? EtcdLockProtocol.FENCED
                 : EtcdLockProtocol.offsetOf(string(marker.get(0).getValue()));
         return offset < 0 ? EtcdLockProtocol.FENCED : offset;
+    }
+
+    @Override
+    public List<DataLossFence> fences() {
+        TxnResponse r = readEpoch();
+        List<KeyValue> fence = r.getGetResponses().get(1).getKvs();
+        String ns = backend.uri.namespace();
+        if (!fence.isEmpty()) {
+            return List.of(EtcdLockProtocol.fenceOf(ns, string(fence.get(0).getValue())));
+        }
+        List<KeyValue> marker = r.getGetResponses().get(0).getKvs();
+        if (!marker.isEmpty() && EtcdLockProtocol.offsetOf(string(marker.get(0).getValue())) >= 0) {
+            return List.of();
+        }
+        return List.of(new DataLossFence(
+                "namespace '" + ns + "'",
+                Instant.now().plus(backend.options.leaseTime()),
+                (marker.isEmpty()
+                                ? "no epoch marker " + root + "#epoch (a new namespace, or etcd lost its data)"
+                                : "the epoch marker " + root + "#epoch is not dlock's")
+                        + ": the next acquire fences the namespace for its lease time ("
+                        + backend.options.leaseTime() + " for this client); run 'dlock init' once on a brand-new"
+                        + " namespace"));
+    }
+
+    @Override
+    public String initialize() {
+        long keys = await(
+                        null,
+                        "counting the namespace's keys",
+                        backend.client
+                                .getKVClient()
+                                .get(
+                                        bytes(root),
+                                        GetOption.builder()
+                                                .isPrefix(true)
+                                                .withCountOnly(true)
+                                                .build()))
+                .getCount();
+        if (keys > 0) {
+            throw new IllegalStateException("namespace '" + backend.uri.namespace() + "' on etcd holds " + keys
+                    + " key(s) under " + root + ": it was used before; not marked. Only a brand-new namespace may"
+                    + " be, and one whose data was lost must wait out its fence");
+        }
+        String id = Long.toHexString(
+                java.util.concurrent.ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        TxnResponse t = await(
+                null,
+                "writing the epoch marker",
+                backend.client
+                        .getKVClient()
+                        .txn()
+                        .If(new Cmp(bytes(root + "#epoch"), Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+                        .Then(Op.put(bytes(root + "#epoch"), bytes(id + " 0"), io.etcd.jetcd.options.PutOption.DEFAULT))
+                        .commit());
+        if (!t.isSucceeded()) {
+            throw new IllegalStateException("namespace '" + backend.uri.namespace()
+                    + "' on etcd: another client wrote its epoch marker meanwhile; not marked");
+        }
+        return "marked namespace '" + backend.uri.namespace() + "' on etcd as new (" + root + "#epoch)";
+    }
+
+    /** The namespace's epoch marker and fence, in one read. */
+    private TxnResponse readEpoch() {
+        return await(
+                null,
+                "reading the epoch marker",
+                backend.client
+                        .getKVClient()
+                        .txn()
+                        .Then(
+                                Op.get(bytes(root + "#epoch"), GetOption.DEFAULT),
+                                Op.get(bytes(root + "#fence"), GetOption.DEFAULT))
+                        .commit());
     }
 
     /** Each lease's TTL left, asked for all at once. */

@@ -102,8 +102,6 @@ final class EtcdLockProtocol implements LockProtocol {
     private final java.util.concurrent.atomic.AtomicLong highWater = new java.util.concurrent.atomic.AtomicLong();
     /** Whether this client is writing a new marker and fence now. */
     private final java.util.concurrent.atomic.AtomicBoolean fencing = new java.util.concurrent.atomic.AtomicBoolean();
-    /** The create revision of the last fence logged at WARN, so that each is logged once. */
-    private final java.util.concurrent.atomic.AtomicLong fenceWarned = new java.util.concurrent.atomic.AtomicLong();
 
     private final boolean lockDelay;
     private final long lockDelayMs;
@@ -519,17 +517,11 @@ final class EtcdLockProtocol implements LockProtocol {
                     .whenComplete((t, err) -> {
                         fencing.set(false);
                         if (err == null && t.isSucceeded()) {
-                            fenceWarned.set(t.getHeader().getRevision()); // the fence's create revision
-                            log.warn(
-                                    "[client={}] fencing namespace '{}' until {} ({} s, the lease time): {}; nothing is"
-                                            + " granted while an old holder may still count its lease valid, and tokens"
-                                            + " continue above {}",
-                                    EtcdBackend.NAME,
-                                    ns,
-                                    java.time.Instant.ofEpochMilli(until),
-                                    quarantineSeconds,
-                                    reason,
-                                    offset);
+                            backend.fences.noticed(
+                                    "namespace '" + ns + "'",
+                                    quarantineSeconds * 1000,
+                                    reason + "; nothing is granted while an old holder may still count its lease"
+                                            + " valid, and tokens continue above " + offset);
                             shared.dispatch(fenceKey);
                         } else {
                             if (err != null) {
@@ -545,30 +537,25 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
-    /** Logs a fence at WARN once: why grants wait, and until when. */
+    /** Records a fence someone wrote (logged at WARN once by {@link io.dlock.spi.DataLossFences}). */
     private void warnFenced(KeyValue fence) {
-        long revision = fence.getCreateRevision();
-        if (fenceWarned.getAndSet(revision) == revision) {
-            return;
-        }
-        String v = string(fence.getValue());
-        int space = v.indexOf(' ');
-        String until = v;
-        String reason = "";
+        io.dlock.spi.DataLossFence f = fenceOf(ns, string(fence.getValue()));
+        backend.fences.noticed(f.scope(), f.until().toEpochMilli() - System.currentTimeMillis(), f.reason());
+    }
+
+    /** The fence a {@code <ns>//#fence} value ({@code <until epoch ms> <reason>}) stands for. */
+    static io.dlock.spi.DataLossFence fenceOf(String namespace, String value) {
+        String scope = "namespace '" + namespace + "'";
+        int space = value.indexOf(' ');
         try {
-            until = java.time.Instant.ofEpochMilli(Long.parseLong(v.substring(0, space)))
-                    .toString();
-            reason = v.substring(space + 1);
+            return new io.dlock.spi.DataLossFence(
+                    scope,
+                    java.time.Instant.ofEpochMilli(Long.parseLong(value.substring(0, space))),
+                    value.substring(space + 1));
         } catch (RuntimeException e) {
-            // not written by dlock: show it as it is
+            // not written by dlock: it lasts as long as its lease, which only the server knows
+            return new io.dlock.spi.DataLossFence(scope, java.time.Instant.now(), "unknown fence '" + value + "'");
         }
-        log.warn(
-                "[client={}] namespace '{}' is fenced until about {}: {}; grants wait for {} to go",
-                EtcdBackend.NAME,
-                ns,
-                until,
-                reason,
-                fenceKey);
     }
 
     // ---- enqueue

@@ -28,6 +28,17 @@ class EtcdAdversarialIT extends EtcdTestSupport implements AdversarialContract {
     }
 
     @Override
+    public boolean keepsDataLossFence() {
+        return true;
+    }
+
+    @Override
+    public Deployment freshDeployment(String options) {
+        String ns = prefix + "-fresh-" + Long.toString(System.nanoTime(), 36); // no marker: never used
+        return new Deployment(server.uri(ns) + "?" + options, () -> {});
+    }
+
+    @Override
     public List<String> urisWithSecret(String secret) {
         String hp = "127.0.0.1:" + server.port();
         String ns = "/" + prefix;

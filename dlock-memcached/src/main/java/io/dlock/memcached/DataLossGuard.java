@@ -164,17 +164,32 @@ final class DataLossGuard {
     }
 
     /**
-     * The command that writes a new marker, given the server's clock and uptime from {@code stats}
-     * on the connection the command will go over: an {@code add}, so that of several clients
-     * noticing the loss at once only the first one's marker counts (the others read it at their
-     * next attempt).
+     * The marker value that starts a quarantine, given the server's clock and uptime from {@code
+     * stats} on the connection the marker will be written over, with an {@code add} ({@link
+     * #writeMarker} mode {@code ME}), so that of several clients noticing the loss at once only the
+     * first one's marker counts (the others read it at their next attempt).
      */
-    Command startQuarantine(long serverSeconds, long uptimeSeconds) {
-        long end = quarantineEnd(serverSeconds, uptimeSeconds);
-        long expiresAt = serverSeconds + MARKER_LIFETIME_SECONDS;
-        String value =
-                Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE) + " " + end + " " + expiresAt;
-        return Command.set(MARKER_KEY, value, "ME T" + expiresAt);
+    String quarantineValue(long serverSeconds, long uptimeSeconds) {
+        return markerValue(quarantineEnd(serverSeconds, uptimeSeconds), serverSeconds);
+    }
+
+    /**
+     * The command that marks a brand-new server ({@code dlock init}): a marker whose quarantine is
+     * already over; {@code mode} is {@code ME} (only if none exists) or {@code C<cas>} (only over the
+     * marker read with that CAS value).
+     */
+    static Command markNew(long serverSeconds, String mode) {
+        return writeMarker(markerValue(serverSeconds, serverSeconds), serverSeconds, mode);
+    }
+
+    private static String markerValue(long end, long serverSeconds) {
+        return Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE) + " " + end + " "
+                + (serverSeconds + MARKER_LIFETIME_SECONDS);
+    }
+
+    /** Writes {@code value} (from {@link #markerValue}) as the marker; {@code mode} as for {@link #markNew}. */
+    static Command writeMarker(String value, long serverSeconds, String mode) {
+        return Command.set(MARKER_KEY, value, mode + " T" + (serverSeconds + MARKER_LIFETIME_SECONDS));
     }
 
     /** The server clock in a {@code stats} reply's lines. */

@@ -9,6 +9,8 @@ import io.dlock.memcached.MetaConnection.IoLoop;
 import io.dlock.memcached.MetaConnection.MemcachedIoException;
 import io.dlock.memcached.MetaConnection.Reply;
 import io.dlock.spi.ConnectionState;
+import io.dlock.spi.DataLossFence;
+import io.dlock.spi.DataLossFences;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
@@ -73,6 +75,9 @@ final class MemcachedBackend implements LockBackend {
     final LockOptions options;
     final String clientId = UUID.randomUUID().toString();
     final DataLossGuard guard;
+    /** The quarantines this client's acquires ran into, for messages and health. */
+    final DataLossFences fences = new DataLossFences(NAME, "servers");
+
     private final ScheduledThreadPoolExecutor timer;
     private final ExecutorService connector;
     private final IoLoop loop;
@@ -159,6 +164,9 @@ final class MemcachedBackend implements LockBackend {
             MetaConnection c = connection;
             return c == null ? -1 : c.generation();
         }
+
+        /** The boot marker this client wrote to a server that had none, until {@code dlock init} replaces it. */
+        volatile @Nullable String ownMarker;
 
         /** Records the server's clock from a marker reading. */
         void sawClock(long seconds) {
@@ -309,14 +317,20 @@ final class MemcachedBackend implements LockBackend {
                         long now = DataLossGuard.statsTime(stats);
                         long uptime = DataLossGuard.statsUptime(stats);
                         sawClock(now);
-                        log.warn(
-                                "[client={}] memcached at {} has no boot marker: it lost its data (restart, flush or"
-                                        + " eviction; up {} s); nothing is granted there for the next {} s",
-                                NAME,
-                                label,
-                                Math.max(0, uptime - DataLossGuard.START_DATED_EARLY_SECONDS),
-                                guard.quarantineEnd(now, uptime) - now);
-                        return c.send(List.of(guard.startQuarantine(now, uptime)), System.nanoTime());
+                        long up = Math.max(0, uptime - DataLossGuard.START_DATED_EARLY_SECONDS);
+                        fences.noticed(
+                                "memcached at " + label,
+                                (guard.quarantineEnd(now, uptime) - now) * 1000,
+                                "it had no boot marker: it lost its data (restart, flush or eviction; up " + up
+                                        + " s) or is new (run 'dlock init' once on a brand-new server)");
+                        String value = guard.quarantineValue(now, uptime);
+                        return c.send(List.of(DataLossGuard.writeMarker(value, now, "ME")), System.nanoTime())
+                                .thenApply(written -> {
+                                    if (written.get(0).status().equals("HD")) {
+                                        ownMarker = value;
+                                    }
+                                    return written;
+                                });
                     })
                     .thenAccept(replies -> {
                         Reply written = replies.get(0);
@@ -725,6 +739,11 @@ final class MemcachedBackend implements LockBackend {
     @Override
     public Duration maxSuspension() {
         return options.leaseTime().dividedBy(3);
+    }
+
+    @Override
+    public Optional<DataLossFence> dataLossFence() {
+        return fences.current();
     }
 
     @Override

@@ -4,6 +4,7 @@ import io.dlock.LockBackendException;
 import io.dlock.memcached.MemcachedBackend.Server;
 import io.dlock.memcached.MetaConnection.Command;
 import io.dlock.memcached.MetaConnection.Reply;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spi.EntrySnapshot;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockKind;
@@ -374,9 +375,85 @@ final class MemcachedInspector implements LockInspector {
         }
     }
 
+    @Override
+    public List<DataLossFence> fences() {
+        List<DataLossFence> out = new ArrayList<>();
+        for (Server server : backend.servers()) {
+            List<Reply> r = call(server, null, List.of(DataLossGuard.read(), Command.statsCommand()));
+            DataLossGuard.Verdict v = DataLossGuard.judge(r.get(0));
+            long now = DataLossGuard.statsTime(r.get(1));
+            String scope = "memcached at " + server.label;
+            if (v.state() == DataLossGuard.State.QUARANTINED) {
+                out.add(new DataLossFence(
+                        scope,
+                        Instant.ofEpochSecond(v.quarantineEnd()),
+                        "its boot marker says it lost its data (restart, flush or eviction) or is new, less than"
+                                + " the quarantine ago"));
+            } else if (v.state() == DataLossGuard.State.MISSING) {
+                long end = backend.guard.quarantineEnd(now, DataLossGuard.statsUptime(r.get(1)));
+                out.add(new DataLossFence(
+                        scope,
+                        Instant.ofEpochSecond(end),
+                        "no boot marker (a new server, or one that lost its data): the next client starts a"
+                                + " quarantine of the lease time + 1 s, counted from the server's start where that"
+                                + " was less than a lease ago; run 'dlock init' once on a brand-new server"));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Marks each server new, if none holds a key under this prefix and its boot marker is missing or
+     * is the quarantine this very client started when it connected (a connect to a server without a
+     * marker writes one before anything else can run).
+     */
+    @Override
+    public String initialize() {
+        String mine = prefix + ":";
+        for (Server server : backend.servers()) {
+            for (String key : dump(server)) {
+                // The marker and the clients' info keys live under "dlock:" whatever the prefix.
+                boolean dlocks = key.equals(DataLossGuard.MARKER_KEY) || key.startsWith(MemcachedBackend.infoKey(""));
+                if (key.startsWith(mine) && !dlocks) {
+                    throw new IllegalStateException("memcached at " + server.label + " holds keys under prefix '"
+                            + prefix + "' (for example " + key + "): it was used before; not marked. Only a"
+                            + " brand-new deployment may be, and a server that lost its data must wait out its"
+                            + " quarantine");
+                }
+            }
+        }
+        int marked = 0;
+        for (Server server : backend.servers()) {
+            List<Reply> r = call(
+                    server,
+                    null,
+                    List.of(Command.of("mg " + DataLossGuard.MARKER_KEY + " v c"), Command.statsCommand()));
+            long now = DataLossGuard.statsTime(r.get(1));
+            Reply marker = r.get(0);
+            String mode;
+            if (marker.status().equals("EN")) {
+                mode = "ME";
+            } else if (marker.value() != null && marker.value().equals(server.ownMarker)) {
+                mode = "C" + marker.flagLong('c');
+            } else {
+                throw new IllegalStateException("memcached at " + server.label + " has a boot marker another"
+                        + " client wrote ('" + marker.value() + "'): it was in use before; not marked");
+            }
+            Reply written = call(server, null, List.of(DataLossGuard.markNew(now, mode)))
+                    .get(0);
+            if (!written.status().equals("HD")) {
+                throw new IllegalStateException("memcached at " + server.label
+                        + ": another client wrote the boot marker meanwhile (" + written + "); not marked");
+            }
+            server.ownMarker = null;
+            marked++;
+        }
+        return "marked " + marked + " memcached server(s) as new: no quarantine before the first grants";
+    }
+
     // ---- server access
 
-    private List<Reply> call(Server server, String name, List<Command> commands) {
+    private List<Reply> call(Server server, @Nullable String name, List<Command> commands) {
         long wait = 2 * backend.options.connectTimeout().toMillis();
         List<Reply> replies;
         try {

@@ -312,6 +312,11 @@ final class MemcachedLockProtocol implements LockProtocol {
                                 x -> new Attempt(null, backend.guard.quarantineSecondsWithSlack() * 1000 + jitter()));
             }
             if (verdict.state() == DataLossGuard.State.QUARANTINED) {
+                backend.fences.noticed(
+                        "memcached at " + server.label,
+                        verdict.secondsLeft() * 1000,
+                        "its boot marker says it lost its data (restart, flush or eviction) or is new, less than"
+                                + " the quarantine ago");
                 server.watchQuarantine(); // kicks this client's waiters as soon as it ends
                 return undo(server, name, added, cas)
                         .thenApply(x -> new Attempt(null, verdict.secondsLeft() * 1000 + jitter()));

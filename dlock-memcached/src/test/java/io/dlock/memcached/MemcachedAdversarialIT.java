@@ -28,6 +28,18 @@ class MemcachedAdversarialIT extends MemcachedTestSupport implements Adversarial
     }
 
     @Override
+    public boolean keepsDataLossFence() {
+        return true;
+    }
+
+    /** The boot marker is per server: a brand-new deployment is a server of its own. */
+    @Override
+    public Deployment freshDeployment(String options) {
+        io.dlock.testkit.MemcachedServer fresh = io.dlock.testkit.MemcachedServer.start();
+        return new Deployment(fresh.uri(prefix) + "&" + options, fresh::close);
+    }
+
+    @Override
     public List<String> urisWithSecret(String secret) {
         String hp = "127.0.0.1:" + server.port();
         String q = "?keyPrefix=" + prefix + "&connectTimeout=2s";

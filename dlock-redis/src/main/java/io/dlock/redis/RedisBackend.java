@@ -4,6 +4,8 @@ import io.dlock.Capability;
 import io.dlock.LockBackendException;
 import io.dlock.LockOptions;
 import io.dlock.spi.ConnectionState;
+import io.dlock.spi.DataLossFence;
+import io.dlock.spi.DataLossFences;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
@@ -96,6 +98,9 @@ final class RedisBackend implements LockBackend {
     private static final long READONLY_RECONNECT_GAP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
     final RedisUri uri;
+    /** The data-loss fences this client's acquires ran into. */
+    final DataLossFences fences = new DataLossFences(NAME, "slots");
+
     final LockOptions options;
     /** This client's id: the owner of its entries and the name of its wake-up channel. */
     final String clientId;
@@ -478,6 +483,11 @@ final class RedisBackend implements LockBackend {
     @Override
     public LockProtocol protocol() {
         return protocol;
+    }
+
+    @Override
+    public Optional<DataLossFence> dataLossFence() {
+        return fences.current();
     }
 
     @Override

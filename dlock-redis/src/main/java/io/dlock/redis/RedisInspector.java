@@ -1,6 +1,7 @@
 package io.dlock.redis;
 
 import io.dlock.LockBackendException;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spi.EntrySnapshot;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockKind;
@@ -10,6 +11,8 @@ import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.cluster.SlotHash;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -72,6 +75,19 @@ final class RedisInspector implements LockInspector {
               table.insert(out, redis.call('ZSCORE', KEYS[2], id) or '0')
             end
             return out
+            """);
+
+    /**
+     * Reads one epoch marker: the server time (ms), the marker ('' if missing) and the server's uptime
+     * in seconds (-1 where the ACL denies INFO). KEYS: 1 the marker.
+     */
+    static final RedisBackend.Script READ_EPOCH = RedisBackend.Script.of(
+            """
+            local t = redis.call('TIME')
+            local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local info = redis.pcall('INFO', 'server')
+            local up = type(info) == 'string' and string.match(info, 'uptime_in_seconds:(%d+)') or '-1'
+            return {tostring(nowMs), redis.call('GET', KEYS[1]) or '', up}
             """);
 
     /**
@@ -324,6 +340,111 @@ final class RedisInspector implements LockInspector {
             }
         }
         return withLiveness(out);
+    }
+
+    @Override
+    public List<DataLossFence> fences() {
+        if (backend.uri.mode() != RedisUri.Mode.CLUSTER) {
+            String marker = RedisLockProtocol.serverEpochKey(keyPrefix);
+            DataLossFence f = fence(marker, "key prefix '" + keyPrefix + "'");
+            return f == null ? List.of() : List.of(f);
+        }
+        // A Cluster has a marker per slot; a slot never used has none, so only markers found count.
+        List<DataLossFence> out = new ArrayList<>();
+        for (String marker : scan(glob(keyPrefix) + ":{*}:epoch")) {
+            int slot = SlotHash.getSlot(marker);
+            DataLossFence f = fence(marker, "key prefix '" + keyPrefix + "', slot " + slot);
+            if (f != null) {
+                out.add(f);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The fence one marker stands for: running ('until start'), or about to start (missing: the next
+     * acquire starts one, as the acquire script would, with this client's lease); null if the data is
+     * continuous ('=' high-water).
+     */
+    private @Nullable DataLossFence fence(String marker, String scope) {
+        List<Object> raw = await(backend.eval(READ_EPOCH, ScriptOutputType.MULTI, new String[] {marker}), null);
+        long nowMs = Long.parseLong((String) raw.get(0));
+        String v = (String) raw.get(1);
+        long up = Long.parseLong((String) raw.get(2));
+        if (v.startsWith("=")) {
+            return null;
+        }
+        String[] parts = v.split(" ");
+        if (parts.length == 2) {
+            long untilMs = (long) Double.parseDouble(parts[0]);
+            return untilMs <= nowMs
+                    ? null // over: the next acquire marks the data continuous
+                    : new DataLossFence(scope, Instant.ofEpochMilli(untilMs), RedisLockProtocol.FENCE_REASON);
+        }
+        long leaseMs = backend.options.leaseTime().toMillis();
+        long startMs = up >= 0 && up * 1000 < leaseMs ? nowMs - up * 1000 : nowMs;
+        return new DataLossFence(
+                scope,
+                Instant.ofEpochMilli(startMs + leaseMs),
+                "no epoch marker " + marker + " (a new server, or one that lost its data): the next acquire"
+                        + " starts a fence of one lease (" + backend.options.leaseTime() + " for this client),"
+                        + " counted from the server's start where that was less than a lease ago; run 'dlock"
+                        + " init' once on a brand-new deployment");
+    }
+
+    @Override
+    public String initialize() {
+        List<String> used = scan(glob(keyPrefix) + ":*");
+        if (!used.isEmpty()) {
+            throw new IllegalStateException("key prefix '" + keyPrefix + "' on redis was used before (" + used.size()
+                    + " key(s), for example " + used.get(0) + "): not marked; only a brand-new deployment may be,"
+                    + " and a server that lost its data must wait out its fence");
+        }
+        List<String> markers = new ArrayList<>();
+        if (backend.uri.mode() != RedisUri.Mode.CLUSTER) {
+            markers.add(RedisLockProtocol.serverEpochKey(keyPrefix));
+        } else {
+            for (int slot = 0; slot < SlotHash.SLOT_COUNT; slot++) {
+                markers.add(RedisLockProtocol.epochKey(keyPrefix, slot));
+            }
+        }
+        SetArgs nx = SetArgs.Builder.nx();
+        List<CompletableFuture<String>> sets = new ArrayList<>();
+        for (String m : markers) {
+            sets.add(backend.commands().set(m, "=0", nx).toCompletableFuture());
+        }
+        int marked = 0;
+        for (CompletableFuture<String> f : sets) {
+            if ("OK".equals(await(f, null))) {
+                marked++;
+            }
+        }
+        if (marked < markers.size()) {
+            throw new IllegalStateException("key prefix '" + keyPrefix + "' on redis: " + (markers.size() - marked)
+                    + " epoch marker(s) appeared while marking (another client started using it); " + marked
+                    + " marked");
+        }
+        return markers.size() == 1
+                ? "marked key prefix '" + keyPrefix + "' on redis as a new deployment (" + markers.get(0) + ")"
+                : "marked key prefix '" + keyPrefix + "' on the redis cluster as a new deployment (" + marked
+                        + " slots)";
+    }
+
+    /** Every key matching {@code pattern} (already a glob), across the whole Cluster where there is one. */
+    private List<String> scan(String pattern) {
+        List<String> keys = new ArrayList<>();
+        ScanArgs args = ScanArgs.Builder.matches(pattern).limit(1000);
+        ScanCursor cursor = ScanCursor.INITIAL;
+        for (int round = 0; round < MAX_SCAN_ROUNDS; round++) {
+            KeyScanCursor<String> page =
+                    await(backend.commands().scan(cursor, args).toCompletableFuture(), null);
+            keys.addAll(page.getKeys());
+            if (page.isFinished()) {
+                break;
+            }
+            cursor = page;
+        }
+        return keys;
     }
 
     @Override

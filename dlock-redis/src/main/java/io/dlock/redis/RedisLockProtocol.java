@@ -243,6 +243,7 @@ final class RedisLockProtocol implements LockProtocol {
                 synchronized (w) {
                     w.waitMs = (Long) reply.get(2);
                 }
+                noticeFence(entry, reply);
                 result.complete(Position.waiting(entry, predecessor(reply)));
             } else if (status == RedisScripts.PERMITS_DIFFER) {
                 forget(w);
@@ -333,6 +334,22 @@ final class RedisLockProtocol implements LockProtocol {
     private static long token(List<Object> reply) {
         return (Long) reply.get(reply.size() == 1 ? 0 : 1);
     }
+
+    /** A waiting reply held back by the epoch fence carries its remaining ms as a fifth element. */
+    private void noticeFence(QueueEntry entry, List<Object> reply) {
+        if (reply.size() > 4 && reply.get(4) instanceof Long ms && ms > 0) {
+            String prefix = backend.uri.keyPrefix();
+            String scope = backend.uri.mode() != RedisUri.Mode.CLUSTER
+                    ? "key prefix '" + prefix + "'"
+                    : "key prefix '" + prefix + "', slot " + SlotHash.getSlot(baseOf(entry));
+            backend.fences.noticed(scope, ms, FENCE_REASON);
+        }
+    }
+
+    static final String FENCE_REASON = "the epoch marker was missing, so the server lost its data (a restart"
+            + " without persistence, a flush, an eviction) or is new; a grant it forgot may still be valid for"
+            + " up to a lease, counted from the server's start where that was less than a lease ago (run"
+            + " 'dlock init' once on a brand-new deployment)";
 
     private static String predecessor(List<Object> reply) {
         Object p = reply.size() > 3 ? reply.get(3) : null;
@@ -430,6 +447,7 @@ final class RedisLockProtocol implements LockProtocol {
                     outcome = token(reply);
                 } else if (status == RedisScripts.WAITING) {
                     waitMs = (Long) reply.get(2);
+                    noticeFence(entry, reply);
                     scheduleLocked(runAgain ? 0 : nextCheckMs());
                     return;
                 } else {

@@ -202,7 +202,8 @@ final class RedisScripts {
      * wait ms, predecessor id}: {1, token, 0, ''} granted (a retried
      * request for an entry already granted returns its token and extends it); {0, 0, ms, pred}
      * waiting, where ms is how long until the first blocker's deadline or the end of the epoch
-     * fence (then without a predecessor); {-1, 0, 0, ''} the entry
+     * fence (then without a predecessor, and a fifth element: the fence's remaining ms, which the
+     * client reports as a {@link io.dlock.spi.DataLossFence}); {-1, 0, 0, ''} the entry
      * is gone; {-2, recorded total, 0, ''} the semaphore is in use with another total.
      */
     static final String ACQUIRE =
@@ -350,6 +351,7 @@ final class RedisScripts {
               local dl = redis.call('ZSCORE', d, b)
               if dl then waitMs = math.min(waitMs, tonumber(dl) - nowMs) end
             end
+            if fenced > 0 then return done({0, 0, math.max(1, waitMs), blocking[#blocking] or '', fenced}) end
             return done({0, 0, math.max(1, waitMs), blocking[#blocking]})
             """;
 

@@ -23,6 +23,17 @@ class RedisAdversarialIT extends RedisTestSupport implements AdversarialContract
     }
 
     @Override
+    public boolean keepsDataLossFence() {
+        return true;
+    }
+
+    @Override
+    public Deployment freshDeployment(String options) {
+        String ns = prefix + "-fresh-" + Long.toString(System.nanoTime(), 36); // no marker: never used
+        return new Deployment(server.uri(ns) + "&" + options, () -> {});
+    }
+
+    @Override
     public List<String> urisWithSecret(String secret) {
         String hp = "127.0.0.1:" + server.port();
         String q = "?keyPrefix=" + prefix + "&connectTimeout=2s";

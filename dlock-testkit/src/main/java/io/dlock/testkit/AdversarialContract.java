@@ -1,6 +1,7 @@
 package io.dlock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 
@@ -8,6 +9,7 @@ import io.dlock.Capability;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
+import io.dlock.core.Diagnostics;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -34,6 +36,9 @@ import org.junit.jupiter.api.Test;
  *   <li>many locks held by one client for several renewal intervals;
  *   <li>credentials in every URI form the backend accepts, absent from every message and {@code
  *       toString()};
+ *   <li>a brand-new deployment: the data-loss fence named by the client, the timeout's message and
+ *       the inspector, over within a lease; {@code dlock init} ({@link NewDeployment}) marks only a
+ *       deployment nobody used;
  *   <li>a server that is down or silent (a {@link FaultProxy} that resets, then blackholes):
  *       acquiring fails with {@link LockBackendException}, never "someone else holds it".
  * </ul>
@@ -96,6 +101,107 @@ public interface AdversarialContract extends LockFixture {
 
     /** The URI of the test's namespace on a server at {@code 127.0.0.1:port}, with extra options. */
     String uriAt(int port, String options);
+
+    /**
+     * Whether this backend keeps a data-loss fence (grants nothing for one lease on a server or
+     * namespace without its markers): Redis, Memcached and etcd do; ZooKeeper and SQL do not.
+     */
+    default boolean keepsDataLossFence() {
+        return false;
+    }
+
+    /**
+     * A brand-new deployment nobody has used or marked (a fresh key prefix or namespace; for a
+     * backend whose markers are per server, a server of its own), with extra options. The default
+     * is a fresh namespace of {@link #uriIn}.
+     *
+     * @param options extra URI options
+     * @return its URI and what stops it (nothing, by default)
+     */
+    default Deployment freshDeployment(String options) {
+        return new Deployment(uriIn("fresh" + Long.toString(System.nanoTime(), 36), options), () -> {});
+    }
+
+    /** A deployment {@link #freshDeployment} made: its URI, and how to stop what it started. */
+    record Deployment(String uri, Runnable stop) implements AutoCloseable {
+        @Override
+        public void close() {
+            stop.run();
+        }
+    }
+
+    // ---- the data-loss fence, visible; and 'dlock init'
+
+    @Test
+    default void freshDeployment_fenceIsNamedEverywhere_andInitMarksOnlyANewOne() throws Exception {
+        // Long enough that a fence counted from a server's start (a class's server may be seconds old)
+        // still has seconds to run when the test looks at it.
+        Duration lease = Duration.ofSeconds(6);
+        try (Deployment fresh = freshDeployment("leaseTime=6s");
+                LockClient c = LockClient.connect(fresh.uri())) {
+            io.dlock.spi.LockInspector inspector = Diagnostics.inspector(c).orElseThrow();
+            if (!keepsDataLossFence()) {
+                assertThat(inspector.fences()).isEmpty();
+                assertThat(NewDeployment.mark(fresh.uri())).contains("nothing to do");
+                try (Lease l = c.lock("first").tryAcquire(Duration.ZERO).orElseThrow()) {
+                    assertThat(l.isValid()).isTrue();
+                }
+                return;
+            }
+            // Before anything: the inspector sees no marker, a fence the next acquire will start.
+            assertThat(inspector.fences()).isNotEmpty();
+            long t0 = System.nanoTime();
+            assertThat(c.lock("first").tryAcquire(Duration.ofMillis(300))).isEmpty();
+            // The fence is named: by the client, in the timeout's message, by the inspector.
+            await().atMost(Duration.ofSeconds(2))
+                    .until(() -> Diagnostics.dataLossFence(c).isPresent());
+            assertThat(Diagnostics.dataLossFence(c)).hasValueSatisfying(f -> assertThat(f.until())
+                    .isAfter(java.time.Instant.now())
+                    .isBefore(java.time.Instant.now().plus(lease).plusSeconds(3)));
+            assertThatFenceTimeout(c);
+            assertThat(inspector.fences()).isNotEmpty().allSatisfy(f -> assertThat(f.until())
+                    .isAfter(java.time.Instant.now()));
+            // It ends within a lease (plus the backend's slack), and the lock is granted then.
+            await().atMost(Timing.scale(lease.plusSeconds(4)))
+                    .pollInterval(Duration.ofMillis(100))
+                    .until(() -> {
+                        Optional<Lease> l = c.lock("first").tryAcquire(Duration.ZERO);
+                        l.ifPresent(Lease::close);
+                        return l.isPresent();
+                    });
+            assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(lease.plusSeconds(3));
+            assertThat(inspector.fences()).isEmpty();
+            // The client's own estimate of the end may trail the server's by its clock's resolution.
+            await().atMost(Duration.ofSeconds(2))
+                    .until(() -> Diagnostics.dataLossFence(c).isEmpty());
+            // Used now: 'init' refuses and changes nothing (the lock is still granted at once).
+            assertThatThrownBy(() -> NewDeployment.mark(fresh.uri()))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("not marked");
+            c.lock("first").tryAcquire(Duration.ZERO).orElseThrow().close();
+        }
+        // A brand-new one, marked: granted at once, no fence anywhere; marking it again is refused.
+        try (Deployment fresh = freshDeployment("leaseTime=6s")) {
+            assertThat(NewDeployment.mark(fresh.uri())).contains("marked");
+            try (LockClient c = LockClient.connect(fresh.uri())) {
+                assertThat(Diagnostics.inspector(c).orElseThrow().fences()).isEmpty();
+                try (Lease l = c.lock("first").tryAcquire(Duration.ZERO).orElseThrow()) {
+                    assertThat(l.isValid()).isTrue();
+                    assertThatThrownBy(() -> NewDeployment.mark(fresh.uri())).isInstanceOf(IllegalStateException.class);
+                    assertThat(l.isValid()).isTrue();
+                }
+                assertThat(Diagnostics.dataLossFence(c)).isEmpty();
+            }
+        }
+    }
+
+    /** A wait that a fence ended says so, and is a timeout (not an outage). */
+    private static void assertThatFenceTimeout(LockClient c) {
+        assertThatThrownBy(() -> c.withLock("first", Duration.ofMillis(200), () -> null))
+                .isInstanceOf(io.dlock.LockTimeoutException.class)
+                .hasMessageContaining("data-loss fence")
+                .hasMessageContaining("until");
+    }
 
     // ---- unreachable is not busy
 
