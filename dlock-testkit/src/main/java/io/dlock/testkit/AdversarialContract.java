@@ -226,6 +226,20 @@ public interface AdversarialContract extends LockFixture {
                     .failsWithin(Duration.ofSeconds(1).plus(connectTimeout).plus(margin))
                     .withThrowableOfType(java.util.concurrent.ExecutionException.class)
                     .withCauseInstanceOf(LockBackendException.class);
+            // Every other acquire form says the same, within its wait plus one request timeout.
+            Duration second = Duration.ofSeconds(1);
+            Duration bound = second.plus(connectTimeout).plus(margin);
+            assertOutage("withLock", bound, () -> c.withLock("down", second, () -> "ran"));
+            assertOutage("asJavaLock().tryLock", bound, () -> c.lock("down")
+                    .asJavaLock()
+                    .tryLock(1, TimeUnit.SECONDS));
+            if (c.capabilities().contains(Capability.SEMAPHORE)) {
+                assertOutage("semaphore", bound, () -> c.semaphore("down-s", 2).tryAcquire(1, second));
+            }
+            if (c.capabilities().contains(Capability.MULTI_LOCK)) {
+                assertOutage("multiLock", bound, () -> c.multiLock(List.of("down-a", "down-b"))
+                        .tryAcquire(second));
+            }
 
             proxy.pass(); // back up
             await().atMost(Timing.scale(Duration.ofSeconds(30)))
@@ -249,6 +263,29 @@ public interface AdversarialContract extends LockFixture {
                     .orElseThrow()
                     .close();
         }
+    }
+
+    /**
+     * Asserts that {@code form} fails with {@link LockBackendException} within {@code bound}, and
+     * does not answer (a lease, an empty Optional, false, a timeout) as if someone held the lock.
+     */
+    private static void assertOutage(String form, Duration bound, java.util.concurrent.Callable<?> attempt) {
+        long t0 = System.nanoTime();
+        Object answer;
+        try {
+            answer = attempt.call();
+        } catch (LockBackendException e) {
+            assertThat(Duration.ofNanos(System.nanoTime() - t0))
+                    .as("%s with the backend down: %s", form, e.getMessage())
+                    .isLessThan(bound);
+            return;
+        } catch (Exception e) {
+            throw new AssertionError(form + " with the backend down threw " + e + ", not LockBackendException", e);
+        }
+        if (answer instanceof Optional<?> o) {
+            o.ifPresent(l -> ((Lease) l).close());
+        }
+        fail("backend down, %s answered %s instead of failing", form, answer);
     }
 
     /**
