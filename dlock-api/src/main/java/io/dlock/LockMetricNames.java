@@ -32,7 +32,8 @@ public final class LockMetricNames {
     /**
      * Tag: why a lease was lost: {@code session} (session or connection lost), {@code suspended}
      * (connection down too long), {@code stall} (JVM paused too long), {@code expired} (not
-     * renewed in time) or {@code removed} (the server no longer has the grant).
+     * renewed in time), {@code removed} (the server no longer has the grant) or {@code forced} (an
+     * operator removed the grant, {@code dlock release --force}, and the server told the holder).
      */
     public static final String TAG_CAUSE = "cause";
     /** Tag: the lock's name, only with {@link LockOptions.Builder#metricsPerLockName(boolean)}. */

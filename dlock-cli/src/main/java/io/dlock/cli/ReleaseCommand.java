@@ -29,9 +29,10 @@ import picocli.CommandLine.Spec;
 /**
  * {@code dlock release --force <uri> <name> [--holder ID] [--yes]}: removes a stuck grant. It shows
  * what it will remove and asks (or not, with {@code --yes}); the next waiter is then granted, with a
- * higher fencing token. A removed holder that is still alive loses its lease ({@code onLost}) at its
- * next renewal where the backend can tell it; where it cannot (ZooKeeper), the command says so
- * first. With several holders (readers, semaphore permits) {@code --holder} must name one.
+ * higher fencing token. A removed holder that is still alive loses its lease ({@code onLost}): at
+ * once where the server can tell it (ZooKeeper, Redis, PostgreSQL, etcd), else at its next renewal;
+ * the command says which before it asks, and for how long the holder may still act as one. With
+ * several holders (readers, semaphore permits) {@code --holder} must name one.
  *
  * <p>Exit status: 0 if the grant was removed (or was already gone); 1 if the server could not be
  * read or changed, or the answer was no; 2 for bad options, a bad URI, a missing name or an unknown
@@ -148,11 +149,7 @@ public final class ReleaseCommand implements Callable<Integer> {
             out.println(
                     "will remove " + keys.size() + " grant(s) of lock '" + name + "' on " + admin.backendName() + ":");
             out.println(SnapshotText.table(chosen, Instant.now()));
-            if (!inspector.holderNoticesForcedRelease()) {
-                out.println("warning: on " + admin.backendName() + " a holder that is still alive is not told: it"
-                        + " keeps acting as the holder until it closes its lease or its session ends; only the"
-                        + " fencing token (the next holder's is higher) protects the resource meanwhile");
-            }
+            out.println(holderWindow(inspector.forcedReleaseNotice(), admin.backendName(), chosen));
             if (!yes && !confirm(out)) {
                 out.println("nothing removed");
                 out.flush();
@@ -174,6 +171,34 @@ public final class ReleaseCommand implements Callable<Integer> {
         } catch (DistributedLockException e) {
             return Admin.failed(spec, e);
         }
+    }
+
+    /**
+     * What a removed holder that is still alive sees, and for how long it may still act as the
+     * holder while the next one already does: from the inspector's word and, where the backend
+     * records it, the longest lease left of the grants to remove.
+     */
+    static String holderWindow(LockInspector.ForcedReleaseNotice notice, String backend, List<LockSnapshot> chosen) {
+        return switch (notice) {
+            case AT_ONCE -> "the holder is told at once (within about 1 s): its lease turns invalid and its onLost"
+                    + " listeners run";
+            case NEXT_RENEWAL -> {
+                Duration longest = chosen.stream()
+                        .flatMap(l -> l.holders().stream())
+                        .map(EntrySnapshot::leaseLeft)
+                        .filter(java.util.Objects::nonNull)
+                        .max(Duration::compareTo)
+                        .orElse(null);
+                yield "warning: on " + backend + " the removed holder may still consider its lease valid for up to "
+                        + (longest == null ? "a third of its lease time" : SnapshotText.duration(longest))
+                        + " (until its next renewal, every third of its lease), while the next holder already holds"
+                        + " the lock; only the fencing token (the next holder's is higher) protects the resource"
+                        + " meanwhile";
+            }
+            case NOT_TOLD -> "warning: on " + backend + " a holder that is still alive is not told: it keeps acting as"
+                    + " the holder until it closes its lease or its session ends; only the fencing token (the next"
+                    + " holder's is higher) protects the resource meanwhile";
+        };
     }
 
     private static boolean confirm(PrintWriter out) {

@@ -12,6 +12,7 @@ import io.dlock.LockTimeoutException;
 import io.dlock.Ticker;
 import io.dlock.spi.ConnectionState;
 import io.dlock.spi.DataLossFence;
+import io.dlock.spi.EntryLostException;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockMode;
 import io.dlock.spi.LockProtocol;
@@ -157,6 +158,7 @@ final class EngineClient implements LockClient {
         this.renewer = new Renewer(this, options.leaseTime(), options.renewal());
         this.local = new LocalQueues(options.maxLocalHandoffs(), registry);
         backend.onConnectionState(this::onConnectionState);
+        backend.onForcedRelease(this::onForcedRelease);
     }
 
     // ---- LockClient
@@ -527,6 +529,24 @@ final class EngineClient implements LockClient {
                 loseAll(LockMetrics.LossCause.SESSION, "session lost");
             }
         }
+    }
+
+    /**
+     * The server told the backend that an operator removed {@code entry} ({@code dlock release
+     * --force}): the lease holding it is lost now, through the same path as a renewal that found the
+     * grant gone (listeners once, metrics, local waiters). A grant held by a local hand-off carries
+     * the same entry, so the current holder of the entry is found whichever waiter it is.
+     */
+    private void onForcedRelease(QueueEntry entry) {
+        registry.forEachLive(entry.lockName(), a -> {
+            if (a.state() == LockState.HELD && a.entry().key().equals(entry.key())) {
+                a.lose(
+                        LockMetrics.LossCause.FORCED,
+                        "released by force by an operator (dlock release --force): the server removed this grant,"
+                                + " so the next waiter may hold the lock now",
+                        new EntryLostException(entry, "released by force by an operator"));
+            }
+        });
     }
 
     private void onStall(Duration stalled) {

@@ -21,7 +21,9 @@ interface LockMetrics {
         SUSPENDED,
         STALL,
         EXPIRED,
-        REMOVED;
+        REMOVED,
+        /** An operator removed the grant ({@code dlock release --force}) and the server told us. */
+        FORCED;
 
         final String tag = name().toLowerCase(java.util.Locale.ROOT);
     }

@@ -206,6 +206,15 @@ final class Registry {
         }
     }
 
+    /** Runs {@code action} on each live acquisition of {@code name}; copies nothing. */
+    void forEachLive(String name, java.util.function.Consumer<Acquisition> action) {
+        for (Acquisition a : members(byName.get(name))) {
+            if ((a.registered & LIVE) != 0) {
+                action.accept(a);
+            }
+        }
+    }
+
     int liveCount() {
         return liveCount.get();
     }

@@ -43,6 +43,23 @@ public interface LockBackend extends AutoCloseable {
     void onConnectionState(Consumer<ConnectionState> listener);
 
     /**
+     * Registers the engine's listener for this client's grants that the server removed by force
+     * (an operator's {@link LockInspector#forceRelease}), on backends whose server can tell the
+     * holder at once (a watch, a published message, a notification). The engine turns the lease
+     * that holds the entry invalid and runs its {@code onLost} listeners, as for a renewal that
+     * found the grant gone. Called once, before any lock is used. A backend calls the listener
+     * only for a grant of its own that was removed while it held it, never for its own release.
+     *
+     * <p>Blocking: never; the listener must be called without blocking the client library's I/O,
+     * and never blocks itself. Thread-safety: safe from any thread. On failure: cannot fail; the
+     * default ignores the listener, and such a holder finds the removal at its next renewal
+     * ({@link LockInspector#holderNoticesForcedRelease()}).
+     *
+     * @param listener receives the removed entry (its lock name and key identify it)
+     */
+    default void onForcedRelease(Consumer<QueueEntry> listener) {}
+
+    /**
      * How long the connection may stay {@link ConnectionState#SUSPENDED} before the engine must
      * assume grants are gone: the time during which the server is still guaranteed to keep them,
      * counted from the moment the client notices the drop.

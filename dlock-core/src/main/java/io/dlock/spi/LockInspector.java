@@ -34,9 +34,12 @@ public interface LockInspector {
     /**
      * Removes granted entries of lock {@code name} by force, as if their holders had released them
      * (the next waiter is granted, with a higher fencing token than theirs). A removed holder that
-     * is still alive finds its grant gone at its next renewal or session check and its lease turns
-     * invalid ({@code onLost}). Only entries that are still granted with the same key are removed,
-     * so a key read by an earlier {@link #inspect} never removes a later grant.
+     * is still alive is told as {@link #forcedReleaseNotice()} says: at once where the server can
+     * notify it (its lease turns invalid and {@code onLost} runs with a {@link
+     * io.dlock.LockLostException} that says the grant was released by force and names the lock
+     * and the fencing token), else at its next renewal or session check. Only entries that are
+     * still granted with the same key are removed, so a key read by an earlier {@link #inspect}
+     * never removes a later grant.
      *
      * <p>Blocking: until the server answered, at most a few connect timeouts. Thread-safety: safe
      * from any thread. On failure: throws; entries already removed stay removed.
@@ -51,7 +54,8 @@ public interface LockInspector {
 
     /**
      * Whether a holder that is still alive notices a {@link #forceRelease} of its grant (its lease
-     * turns invalid and its {@code onLost} listeners run, at its next renewal or check). Where it
+     * turns invalid and its {@code onLost} listeners run, at once or at its next renewal or check;
+     * {@link #forcedReleaseNotice()} says which). Where it
      * does not, it keeps acting as the holder until it closes its lease or its session ends, and
      * only fencing tokens keep the protected resource safe: callers should say so before removing.
      *
@@ -61,6 +65,39 @@ public interface LockInspector {
      */
     default boolean holderNoticesForcedRelease() {
         return true;
+    }
+
+    /**
+     * When a holder that is still alive learns of a {@link #forceRelease} of its grant, so that
+     * callers can say how long it may still act as the holder while the next one already does.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return by default {@link ForcedReleaseNotice#NEXT_RENEWAL} where {@link
+     *     #holderNoticesForcedRelease()}, else {@link ForcedReleaseNotice#NOT_TOLD}
+     */
+    default ForcedReleaseNotice forcedReleaseNotice() {
+        return holderNoticesForcedRelease() ? ForcedReleaseNotice.NEXT_RENEWAL : ForcedReleaseNotice.NOT_TOLD;
+    }
+
+    /** When a live holder learns that its grant was removed by force. Thread-safety: immutable. */
+    enum ForcedReleaseNotice {
+        /**
+         * The server tells the holder's client (a watch, a published message, a notification):
+         * its lease turns invalid within about a second, unless its connection is down then (it
+         * then learns at its next renewal, as with {@link #NEXT_RENEWAL}).
+         */
+        AT_ONCE,
+        /**
+         * The holder finds its grant gone at its next renewal or session check, every third of its
+         * lease time; at the latest when its lease runs out ({@link EntrySnapshot#leaseLeft()}).
+         */
+        NEXT_RENEWAL,
+        /**
+         * The holder is not told (renewal off, on a backend that cannot notify): it keeps acting as
+         * the holder until it closes its lease or its session or lease ends.
+         */
+        NOT_TOLD
     }
 
     /**

@@ -61,8 +61,9 @@ import org.jspecify.annotations.Nullable;
  * <p>A forced release deletes the holder's key (and its lock-delay key: a forced release is a
  * release, not a loss) in a transaction that checks the create revision. The next waiter, which
  * watches that key, is granted with its own, higher, revision. A holder that is still alive finds
- * its key no longer attached to its lease at its next renewal (a second or so) and its lease turns
- * invalid ({@code onLost}).
+ * its key no longer attached to its lease at its next renewal (every third of its lease time) and
+ * its lease turns invalid ({@code onLost}); until then it may still consider its lease valid, as
+ * {@link #forcedReleaseNotice()} ({@code NEXT_RENEWAL}, the default) tells the CLI.
  *
  * <p>Concurrency: inspections and releases block the caller on jetcd futures; a watch re-reads on
  * its own single thread, never on jetcd's executor (which completes the futures it would wait for).

@@ -7,6 +7,7 @@ import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.QueueEntry;
 import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.Driver;
@@ -94,6 +95,9 @@ final class JdbcBackend implements LockBackend {
     private final List<Consumer<ConnectionState>> listeners = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile @Nullable PgListener listener;
+    /** The engine's listener for grants removed by force (PostgreSQL); set once, before any lock is used. */
+    volatile Consumer<QueueEntry> forcedListener = e -> {};
+
     private final JdbcInspector inspector;
     private final @Nullable PgSessionInspector sessionInspector;
 
@@ -569,6 +573,11 @@ final class JdbcBackend implements LockBackend {
     public Optional<LockInspector> inspector() {
         PgSessionInspector s = sessionInspector;
         return Optional.of(s != null ? s : inspector);
+    }
+
+    @Override
+    public void onForcedRelease(Consumer<QueueEntry> listener) {
+        forcedListener = listener;
     }
 
     @Override

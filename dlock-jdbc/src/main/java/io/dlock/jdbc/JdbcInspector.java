@@ -49,6 +49,11 @@ import org.slf4j.LoggerFactory;
  * connected while its LISTEN session ({@code application_name} {@code dlock_<client>}) is open;
  * elsewhere {@code connected} is null.
  *
+ * <p>A forced release on PostgreSQL NOTIFYs the removed holder's client in the same statement
+ * ({@link #FORCED_HELD}, {@link #FORCED_ENTRY}); its LISTEN connection hears it at once and the
+ * lease turns invalid ({@code onLost}). On MariaDB and H2 the holder finds its grant gone at its
+ * next renewal, every third of its lease time.
+ *
  * <p>Concurrency: stateless but for the watches; each runs on a thread of its own and reads on the
  * backend's workers (PostgreSQL: its own LISTEN connection too).
  */
@@ -56,6 +61,15 @@ final class JdbcInspector implements LockInspector {
     private static final Logger log = LoggerFactory.getLogger(JdbcInspector.class);
     /** The LIKE escape character: neither a quote nor a backslash, which the dialects treat differently. */
     private static final char ESCAPE = '!';
+    /**
+     * How a NOTIFY that tells a client its exclusive grant was removed by force starts; {@code
+     * <acquisition> <lock name>} follows. Never alike a wake-up ({@code H…} or an acquisition id).
+     */
+    static final String FORCED_HELD = "FX";
+
+    /** As {@link #FORCED_HELD}, for a read-write or semaphore entry: {@code <acquisition> <row name>} follows. */
+    static final String FORCED_ENTRY = "FE";
+
     /** The longest a PostgreSQL watch waits for a notification before it checks whether it was closed. */
     private static final long MAX_WAIT_MS = 500;
 
@@ -107,17 +121,24 @@ final class JdbcInspector implements LockInspector {
                     // The waiter's own lease time (this inspector's only for a row of an older version).
                     + " expires_ms = (SELECT " + now + " + COALESCE(lease_ms, ?) FROM nx),"
                     + " holder = (SELECT " + JdbcStatements.stamp(dialect, "split_part(holder, ' ', 1)")
-                    + " FROM nx) WHERE l.name = ? AND l.owner = ? AND l.token = ? RETURNING l.token, l.owner, l.client),"
+                    + " FROM nx) WHERE l.name = ? AND l.owner = ? AND l.token = ?"
+                    + " RETURNING l.name, l.token, l.owner, l.client),"
                     + " h AS (UPDATE " + waiters + " w SET token = u.token FROM u WHERE w.acquisition = u.owner),"
                     + " d AS (DELETE FROM " + waiters + " WHERE acquisition = ?)"
                     + " SELECT (SELECT count(pg_notify('dlock_' || v.client, 'H' || v.token || ' ' || v.owner))"
-                    + " FROM u v WHERE v.owner IS NOT NULL) FROM u";
-            // Wakes every waiting entry of the queue: each one's own grant statement decides.
+                    + " FROM u v WHERE v.owner IS NOT NULL),"
+                    // The removed holder's client is told (the row as it was: the statement's snapshot).
+                    + " (SELECT count(pg_notify('dlock_' || o.client, '" + FORCED_HELD
+                    + "' || o.owner || ' ' || o.name))"
+                    + " FROM " + table + " o WHERE o.name = u.name AND o.client IS NOT NULL) FROM u";
+            // Tells the removed entry's client; wakes every waiting entry of the queue: each one's
+            // own grant statement decides.
             releaseEntry = "WITH d AS (DELETE FROM " + waiters + " WHERE name = ? AND acquisition = ? AND token = ?"
-                    + " AND token > 0 RETURNING name) SELECT (SELECT count(pg_notify('dlock_' || w.client,"
-                    + " w.acquisition)) FROM " + waiters
+                    + " AND token > 0 RETURNING name, client, acquisition) SELECT (SELECT count(pg_notify('dlock_'"
+                    + " || w.client, w.acquisition)) FROM " + waiters
                     + " w WHERE w.name = d.name AND w.token = 0 AND w.expires_ms >= "
-                    + now + ") FROM d";
+                    + now + "), (SELECT count(pg_notify('dlock_' || d.client, '" + FORCED_ENTRY
+                    + "' || d.acquisition || ' ' || d.name)) WHERE d.client IS NOT NULL) FROM d";
         } else {
             // The waiters' one poller per client finds the row free at its next poll.
             releaseHeld = "UPDATE " + table + " SET owner = NULL, client = NULL, expires_ms = NULL, holder = NULL"
@@ -319,6 +340,11 @@ final class JdbcInspector implements LockInspector {
         }
         return new EntrySnapshot(
                 key, mode, permits, client, host, pid, null, token, since, Duration.ofMillis(Math.max(0, leftMs)));
+    }
+
+    @Override
+    public ForcedReleaseNotice forcedReleaseNotice() {
+        return dialect == JdbcDialect.POSTGRESQL ? ForcedReleaseNotice.AT_ONCE : ForcedReleaseNotice.NEXT_RENEWAL;
     }
 
     @Override

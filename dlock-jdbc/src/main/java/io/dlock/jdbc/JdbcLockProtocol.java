@@ -815,6 +815,10 @@ final class JdbcLockProtocol implements LockProtocol {
      * lock to that waiter; a bare acquisition id says that waiter is first in line.
      */
     void onWake(String payload) {
+        if (payload.startsWith(JdbcInspector.FORCED_HELD) || payload.startsWith(JdbcInspector.FORCED_ENTRY)) {
+            onForced(payload);
+            return;
+        }
         if (payload.startsWith("H")) {
             int space = payload.indexOf(' ');
             long token;
@@ -843,6 +847,23 @@ final class JdbcLockProtocol implements LockProtocol {
         if (w != null) {
             w.check();
         }
+    }
+
+    /**
+     * A NOTIFY that an operator removed one of this client's grants by force ({@link
+     * JdbcInspector#forceRelease}): {@code FX<acquisition> <lock name>} for an exclusive lock, {@code
+     * FE<acquisition> <row name>} for a read-write or semaphore entry. The engine turns the lease
+     * that holds that entry lost; one this client no longer holds is ignored there.
+     */
+    private void onForced(String payload) {
+        int space = payload.indexOf(' ');
+        if (space < 0) {
+            return;
+        }
+        String acq = payload.substring(2, space);
+        String row = payload.substring(space + 1);
+        String name = payload.startsWith(JdbcInspector.FORCED_HELD) ? row : row.substring(row.indexOf('/') + 1);
+        backend.forcedListener.accept(new QueueEntry(name, acq, row + "#" + acq, 0, 0));
     }
 
     /**

@@ -9,6 +9,7 @@ import io.dlock.spi.DataLossFences;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.QueueEntry;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisClient;
@@ -208,12 +209,25 @@ final class RedisBackend implements LockBackend {
         this.protocol = new RedisLockProtocol(this);
     }
 
+    /**
+     * How a message on a client's channel that tells it one of its grants was removed by force
+     * ({@link RedisInspector#FORCE_RELEASE}) starts; the entry key follows.
+     */
+    static final String FORCED = "forced ";
+
+    /** The engine's listener for grants removed by force; set once, before any lock is used. */
+    volatile Consumer<QueueEntry> forcedListener = e -> {};
+
     /** Subscribes to this client's wake-up channel; the backend serves from then on. */
     void subscribe() {
         pubsub.addListener(new RedisPubSubAdapter<>() {
             @Override
             public void message(String channel, String message) {
-                protocol.onWake(message);
+                if (message.startsWith(FORCED)) {
+                    protocol.onForced(message.substring(FORCED.length()));
+                } else {
+                    protocol.onWake(message);
+                }
             }
         });
         pubsub.sync().subscribe(channelPrefix + clientId);
@@ -498,6 +512,11 @@ final class RedisBackend implements LockBackend {
     /** The command connection, for {@link RedisInspector}'s reads. */
     RedisClusterAsyncCommands<String, String> commands() {
         return commands;
+    }
+
+    @Override
+    public void onForcedRelease(Consumer<QueueEntry> listener) {
+        forcedListener = listener;
     }
 
     @Override

@@ -47,6 +47,11 @@ import org.jspecify.annotations.Nullable;
  * the client is connected, not for a holder whose process died (whose grant then ends with its
  * lease), nor where the user's ACL denies {@code CLIENT LIST}.
  *
+ * <p>A forced release tells a removed holder at once: the script publishes the removal on the
+ * holder client's wake-up channel, and that client turns the lease lost ({@code onLost}, within
+ * milliseconds). A holder whose subscription is down at that moment misses the message and finds
+ * the grant gone when it reconnects (it checks every grant then) or at its next renewal.
+ *
  * <p>Concurrency: stateless but for the watches, each of which polls on the backend's timer thread,
  * one read at a time.
  */
@@ -91,23 +96,28 @@ final class RedisInspector implements LockInspector {
             """);
 
     /**
-     * Removes the granted entries named in ARGV[3..] (only while still granted), then wakes the
-     * owner of every waiter: a hint only, each owner's acquire script decides, so waking more than
-     * the one that may proceed costs a round trip each, never safety. KEYS: q, d, h, s. ARGV: 1
-     * channel prefix, 2 entry-key prefix (the base key), 3.. entry ids. Returns the removed ids.
-     * Deleting the hash with the last entry drops its {@code #fence} counter, as the release script
-     * does: the epoch marker's high-water keeps the next token higher.
+     * Removes the granted entries named in ARGV[3..] (only while still granted), tells each removed
+     * entry's owner client, then wakes the owner of every waiter: a hint only, each owner's acquire
+     * script decides, so waking more than the one that may proceed costs a round trip each, never
+     * safety. KEYS: q, d, h, s. ARGV: 1 channel prefix, 2 entry-key prefix (the base key), 3.. entry
+     * ids. Returns the removed ids. Deleting the hash with the last entry drops its {@code #fence}
+     * counter, as the release script does: the epoch marker's high-water keeps the next token higher.
+     *
+     * <p>The owner is told on its wake-up channel with {@value RedisBackend#FORCED} followed by the
+     * entry key ({@code base#id}): a wake-up is the entry key alone, which starts with the key
+     * prefix (no spaces), so the two never look alike. Its client turns that lease lost at once.
      */
     static final RedisBackend.Script FORCE_RELEASE = RedisBackend.Script.of(
             """
             local removed = {}
             local sv = redis.call('GET', KEYS[4])
             if sv then
-              local sid = string.match(sv, '^(%S+) ')
+              local sid, so = string.match(sv, '^(%S+) %a %d+ (%S+) ')
               for i = 3, #ARGV do
                 if ARGV[i] == sid then
                   redis.call('DEL', KEYS[4])
                   table.insert(removed, sid)
+                  redis.pcall('PUBLISH', ARGV[1] .. so, 'forced ' .. ARGV[2] .. '#' .. sid)
                   break
                 end
               end
@@ -116,6 +126,7 @@ final class RedisInspector implements LockInspector {
             for i = 3, #ARGV do
               local v = redis.call('HGET', KEYS[3], ARGV[i])
               if v and tonumber(string.match(v, ' (%d+)$')) > 0 then
+                redis.pcall('PUBLISH', ARGV[1] .. string.match(v, '^%a %d+ (%S+) '), 'forced ' .. ARGV[2] .. '#' .. ARGV[i])
                 redis.call('HDEL', KEYS[3], ARGV[i])
                 redis.call('ZREM', KEYS[1], ARGV[i])
                 redis.call('ZREM', KEYS[2], ARGV[i])
@@ -150,6 +161,11 @@ final class RedisInspector implements LockInspector {
         this.backend = backend;
         this.keyPrefix = backend.uri.keyPrefix();
         this.timeout = backend.options.connectTimeout().multipliedBy(3);
+    }
+
+    @Override
+    public ForcedReleaseNotice forcedReleaseNotice() {
+        return ForcedReleaseNotice.AT_ONCE;
     }
 
     @Override

@@ -540,6 +540,30 @@ final class RedisLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * A message on this client's channel: an operator removed the grant of the entry it names
+     * ({@code base#id}) by force. Its grant is forgotten and the engine told, which turns the lease
+     * lost; an entry this client no longer holds (released meanwhile) is ignored.
+     */
+    void onForced(String entryKey) {
+        int hash = entryKey.lastIndexOf('#');
+        if (hash < 0) {
+            return;
+        }
+        String base = entryKey.substring(0, hash);
+        String id = entryKey.substring(hash + 1);
+        String key =
+                switch (base.substring(base.lastIndexOf(':') + 1)) {
+                    case "rw" -> entryKey(LockMode.WRITE, id);
+                    case "s" -> entryKey(LockMode.SEMAPHORE, id);
+                    default -> entryKey(LockMode.EXCLUSIVE, id);
+                };
+        Grant g = held.remove(key);
+        if (g != null) {
+            backend.forcedListener.accept(g.entry());
+        }
+    }
+
     /** Re-checks every waiter at once, after wake-ups may have been missed (a reconnect). */
     void kickAll() {
         for (Waiter w : waiters.values()) {

@@ -178,6 +178,111 @@ public interface InspectorContract extends LockFixture {
         next.close();
     }
 
+    /**
+     * Options that give a holder a lease of {@code lease} (the renewal interval is a third of it);
+     * combined with {@link #patient()}.
+     */
+    default String lease(Duration lease) {
+        return LockFixture.options(patient(), "leaseTime=" + lease.toMillis() + "ms");
+    }
+
+    @Test
+    default void forceRelease_justGranted_theHolderIsToldAtOnceWhereTheServerNotifies() throws Exception {
+        forcedHolderIsTold("fresh", Duration.ZERO);
+    }
+
+    @Test
+    default void forceRelease_afterRenewals_theHolderIsToldAtOnceWhereTheServerNotifies() throws Exception {
+        forcedHolderIsTold("renewed", Duration.ofMillis(4500));
+    }
+
+    /**
+     * A holder with a long lease (30 s; 6 s when it is held past renewals, renewed every 2 s) is
+     * told within 1 s of the forced release's return where {@link LockInspector#forcedReleaseNotice()}
+     * says the server notifies; elsewhere (a 3 s lease) by its next renewal, a third of its lease.
+     */
+    private void forcedHolderIsTold(String name, Duration heldBefore) throws Exception {
+        LockInspector inspector = inspector();
+        boolean atOnce = inspector.forcedReleaseNotice() == LockInspector.ForcedReleaseNotice.AT_ONCE;
+        Duration leaseTime =
+                !atOnce ? Duration.ofSeconds(3) : heldBefore.isZero() ? Duration.ofSeconds(30) : Duration.ofSeconds(6);
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        Lease held = client(lease(leaseTime)).lock(name).acquire().onLost(lost::add);
+        long granted = System.nanoTime();
+        String key = only(inspector.inspect(name)).holders().get(0).key();
+        if (!heldBefore.isZero()) {
+            Thread.sleep(heldBefore.toMillis());
+        }
+        long removing = System.nanoTime();
+        assertThat(inspector.forceRelease(name, List.of(key))).containsExactly(key);
+        long removed = System.nanoTime();
+
+        Duration bound = atOnce ? Duration.ofSeconds(1) : leaseTime.dividedBy(3).plus(scaled(1));
+        await().atMost(bound).pollInterval(Duration.ofMillis(2)).until(() -> !lost.isEmpty());
+        long told = System.nanoTime();
+        assertThat(held.isValid()).isFalse();
+        assertThat(lost).hasSize(1);
+        LockLostException e = lost.get(0);
+        assertThat(e.lockName()).isEqualTo(name);
+        assertThat(e).hasMessageContaining("fencing token " + held.fencingToken());
+        if (atOnce) {
+            assertThat(e).hasMessageContaining("released by force");
+        }
+        System.out.printf(
+                "[%s] forced release %d ms after the grant; holder told %d ms after forceRelease returned%n",
+                backendName(),
+                TimeUnit.NANOSECONDS.toMillis(removing - granted),
+                TimeUnit.NANOSECONDS.toMillis(told - removed));
+        held.close();
+        assertThat(lost).hasSize(1);
+    }
+
+    @Test
+    default void release_byTheHolder_runsNoOnLost() throws Exception {
+        List<LockLostException> lost = new CopyOnWriteArrayList<>();
+        LockClient a = client(lease(Duration.ofSeconds(30)));
+        a.lock("quick").acquire().onLost(lost::add).close();
+        Lease slow = a.lock("slow").acquire().onLost(lost::add);
+        Thread.sleep(700); // past any deferred watch of the grant
+        slow.close();
+        Thread.sleep(1000);
+        assertThat(lost).isEmpty();
+        assertThat(inspector().inspect("")).allMatch(l -> l.holders().isEmpty());
+    }
+
+    @Test
+    default void forceRelease_oneGrant_leavesTheHoldersOtherLeasesValid() throws Exception {
+        LockInspector inspector = inspector();
+        boolean atOnce = inspector.forcedReleaseNotice() == LockInspector.ForcedReleaseNotice.AT_ONCE;
+        Duration leaseTime = atOnce ? Duration.ofSeconds(30) : Duration.ofSeconds(3);
+        List<LockLostException> lostA = new CopyOnWriteArrayList<>();
+        List<LockLostException> lostB = new CopyOnWriteArrayList<>();
+        LockClient a = client(lease(leaseTime));
+        Lease one = a.lock("one").acquire().onLost(lostA::add);
+        Lease two = a.lock("two").acquire().onLost(lostA::add);
+        Lease three = client(lease(leaseTime)).lock("three").acquire().onLost(lostB::add);
+        Thread.sleep(500);
+
+        String threeKey = only(inspector.inspect("three")).holders().get(0).key();
+        assertThat(inspector.forceRelease("three", List.of(threeKey))).containsExactly(threeKey);
+        String oneKey = only(inspector.inspect("one")).holders().get(0).key();
+        assertThat(inspector.forceRelease("one", List.of(oneKey))).containsExactly(oneKey);
+
+        Duration bound = atOnce ? Duration.ofSeconds(1) : leaseTime.dividedBy(3).plus(scaled(1));
+        await().atMost(bound).until(() -> lostA.size() == 1 && lostB.size() == 1);
+        Thread.sleep(300);
+        assertThat(lostA).extracting(LockLostException::lockName).containsExactly("one");
+        assertThat(one.isValid()).isFalse();
+        assertThat(three.isValid()).isFalse();
+        assertThat(two.isValid()).isTrue();
+        assertThat(only(inspector.inspect("two")).holders())
+                .extracting(EntrySnapshot::leaseToken)
+                .containsExactly(two.fencingToken());
+        one.close();
+        two.close();
+        three.close();
+    }
+
     @Test
     default void forceRelease_deadHolder_grantsTheWaiterLongBeforeItsLeaseEnds() throws Exception {
         LockInspector inspector = inspector();

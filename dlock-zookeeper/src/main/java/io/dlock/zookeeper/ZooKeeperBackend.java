@@ -8,6 +8,7 @@ import io.dlock.spi.ConnectionState;
 import io.dlock.spi.LockBackend;
 import io.dlock.spi.LockInspector;
 import io.dlock.spi.LockProtocol;
+import io.dlock.spi.QueueEntry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -251,6 +252,14 @@ final class ZooKeeperBackend implements LockBackend {
     @Override
     public void onConnectionState(Consumer<ConnectionState> listener) {
         listeners.add(listener);
+    }
+
+    /** The engine's listener for grants removed by force; set once, before any lock is used. */
+    volatile Consumer<QueueEntry> forcedListener = e -> {};
+
+    @Override
+    public void onForcedRelease(Consumer<QueueEntry> listener) {
+        forcedListener = listener;
     }
 
     @Override

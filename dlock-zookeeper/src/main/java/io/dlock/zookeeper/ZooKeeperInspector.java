@@ -38,10 +38,12 @@ import org.jspecify.annotations.Nullable;
  * left to show.
  *
  * <p>A forced release deletes the holder's node: the next waiter is granted with its own, higher,
- * zxid. A holder that is still alive notices at its next renewal, which on ZooKeeper checks that
- * its node exists (every third of the lease time, {@link ZooKeeperLockProtocol#renew}): its lease
- * turns invalid and {@code onLost} runs. With renewal off ({@code renewal=false}) it is not told,
- * and {@link #holderNoticesForcedRelease()} says so.
+ * zxid. A holder that is still alive is told at once: a grant held for 200 ms has a watch on its
+ * own node, so the server's NodeDeleted event reaches its client in milliseconds, and a grant
+ * removed before that finds its node gone when the watch is set (within about 300 ms of the
+ * grant); its lease turns invalid and {@code onLost} runs, with renewal on or off. Its renewal
+ * (every third of the lease time, {@link ZooKeeperLockProtocol#renew}) checks the node as well, in
+ * case the event was missed.
  *
  * <p>Concurrency: reads are synchronous ZooKeeper calls on the caller's thread; a watch re-reads
  * on its own single thread, never on ZooKeeper's event thread (a synchronous call there would wait
@@ -57,8 +59,8 @@ final class ZooKeeperInspector implements LockInspector {
     }
 
     @Override
-    public boolean holderNoticesForcedRelease() {
-        return backend.options.renewal();
+    public ForcedReleaseNotice forcedReleaseNotice() {
+        return ForcedReleaseNotice.AT_ONCE;
     }
 
     @Override

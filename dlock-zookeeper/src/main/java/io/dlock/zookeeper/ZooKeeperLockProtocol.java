@@ -113,6 +113,39 @@ final class ZooKeeperLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * How long a grant must have been held before its node is watched for a forced delete: holds
+     * shorter than this (the uncontended cycle, W1) send no request for it.
+     */
+    private static final long GUARD_AFTER_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    /** How often the granted nodes are looked at for one to watch, while there are any. */
+    private static final long GUARD_SWEEP_MILLIS = 100;
+
+    /** A granted entry of this client, until it is released or found deleted. */
+    private static final class Held {
+        final QueueEntry entry;
+        final long grantedAt;
+        /** Whether a watch on its node is set or being set. */
+        volatile boolean watched;
+
+        Held(QueueEntry entry, long grantedAt) {
+            this.entry = entry;
+            this.grantedAt = grantedAt;
+        }
+    }
+
+    /**
+     * The granted entries of this client, by node name: a node deleted while its entry is here was
+     * deleted by someone else (an operator's {@code dlock release --force}), since {@link #release}
+     * takes the entry out before it deletes. Each one held for {@link #GUARD_AFTER_NANOS} gets a
+     * {@code getData} watch on its node (set by {@link #guard}, once; the server's NodeDeleted
+     * event costs no request), so the holder hears of a forced release within about 300 ms of the
+     * grant or at once after it, not at its next renewal.
+     */
+    private final Map<String, Held> held = new ConcurrentHashMap<>();
+
+    private final java.util.concurrent.atomic.AtomicBoolean guarding = new java.util.concurrent.atomic.AtomicBoolean();
+
     ZooKeeperLockProtocol(ZooKeeperBackend backend) {
         this.backend = backend;
         this.leftovers = new LeftoverNodes(backend);
@@ -720,12 +753,89 @@ final class ZooKeeperLockProtocol implements LockProtocol {
                         yield taken + node.permits() <= max ? null : WATCH_CHILDREN;
                     }
                 };
-        return waitFor == null
-                ? Position.granted(new Grant(
-                        entry,
-                        entry.token(),
-                        checkedUntil(backend.options.ticker().read())))
-                : Position.waiting(entry, waitFor);
+        if (waitFor != null) {
+            return Position.waiting(entry, waitFor);
+        }
+        long now = backend.options.ticker().read();
+        held.put(own, new Held(entry, now));
+        if (!guarding.get() && guarding.compareAndSet(false, true)) {
+            scheduleGuard();
+        }
+        return Position.granted(new Grant(entry, entry.token(), checkedUntil(now)));
+    }
+
+    private void scheduleGuard() {
+        CompletableFuture.delayedExecutor(GUARD_SWEEP_MILLIS, TimeUnit.MILLISECONDS)
+                .execute(this::guard);
+    }
+
+    /**
+     * Watches the node of each grant held for {@link #GUARD_AFTER_NANOS} and not watched yet; runs
+     * every {@link #GUARD_SWEEP_MILLIS} while this client holds grants. Never blocks.
+     */
+    private void guard() {
+        if (backend.isClosed()) {
+            return;
+        }
+        long now = backend.options.ticker().read();
+        ZooKeeper zk = null;
+        for (Map.Entry<String, Held> e : held.entrySet()) {
+            Held h = e.getValue();
+            if (h.watched || now - h.grantedAt < GUARD_AFTER_NANOS) {
+                continue;
+            }
+            if (zk == null) {
+                try {
+                    zk = backend.zk();
+                } catch (RuntimeException down) {
+                    break; // tried again at the next sweep
+                }
+            }
+            if (zk.getSessionId() != h.entry.session()) {
+                held.remove(e.getKey(), h); // its session ended: the engine loses it as such
+                continue;
+            }
+            h.watched = true;
+            watchHeld(zk, e.getKey(), h);
+        }
+        guarding.set(false);
+        if (!held.isEmpty() && guarding.compareAndSet(false, true)) {
+            scheduleGuard();
+        }
+    }
+
+    /** Sets a {@code getData} watch on a held node (none is left behind if it is already gone). */
+    private void watchHeld(ZooKeeper zk, String node, Held h) {
+        String path = path(h.entry);
+        Watcher watcher = event -> {
+            switch (event.getType()) {
+                case NodeDeleted -> deletedByOther(node, h, path);
+                case None -> {} // connection events: the client keeps the watch, the engine the state
+                default -> h.watched = false; // fired for something else: watched again at the next sweep
+            }
+        };
+        zk.getData(
+                path,
+                watcher,
+                (rc, p, ctx, data, stat) -> {
+                    if (rc == Code.NONODE.intValue()) {
+                        deletedByOther(node, h, path);
+                    } else if (rc != Code.OK.intValue()) {
+                        h.watched = false; // connection trouble: tried again at the next sweep
+                    }
+                },
+                null);
+    }
+
+    /** A held node is gone while its entry was still held here: removed by force. */
+    private void deletedByOther(String node, Held h, String path) {
+        if (held.remove(node, h)) {
+            log.debug(
+                    "[lock={} state=HELD] node {} was deleted by someone else: a forced release",
+                    h.entry.lockName(),
+                    path);
+            backend.forcedListener.accept(h.entry);
+        }
     }
 
     /**
@@ -935,6 +1045,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
         String node = LockNodes.nodeName(entry);
+        held.remove(node); // before the delete: its watch, if any, then sees our own delete
         requests.remove(node);
         Wait w = waits.remove(node);
         if (w != null) {
@@ -1151,6 +1262,7 @@ final class ZooKeeperLockProtocol implements LockProtocol {
             onClose.run();
         }
         waits.clear();
+        held.clear();
         leftovers.clear();
     }
 

@@ -98,10 +98,10 @@ class ZooKeeperInspectIT extends ZooKeeperTestSupport implements InspectorContra
     }
 
     @Test
-    void forceRelease_liveHolderWithRenewalOff_isNotTold_andTheInspectorSaysSo() throws Exception {
-        assertThat(inspector().holderNoticesForcedRelease()).isTrue();
+    void forceRelease_liveHolderWithRenewalOff_isToldByTheWatchOnItsNode() throws Exception {
         LockInspector inspector = inspector("renewal=false");
-        assertThat(inspector.holderNoticesForcedRelease()).isFalse();
+        assertThat(inspector.holderNoticesForcedRelease()).isTrue();
+        assertThat(inspector.forcedReleaseNotice()).isEqualTo(LockInspector.ForcedReleaseNotice.AT_ONCE);
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
         Lease stuck =
                 client("renewal=false&leaseTime=3s").lock("quiet").acquire().onLost(lost::add);
@@ -111,13 +111,11 @@ class ZooKeeperInspectIT extends ZooKeeperTestSupport implements InspectorContra
 
         assertThat(inspector.forceRelease("quiet", List.of(s.holders().get(0).key())))
                 .hasSize(1);
+        await().atMost(Duration.ofSeconds(1)).until(() -> lost.size() == 1);
+        assertThat(stuck.isValid()).isFalse();
+        assertThat(lost.get(0)).hasMessageContaining("released by force");
         Lease next = waiter.get(scaled(10).toMillis(), TimeUnit.MILLISECONDS);
         assertThat(next.fencingToken()).isGreaterThan(stuck.fencingToken());
-        // Three renewal intervals of that lease time: a renewing holder would have been told.
-        await().during(Duration.ofSeconds(3)).atMost(scaled(10)).until(lost::isEmpty);
-        assertThat(stuck.isValid())
-                .as("only fencing tokens protect the resource now")
-                .isTrue();
         stuck.close();
         next.close();
     }
