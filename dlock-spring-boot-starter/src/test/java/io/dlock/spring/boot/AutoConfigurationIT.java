@@ -154,12 +154,30 @@ class AutoConfigurationIT {
     }
 
     @Test
-    void unreachableBackend_failsStartup() {
+    void unreachableBackend_eager_failsStartup() {
+        runner.withPropertyValues(
+                        "dlock.uri=zookeeper://127.0.0.1:1/none",
+                        "dlock.connect=eager",
+                        "dlock.connect-timeout=1s",
+                        "dlock.session-timeout=1s")
+                .run(ctx -> assertThat(ctx).hasFailed());
+    }
+
+    @Test
+    void unreachableBackend_lazyByDefault_startsDown() {
         runner.withPropertyValues(
                         "dlock.uri=zookeeper://127.0.0.1:1/none",
                         "dlock.connect-timeout=1s",
                         "dlock.session-timeout=1s")
-                .run(ctx -> assertThat(ctx).hasFailed());
+                .withBean(Job.class)
+                .run(ctx -> {
+                    assertThat(ctx).hasNotFailed();
+                    var h = ctx.getBean(DLockHealthIndicator.class).health();
+                    assertThat(h.getStatus()).isEqualTo(org.springframework.boot.actuate.health.Status.DOWN);
+                    assertThat(h.getDetails()).containsEntry("backend", "zookeeper");
+                    assertThatThrownBy(() -> ctx.getBean(Job.class).run())
+                            .isInstanceOf(io.dlock.LockBackendException.class);
+                });
     }
 
     @Test

@@ -95,6 +95,10 @@ class DLockPropertiesTest {
             "dlock.observations.per-lock-name",
             "dlock.health.lock-name",
             "dlock.health.timeout",
+            "dlock.health.probe-interval",
+            "dlock.connect",
+            "dlock.scheduled.default-lock-at-most-for",
+            "dlock.scheduled.default-lock-at-least-for",
             "management.health.dlock.enabled"
         }) {
             assertThat(json).as(name).contains("\"name\": \"" + name + "\"");

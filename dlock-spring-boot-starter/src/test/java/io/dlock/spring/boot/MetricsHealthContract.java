@@ -54,7 +54,8 @@ abstract class MetricsHealthContract {
                         "dlock.uri=" + backend.uri(ns),
                         backend.shortLeaseProperty(),
                         "dlock.connect-timeout=5s",
-                        "dlock.health.timeout=1s")
+                        "dlock.health.timeout=1s",
+                        "dlock.health.probe-interval=200ms")
                 .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
                 .withBean(Orders.Counter.class, Orders.Counter::new)
                 .withBean("keys", Orders.Keys.class, Orders.Keys::new)

@@ -35,6 +35,7 @@ import org.springframework.core.MethodClassKey;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.Expression;
+import org.springframework.util.StringValueResolver;
 
 /**
  * The aspect behind {@link DistributedLock @DistributedLock} and {@link ScheduledLock @ScheduledLock};
@@ -47,7 +48,10 @@ import org.springframework.expression.Expression;
  *
  * <p>Failure: a lease that cannot be released (backend gone) is logged and left to the engine, whose
  * lease expiry or session end frees it on the server. An exception from the method is rethrown
- * unchanged after the release.
+ * unchanged after the release. An acquisition that fails for the backend ({@link
+ * io.dlock.LockBackendException}) is rethrown as it is; for a {@code @ScheduledLock} it is also
+ * logged once at WARN and counted ({@link ScheduledRunRecorder.Outcome#ERROR}), since the job's
+ * caller is a scheduler.
  *
  * <p>Thread-safety: safe from any thread.
  */
@@ -65,8 +69,42 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final Map<MethodClassKey, LockSpec> specs = new ConcurrentHashMap<>();
     private final ScheduledExecutorService releaser;
+    private final StringValueResolver values;
+    private final @Nullable Duration defaultLockAtMostFor;
+    private final @Nullable Duration defaultLockAtLeastFor;
+    private final Supplier<ScheduledRunRecorder> recorder;
     private volatile @Nullable String backendName;
     private volatile @Nullable LockClient resolved;
+
+    /**
+     * What the aspect takes from the application's configuration.
+     *
+     * @param values resolves {@code ${...}} placeholders and {@code #{...}} expressions in annotation
+     *     attributes; an unresolvable one must throw
+     * @param defaultLockAtMostFor {@code lockAtMostFor} of {@code @ScheduledLock}s that leave it
+     *     empty, or null to require it
+     * @param defaultLockAtLeastFor {@code lockAtLeastFor} of {@code @ScheduledLock}s that leave it
+     *     empty, or null for zero
+     * @param recorder supplies, at each scheduled run, where its outcome goes
+     */
+    public record Settings(
+            StringValueResolver values,
+            @Nullable Duration defaultLockAtMostFor,
+            @Nullable Duration defaultLockAtLeastFor,
+            Supplier<ScheduledRunRecorder> recorder) {
+
+        /**
+         * No placeholder resolution (attributes are taken as written), no scheduled defaults, no
+         * recording.
+         *
+         * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+         *
+         * @return the settings
+         */
+        public static Settings defaults() {
+            return new Settings(text -> text, null, null, () -> ScheduledRunRecorder.NONE);
+        }
+    }
 
     /**
      * Creates the aspect.
@@ -79,6 +117,25 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
      */
     public DistributedLockInterceptor(
             Supplier<LockClient> client, ActiveLocks active, @Nullable BeanFactory beanFactory) {
+        this(client, active, beanFactory, Settings.defaults());
+    }
+
+    /**
+     * Creates the aspect with the application's settings.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @param client supplies the lock client when the first annotated method is called (or validated)
+     * @param active where held and waiting calls are tracked
+     * @param beanFactory resolves {@code @bean} references in keys; may be {@code null}
+     * @param settings placeholders, scheduled defaults and the outcome recorder
+     */
+    public DistributedLockInterceptor(
+            Supplier<LockClient> client, ActiveLocks active, @Nullable BeanFactory beanFactory, Settings settings) {
+        this.values = settings.values();
+        this.defaultLockAtMostFor = settings.defaultLockAtMostFor();
+        this.defaultLockAtLeastFor = settings.defaultLockAtLeastFor();
+        this.recorder = settings.recorder();
         this.client = client;
         this.active = active;
         this.beanFactory = beanFactory;
@@ -192,7 +249,13 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         long start = System.nanoTime();
         io.dlock.DistributedLock lock = lockFor(name, spec);
         long id = active.waiting(name, spec.method());
-        CompletableFuture<Lease> pending = lock.acquireAsync(spec.waitTime() == null ? FOREVER : spec.waitTime());
+        CompletableFuture<Lease> pending;
+        try {
+            pending = lock.acquireAsync(spec.waitTime() == null ? FOREVER : spec.waitTime());
+        } catch (RuntimeException e) {
+            active.remove(id);
+            throw notRun(spec, name, e);
+        }
         Lease lease;
         try {
             lease = pending.get();
@@ -205,9 +268,15 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
             active.remove(id);
             Throwable cause = e.getCause();
             if (cause instanceof LockTimeoutException timeout) {
+                if (spec.scheduled()) {
+                    record(name, ScheduledRunRecorder.Outcome.SKIPPED);
+                }
                 return timedOut(spec, timeout);
             }
-            throw cause;
+            throw notRun(spec, name, cause == null ? e : cause);
+        }
+        if (spec.scheduled()) {
+            record(name, ScheduledRunRecorder.Outcome.RAN);
         }
         active.held(id, lease.fencingToken());
         ScheduledFuture<?> atMost = releaser.schedule(
@@ -316,6 +385,28 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         throw e;
     }
 
+    /**
+     * A lock attempt that failed other than by timing out. A scheduled job's failure is counted and
+     * logged once here (its scheduler's ErrorHandler sees it next); a {@code @DistributedLock}
+     * caller gets it unlogged, to handle as it sees fit.
+     */
+    private Throwable notRun(LockSpec spec, String name, Throwable cause) {
+        if (spec.scheduled()) {
+            record(name, ScheduledRunRecorder.Outcome.ERROR);
+            log.warn("[lock={}] scheduled job {} not run: {}", name, spec.method(), cause.toString());
+        }
+        return cause;
+    }
+
+    private void record(String name, ScheduledRunRecorder.Outcome outcome) {
+        try {
+            ScheduledRunRecorder r = recorder.get();
+            (r == null ? ScheduledRunRecorder.NONE : r).record(backend(), name, outcome);
+        } catch (RuntimeException e) {
+            log.debug("[lock={}] scheduled run outcome {} not recorded: {}", name, outcome, e.toString());
+        }
+    }
+
     private static long remaining(Duration bound, long start) {
         return bound.toNanos() - (System.nanoTime() - start);
     }
@@ -365,7 +456,9 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
             throw new IllegalStateException(
                     LockSpec.describe(specific) + ": @DistributedLock and @ScheduledLock on one method; choose one");
         }
-        s = dl != null ? LockSpec.parse(specific, dl) : sl != null ? LockSpec.parse(specific, sl) : null;
+        s = dl != null
+                ? LockSpec.parse(specific, dl, values)
+                : sl != null ? LockSpec.parse(specific, sl, values, defaultLockAtMostFor, defaultLockAtLeastFor) : null;
         if (s != null) {
             specs.put(key, s);
         }
@@ -395,8 +488,17 @@ public final class DistributedLockInterceptor implements MethodInterceptor, Auto
         return b;
     }
 
-    /** The engine names its backend only in toString ("LockClient[redis, OPEN, 0 live]"); the API has no accessor. */
-    static String backendNameOf(LockClient c) {
+    /**
+     * The backend's name of a client, as its {@code toString()} gives it ({@code "LockClient[redis,
+     * OPEN, 0 live]"}): the API has no accessor.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@code "unknown"} for a
+     * client whose text does not have that form.
+     *
+     * @param c the client
+     * @return the backend's name, for example {@code redis}
+     */
+    public static String backendNameOf(LockClient c) {
         String s = String.valueOf(c);
         int open = s.indexOf('[');
         int comma = s.indexOf(',', open + 1);

@@ -12,10 +12,13 @@ import org.springframework.expression.ParseException;
 import org.springframework.expression.spel.ast.Literal;
 import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.util.StringValueResolver;
 
 /**
  * One annotated method, parsed once when its bean is proxied: every error that can be known before a
- * call is thrown from {@link #parse} with the method's name in the message.
+ * call is thrown from {@link #parse} with the method's name in the message. Durations (and a
+ * {@code @ScheduledLock}'s name) are resolved against the Environment first ({@code ${...}}, and
+ * {@code #{...}} SpEL), as ShedLock resolves its attributes.
  */
 record LockSpec(
         String method,
@@ -27,7 +30,8 @@ record LockSpec(
         @Nullable Duration holdAtLeast,
         OnTimeout onTimeout,
         int leaseParameter,
-        Result result) {
+        Result result,
+        boolean scheduled) {
 
     enum Kind {
         /** Blocking acquire on the calling thread, released when the method returns (the fast path). */
@@ -47,7 +51,7 @@ record LockSpec(
 
     static final SpelExpressionParser PARSER = new SpelExpressionParser();
 
-    static LockSpec parse(Method m, DistributedLock a) {
+    static LockSpec parse(Method m, DistributedLock a, StringValueResolver values) {
         String where = describe(m);
         String keyText = a.key();
         if (keyText == null || keyText.isBlank()) {
@@ -72,11 +76,13 @@ record LockSpec(
                         "@DistributedLock on " + where + ": key \"" + keyText + "\" is an empty lock name");
             }
         }
-        Duration wait = duration(where, "@DistributedLock", "waitTime", a.waitTime(), true);
-        Duration hold = duration(where, "@DistributedLock", "leaseTime", a.leaseTime(), false);
+        String waitText = resolve(where, "@DistributedLock", "waitTime", a.waitTime(), values);
+        String holdText = resolve(where, "@DistributedLock", "leaseTime", a.leaseTime(), values);
+        Duration wait = duration(where, "@DistributedLock", "waitTime", waitText, true);
+        Duration hold = duration(where, "@DistributedLock", "leaseTime", holdText, false);
         if (hold != null && hold.isZero()) {
             throw new IllegalStateException(
-                    "@DistributedLock on " + where + ": leaseTime must be positive: " + a.leaseTime());
+                    "@DistributedLock on " + where + ": leaseTime must be positive: " + holdText);
         }
         Result result = result(m);
         if (a.onTimeout() == OnTimeout.SKIP && result == Result.PRIMITIVE) {
@@ -94,27 +100,54 @@ record LockSpec(
                 Duration.ZERO,
                 a.onTimeout(),
                 leaseParameter(m),
-                result);
+                result,
+                false);
     }
 
-    static LockSpec parse(Method m, ScheduledLock a) {
+    /**
+     * Parses a {@code @ScheduledLock}; its name and durations may hold {@code ${...}} placeholders
+     * and {@code #{...}} expressions, resolved by {@code values}; empty durations take the {@code
+     * dlock.scheduled.default-*} values.
+     */
+    static LockSpec parse(
+            Method m,
+            ScheduledLock a,
+            StringValueResolver values,
+            @Nullable Duration defaultAtMost,
+            @Nullable Duration defaultAtLeast) {
         String where = describe(m);
-        String name = a.name();
+        String name = resolve(where, "@ScheduledLock", "name", a.name(), values);
         if (name == null || name.isBlank()) {
             throw new IllegalStateException("@ScheduledLock on " + where + ": name is empty");
         }
-        Duration atMost = duration(where, "@ScheduledLock", "lockAtMostFor", a.lockAtMostFor(), false);
-        Duration atLeast = duration(where, "@ScheduledLock", "lockAtLeastFor", a.lockAtLeastFor(), true);
-        if (atMost == null || atMost.isZero()) {
+        String atMostText = resolve(where, "@ScheduledLock", "lockAtMostFor", a.lockAtMostFor(), values);
+        String atLeastText = resolve(where, "@ScheduledLock", "lockAtLeastFor", a.lockAtLeastFor(), values);
+        Duration atMost = duration(where, "@ScheduledLock", "lockAtMostFor", atMostText, false);
+        Duration atLeast = duration(where, "@ScheduledLock", "lockAtLeastFor", atLeastText, true);
+        if (atMost == null) {
+            if (defaultAtMost == null) {
+                throw new IllegalStateException("@ScheduledLock on " + where + ": lockAtMostFor is empty and"
+                        + " dlock.scheduled.default-lock-at-most-for is not set; give one of them");
+            }
+            atMost = defaultAtMost;
+            atMostText = defaultAtMost + " (dlock.scheduled.default-lock-at-most-for)";
+        }
+        if (atMost.isNegative() || atMost.isZero()) {
             throw new IllegalStateException(
-                    "@ScheduledLock on " + where + ": lockAtMostFor must be positive: '" + a.lockAtMostFor() + "'");
+                    "@ScheduledLock on " + where + ": lockAtMostFor must be positive: '" + atMostText + "'");
         }
         if (atLeast == null) {
-            atLeast = Duration.ZERO;
+            atLeast = defaultAtLeast == null ? Duration.ZERO : defaultAtLeast;
+            atLeastText =
+                    defaultAtLeast == null ? "0s" : defaultAtLeast + " (dlock.scheduled.default-lock-at-least-for)";
+        }
+        if (atLeast.isNegative()) {
+            throw new IllegalStateException(
+                    "@ScheduledLock on " + where + ": lockAtLeastFor must not be negative: '" + atLeastText + "'");
         }
         if (atLeast.compareTo(atMost) > 0) {
-            throw new IllegalStateException("@ScheduledLock on " + where + ": lockAtLeastFor " + a.lockAtLeastFor()
-                    + " exceeds lockAtMostFor " + a.lockAtMostFor());
+            throw new IllegalStateException("@ScheduledLock on " + where + ": lockAtLeastFor " + atLeastText
+                    + " exceeds lockAtMostFor " + atMostText);
         }
         Result result = result(m);
         if (result == Result.PRIMITIVE) {
@@ -135,7 +168,24 @@ record LockSpec(
                 atLeast,
                 OnTimeout.SKIP,
                 leaseParameter(m),
-                result);
+                result,
+                true);
+    }
+
+    /** Resolves placeholders and expressions in an attribute; an unresolvable one names the method. */
+    private static @Nullable String resolve(
+            String where, String annotation, String attribute, @Nullable String text, StringValueResolver values) {
+        if (text == null || text.isEmpty() || (!text.contains("${") && !text.contains("#{"))) {
+            return text;
+        }
+        try {
+            return values.resolveStringValue(text);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(
+                    annotation + " on " + where + ": " + attribute + " '" + text + "' cannot be resolved: "
+                            + e.getMessage(),
+                    e);
+        }
     }
 
     private static @Nullable Duration duration(

@@ -4,6 +4,10 @@ import io.dlock.LockClient;
 import io.dlock.spring.boot.actuate.DLockEndpoint;
 import io.dlock.spring.boot.actuate.DLockHealthIndicator;
 import io.dlock.spring.boot.annotation.ActiveLocks;
+import io.dlock.spring.boot.annotation.DistributedLockInterceptor;
+import io.dlock.spring.boot.internal.LazyLockClient;
+import io.dlock.spring.boot.internal.UriRedaction;
+import org.springframework.beans.factory.BeanFactory;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.actuate.health.HealthIndicator;
@@ -35,11 +39,29 @@ public class DLockActuatorAutoConfiguration {
     @ConditionalOnBean(LockClient.class)
     @ConditionalOnMissingBean(name = "dlockHealthIndicator")
     @ConditionalOnEnabledHealthIndicator("dlock")
-    public DLockHealthIndicator dlockHealthIndicator(LockClient client, DLockProperties properties) {
+    public DLockHealthIndicator dlockHealthIndicator(
+            LockClient client, DLockProperties properties, BeanFactory beanFactory) {
+        String backend;
+        String uri = null;
+        if (client instanceof LazyLockClient lazy) {
+            backend = lazy.backend();
+            uri = lazy.redactedUri();
+        } else {
+            backend = DistributedLockInterceptor.backendNameOf(client);
+            String configured = properties.getUri();
+            if (configured != null
+                    && beanFactory.containsBean("dlockClient")
+                    && beanFactory.getBean("dlockClient") == client) {
+                uri = UriRedaction.redact(configured);
+            }
+        }
         return new DLockHealthIndicator(
                 client,
                 properties.getHealth().getLockName(),
-                properties.getHealth().getTimeout());
+                properties.getHealth().getTimeout(),
+                properties.getHealth().getProbeInterval(),
+                backend,
+                uri);
     }
 
     /**

@@ -1,10 +1,14 @@
 package io.dlock.spring.boot.autoconfigure;
 
 import io.dlock.LockClient;
+import io.dlock.LockMetricNames;
 import io.dlock.LockOptions;
 import io.dlock.spring.boot.annotation.ActiveLocks;
 import io.dlock.spring.boot.annotation.DistributedLockAdvisor;
 import io.dlock.spring.boot.annotation.DistributedLockInterceptor;
+import io.dlock.spring.boot.annotation.ScheduledRunRecorder;
+import io.dlock.spring.boot.internal.LazyLockClient;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import java.util.Objects;
@@ -13,18 +17,23 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.BeanExpressionContext;
+import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
+import org.springframework.util.StringValueResolver;
 
 /**
  * Auto-configures a {@link LockClient} from {@code dlock.uri} and the other {@code dlock.*}
@@ -51,15 +60,20 @@ import org.springframework.core.type.AnnotationMetadata;
 public class DLockAutoConfiguration {
 
     /**
-     * The lock client for {@code dlock.uri}; connects at startup.
+     * The lock client for {@code dlock.uri}. With {@code dlock.connect=lazy} (the default) it
+     * connects in the background, so that the application starts while the backend is down (lock
+     * calls fail with {@link io.dlock.LockBackendException} until it is reachable); with {@code
+     * eager} it connects here.
      *
-     * <p>Blocking: up to {@code dlock.connect-timeout} while connecting. Thread-safety: the client
-     * is thread-safe. On failure: a bad URI or option is an {@link IllegalArgumentException} and an
-     * unreachable backend a {@link io.dlock.LockBackendException}; either fails the startup.
+     * <p>Blocking: lazy, never (the URI and options are checked without a network call); eager, up
+     * to {@code dlock.connect-timeout}. Thread-safety: the client is thread-safe. On failure: a
+     * malformed URI, an unknown scheme, a missing backend module or a bad option is an {@link
+     * IllegalArgumentException} that fails the startup in both modes; an unreachable backend is a
+     * {@link io.dlock.LockBackendException} that fails it only when eager.
      *
      * @param properties the {@code dlock.*} properties
      * @param customizers option customizers, applied in order after the properties
-     * @return the connected client, closed when the context closes
+     * @return the client, closed when the context closes (which also stops background attempts)
      */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean(LockClient.class)
@@ -68,7 +82,15 @@ public class DLockAutoConfiguration {
         LockOptions.Builder options = properties.toOptions();
         customizers.orderedStream().forEach(c -> c.customize(options));
         // @ConditionalOnProperty: dlock.uri is set
-        return LockClient.connect(Objects.requireNonNull(properties.getUri(), "dlock.uri"), options.build());
+        String uri = Objects.requireNonNull(properties.getUri(), "dlock.uri");
+        if (properties.getConnect() == DLockProperties.Connect.EAGER) {
+            return LockClient.connect(uri, options.build());
+        }
+        return LazyLockClient.start(
+                uri,
+                options.build(),
+                properties.getRetry().getBaseSleep(),
+                properties.getRetry().getMaxSleep());
     }
 
     /**
@@ -88,13 +110,47 @@ public class DLockAutoConfiguration {
      * @param client the application's lock client, if any
      * @param active the tracker
      * @param beanFactory resolves {@code @bean} references in SpEL keys
+     * @param environment resolves placeholders in annotation attributes; gives {@code dlock.scheduled.*}
+     * @param recorders where scheduled runs' outcomes go, if anywhere
      * @return the interceptor, closed with the context
      */
     @Bean(destroyMethod = "close")
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     public static DistributedLockInterceptor dlockInterceptor(
-            ObjectProvider<LockClient> client, ActiveLocks active, BeanFactory beanFactory) {
-        return new DistributedLockInterceptor(client::getIfUnique, active, beanFactory);
+            ObjectProvider<LockClient> client,
+            ActiveLocks active,
+            BeanFactory beanFactory,
+            Environment environment,
+            ObjectProvider<ScheduledRunRecorder> recorders) {
+        // Bound here, not injected: a post-processor's dependencies are created too early for binding.
+        DLockProperties.Scheduled scheduled = Binder.get(environment)
+                .bind("dlock.scheduled", DLockProperties.Scheduled.class)
+                .orElseGet(DLockProperties.Scheduled::new);
+        DistributedLockInterceptor.Settings settings = new DistributedLockInterceptor.Settings(
+                values(environment, beanFactory),
+                scheduled.getDefaultLockAtMostFor(),
+                scheduled.getDefaultLockAtLeastFor(),
+                () -> recorders.getIfAvailable(() -> ScheduledRunRecorder.NONE));
+        return new DistributedLockInterceptor(client::getIfUnique, active, beanFactory, settings);
+    }
+
+    /**
+     * Resolves annotation attributes as ShedLock does: {@code ${...}} placeholders against the
+     * Environment (strictly: an unresolvable one without a default throws), then {@code #{...}}
+     * through the bean factory's expression resolver.
+     */
+    static StringValueResolver values(Environment environment, BeanFactory beanFactory) {
+        return text -> {
+            String resolved = environment.resolveRequiredPlaceholders(text);
+            if (resolved.contains("#{")
+                    && beanFactory instanceof ConfigurableBeanFactory cbf
+                    && cbf.getBeanExpressionResolver() != null) {
+                Object value = Objects.requireNonNull(cbf.getBeanExpressionResolver())
+                        .evaluate(resolved, new BeanExpressionContext(cbf, null));
+                return value == null ? null : value.toString();
+            }
+            return resolved;
+        };
     }
 
     /**
@@ -132,6 +188,24 @@ public class DLockAutoConfiguration {
                 MeterRegistry r = registry.getIfUnique();
                 if (r != null) {
                     options.metricsRegistry(r);
+                }
+            };
+        }
+
+        /** The {@code dlock.scheduled.runs} counter. */
+        @Bean
+        @ConditionalOnMissingBean(ScheduledRunRecorder.class)
+        ScheduledRunRecorder dlockScheduledRunMeter(ObjectProvider<MeterRegistry> registry) {
+            return (backend, lockName, outcome) -> {
+                MeterRegistry r = registry.getIfUnique();
+                if (r != null) {
+                    Counter.builder(ScheduledRunRecorder.METER)
+                            .tag(LockMetricNames.TAG_BACKEND, backend)
+                            .tag(LockMetricNames.TAG_LOCK, lockName)
+                            .tag(LockMetricNames.TAG_OUTCOME, outcome.tag())
+                            .description("@ScheduledLock runs: ran, skipped (another node holds the lock) or error")
+                            .register(r)
+                            .increment();
                 }
             };
         }

@@ -20,6 +20,15 @@ public class DLockProperties {
      */
     private @Nullable String uri;
 
+    /**
+     * When the auto-configured client connects. lazy: in the background, so that the application
+     * starts while the backend is down (lock calls fail with LockBackendException and the health
+     * component is DOWN until it is reachable; attempts back off from retry.base-sleep to
+     * retry.max-sleep). eager: at startup, and an unreachable backend fails the startup. A malformed
+     * URI or option fails the startup either way.
+     */
+    private Connect connect = Connect.LAZY;
+
     /** How long a grant lives without renewal on lease-based backends (Redis, SQL, etcd, Memcached). */
     private Duration leaseTime = Duration.ofSeconds(30);
 
@@ -54,6 +63,44 @@ public class DLockProperties {
     private final Observations observations = new Observations();
 
     private final Health health = new Health();
+
+    private final Scheduled scheduled = new Scheduled();
+
+    /** When the auto-configured client connects ({@code dlock.connect}). */
+    public enum Connect {
+        /** In the background; the application starts while the backend is down. */
+        LAZY,
+        /** At startup; an unreachable backend fails the startup. */
+        EAGER
+    }
+
+    /** Defaults of {@code @ScheduledLock}. */
+    public static class Scheduled {
+        /**
+         * lockAtMostFor of @ScheduledLock methods that leave it empty. Unset: such a method fails the
+         * startup.
+         */
+        private @Nullable Duration defaultLockAtMostFor;
+
+        /** lockAtLeastFor of @ScheduledLock methods that leave it empty. Unset: 0s (released when the job returns). */
+        private @Nullable Duration defaultLockAtLeastFor;
+
+        public @Nullable Duration getDefaultLockAtMostFor() {
+            return defaultLockAtMostFor;
+        }
+
+        public void setDefaultLockAtMostFor(@Nullable Duration defaultLockAtMostFor) {
+            this.defaultLockAtMostFor = defaultLockAtMostFor;
+        }
+
+        public @Nullable Duration getDefaultLockAtLeastFor() {
+            return defaultLockAtLeastFor;
+        }
+
+        public void setDefaultLockAtLeastFor(@Nullable Duration defaultLockAtLeastFor) {
+            this.defaultLockAtLeastFor = defaultLockAtLeastFor;
+        }
+    }
 
     /** The retry policy for backend operations (exponential backoff). */
     public static class Retry {
@@ -148,6 +195,20 @@ public class DLockProperties {
 
         /** How long the health check waits for the backend's answer before reporting DOWN. */
         private Duration timeout = Duration.ofSeconds(2);
+
+        /**
+         * How often the health check really probes the backend (one attempt on lock-name, a write);
+         * calls in between return the last probe's result.
+         */
+        private Duration probeInterval = Duration.ofSeconds(30);
+
+        public Duration getProbeInterval() {
+            return probeInterval;
+        }
+
+        public void setProbeInterval(Duration probeInterval) {
+            this.probeInterval = probeInterval;
+        }
 
         public String getLockName() {
             return lockName;
@@ -285,5 +346,17 @@ public class DLockProperties {
 
     public Health getHealth() {
         return health;
+    }
+
+    public Scheduled getScheduled() {
+        return scheduled;
+    }
+
+    public Connect getConnect() {
+        return connect;
+    }
+
+    public void setConnect(Connect connect) {
+        this.connect = connect;
     }
 }

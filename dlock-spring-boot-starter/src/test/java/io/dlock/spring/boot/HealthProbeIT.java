@@ -1,0 +1,116 @@
+package io.dlock.spring.boot;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dlock.spring.boot.actuate.DLockHealthIndicator;
+import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
+import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
+import io.dlock.testkit.RedisServer;
+import java.util.Set;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.Status;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/**
+ * The health indicator against a real Redis with a password: the lock probe (a Lua script on
+ * Redis, a write) runs at most once per {@code dlock.health.probe-interval}, counted in the
+ * server's own command statistics; the details name the backend and show the URI without its
+ * password.
+ */
+class HealthProbeIT {
+    private static final String PASSWORD = "s3cret-pw";
+    /** The commands dlock-redis writes with. */
+    private static final Set<String> SCRIPT_COMMANDS = Set.of("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall");
+
+    static RedisServer redis;
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.builder()
+                .config("requirepass " + PASSWORD)
+                .probePassword(PASSWORD)
+                .start();
+    }
+
+    @AfterAll
+    static void stop() {
+        redis.close();
+    }
+
+    private static ApplicationContextRunner runner(String ns, String probeInterval) {
+        redis.markFreshPrefix(ns);
+        return new ApplicationContextRunner()
+                .withConfiguration(
+                        AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
+                .withPropertyValues(
+                        "dlock.uri=redis://default:" + PASSWORD + "@127.0.0.1:" + redis.port() + "?keyPrefix=" + ns,
+                        "dlock.health.timeout=10s",
+                        "dlock.health.probe-interval=" + probeInterval);
+    }
+
+    /** Calls of dlock's script commands so far, from {@code INFO commandstats}. */
+    private static long scriptCalls() {
+        long calls = 0;
+        for (String line : String.valueOf(redis.command("INFO", "commandstats")).split("\r?\n")) {
+            if (!line.startsWith("cmdstat_")) {
+                continue;
+            }
+            String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+            if (SCRIPT_COMMANDS.contains(name)) {
+                String rest = line.substring(line.indexOf("calls=") + "calls=".length());
+                calls += Long.parseLong(rest.substring(0, rest.indexOf(',')));
+            }
+        }
+        return calls;
+    }
+
+    @Test
+    void health_twentyCallsWithinTheProbeInterval_noWriteOnTheBackend() {
+        runner("health-cached", "1h").run(ctx -> {
+            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
+            long beforeFirst = scriptCalls();
+            Health first = health.health();
+            assertThat(first.getStatus()).as("%s", first.getDetails()).isEqualTo(Status.UP);
+            long afterFirst = scriptCalls();
+            assertThat(afterFirst).as("the first call probes the backend").isGreaterThan(beforeFirst);
+            for (int i = 0; i < 20; i++) {
+                Health h = health.health();
+                assertThat(h.getStatus()).isEqualTo(Status.UP);
+                assertThat(h.getDetails()).containsKey("probeAgeMillis");
+            }
+            assertThat(scriptCalls()).as("script calls during 20 cached checks").isEqualTo(afterFirst);
+        });
+    }
+
+    @Test
+    void health_probeIntervalZero_probesOnEveryCall() {
+        runner("health-every", "0s").run(ctx -> {
+            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
+            health.health();
+            long before = scriptCalls();
+            for (int i = 0; i < 5; i++) {
+                assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+            }
+            assertThat(scriptCalls() - before)
+                    .as("the count above would see a probe per call")
+                    .isGreaterThanOrEqualTo(5);
+        });
+    }
+
+    @Test
+    void health_details_nameTheBackendAndRedactThePassword() {
+        runner("health-details", "1h").run(ctx -> {
+            Health h = ctx.getBean(DLockHealthIndicator.class).health();
+            assertThat(h.getStatus()).as("%s", h.getDetails()).isEqualTo(Status.UP);
+            assertThat(h.getDetails())
+                    .containsEntry("backend", "redis")
+                    .containsEntry("uri", "redis://default:***@127.0.0.1:" + redis.port() + "?keyPrefix=health-details")
+                    .containsEntry("probe", "granted");
+            assertThat(h.toString()).doesNotContain(PASSWORD);
+        });
+    }
+}
