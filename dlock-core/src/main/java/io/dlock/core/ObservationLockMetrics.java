@@ -82,7 +82,9 @@ final class ObservationLockMetrics implements LockMetrics {
         }
         int outcome = LockMetrics.outcomeOf(error);
         o.lowCardinalityKeyValue(outcomes[outcome]);
-        if (error != null && (outcome == TIMEOUT || outcome == ERROR)) {
+        // A timeout means someone else holds the lock (a skipped scheduled run, a busy resource): an
+        // answer, not a failure, so it carries no error; only backend and other failures do.
+        if (error != null && outcome == ERROR) {
             o.error(Acquisition.unwrap(error));
         }
         o.stop();

@@ -43,6 +43,11 @@ class HealthProbeIT {
 
     private static ApplicationContextRunner runner(String ns, String probeInterval) {
         redis.markFreshPrefix(ns);
+        return unmarked(ns, probeInterval);
+    }
+
+    /** A runner on prefix {@code ns} as it is: a prefix nobody marked gets a data-loss fence. */
+    private static ApplicationContextRunner unmarked(String ns, String probeInterval) {
         return new ApplicationContextRunner()
                 .withConfiguration(
                         AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
@@ -111,6 +116,26 @@ class HealthProbeIT {
                     .containsEntry("uri", "redis://default:***@127.0.0.1:" + redis.port() + "?keyPrefix=health-details")
                     .containsEntry("probe", "granted");
             assertThat(h.toString()).doesNotContain(PASSWORD);
+        });
+    }
+
+    @Test
+    void health_onAFreshPrefix_saysFencedUntil_notHeldByAnotherClient_thenGranted() {
+        // Never marked: the first acquire finds no epoch marker and fences the prefix for one lease.
+        String ns = "health-fresh-" + System.nanoTime();
+        unmarked(ns, "1h").withPropertyValues("dlock.lease-time=4s").run(ctx -> {
+            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
+            Health fenced = health.health();
+            assertThat(fenced.getStatus()).as("%s", fenced.getDetails()).isEqualTo(Status.UP);
+            assertThat(fenced.getDetails()).containsEntry("probe", "fenced");
+            assertThat(String.valueOf(fenced.getDetails().get("fence")))
+                    .startsWith("fenced until ")
+                    .contains("key prefix '" + ns + "'");
+            // Once the fence is over, the cached "fenced" probe is not reused: it probes again.
+            org.awaitility.Awaitility.await()
+                    .atMost(java.time.Duration.ofSeconds(10))
+                    .until(() -> "granted".equals(health.health().getDetails().get("probe")));
+            assertThat(health.health().getDetails()).doesNotContainKey("fence");
         });
     }
 }

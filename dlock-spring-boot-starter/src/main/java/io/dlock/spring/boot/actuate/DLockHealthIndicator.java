@@ -3,10 +3,11 @@ package io.dlock.spring.boot.actuate;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockTimeoutException;
+import io.dlock.core.Diagnostics;
+import io.dlock.spi.DataLossFence;
 import io.dlock.spring.boot.internal.LazyLockClient;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -128,6 +129,14 @@ public final class DLockHealthIndicator implements HealthIndicator {
             lazy.lastError().ifPresent(e -> down.withDetail("error", e.toString()));
             return describe(down).withDetail("connectAttempts", lazy.attempts()).build();
         }
+        LockClient real = realClient();
+        if (Diagnostics.connectionDown(real)) {
+            // Known without a request: the client is reconnecting; a cached UP would hide it.
+            return describe(Health.down())
+                    .withDetail("state", "reconnecting")
+                    .withDetail("error", "the connection to the backend is down")
+                    .build();
+        }
         Probe p = fresh();
         if (p == null) {
             probing.lock();
@@ -144,12 +153,25 @@ public final class DLockHealthIndicator implements HealthIndicator {
         Health.Builder b =
                 Health.status(p.health().getStatus()).withDetails(p.health().getDetails());
         b.withDetail("probeAgeMillis", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - p.at()));
+        // Read on every call: the fence's end passes while a probe result is reused.
+        Optional<DataLossFence> fence = Diagnostics.dataLossFence(real);
+        if (fence.isPresent()) {
+            b.withDetail(
+                    "fence",
+                    "fenced until " + fence.get().until() + ": " + fence.get().describe());
+        }
         return b.build();
     }
 
     private @Nullable Probe fresh() {
         Probe p = last;
-        return p != null && System.nanoTime() - p.at() < probeIntervalNanos ? p : null;
+        if (p == null || System.nanoTime() - p.at() >= probeIntervalNanos) {
+            return null;
+        }
+        // A probe refused by a fence that has ended since says nothing about the backend now.
+        boolean fenceOver = "fenced".equals(p.health().getDetails().get("probe"))
+                && Diagnostics.dataLossFence(realClient()).isEmpty();
+        return fenceOver ? null : p;
     }
 
     private Health probe() {
@@ -166,7 +188,11 @@ public final class DLockHealthIndicator implements HealthIndicator {
             return up(start).withDetail("probe", "granted").build();
         } catch (ExecutionException e) {
             if (e.getCause() instanceof LockTimeoutException) {
-                return up(start).withDetail("probe", "held by another client").build();
+                // A data-loss fence refuses every grant for a while: not another holder.
+                boolean fenced = Diagnostics.dataLossFence(realClient()).isPresent();
+                return up(start)
+                        .withDetail("probe", fenced ? "fenced" : "held by another client")
+                        .build();
             }
             return describe(Health.down().withException(e.getCause())).build();
         } catch (TimeoutException e) {
@@ -195,17 +221,11 @@ public final class DLockHealthIndicator implements HealthIndicator {
         if (redactedUri != null) {
             b.withDetail("uri", redactedUri);
         }
-        fenceDetail(client).forEach(b::withDetail);
         return b;
     }
 
-    /**
-     * Details about the backend's data-loss fence (grants refused until a point in time after the
-     * server lost its data). Empty for now: core has no public accessor for the fence yet; when it
-     * has one, this adds a "fenced until …" detail (and the status stays UP: a fence is a
-     * safety measure, not an outage).
-     */
-    private Map<String, Object> fenceDetail(LockClient c) {
-        return new LinkedHashMap<>();
+    /** dlock's own client under a lazily connecting one, for {@link Diagnostics}. */
+    private LockClient realClient() {
+        return client instanceof LazyLockClient lazy ? lazy.connectedClient().orElse(client) : client;
     }
 }

@@ -346,6 +346,18 @@ public final class LazyLockClient implements LockClient {
         }
     }
 
+    /**
+     * The connected client, for diagnostics ({@link io.dlock.core.Diagnostics}) that need dlock's own
+     * client rather than this wrapper.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the client once connected, else empty
+     */
+    public Optional<LockClient> connectedClient() {
+        return Optional.ofNullable(ifConnected());
+    }
+
     private @Nullable LockClient ifConnected() {
         return state.get() == State.CONNECTED ? delegate : null;
     }
