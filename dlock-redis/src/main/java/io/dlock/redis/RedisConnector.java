@@ -421,13 +421,19 @@ final class RedisConnector {
                 if (client != null) {
                     client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
                 }
-                if (resources != null) {
-                    resources.shutdown(0, 2, TimeUnit.SECONDS);
-                }
             } catch (RuntimeException e) {
+                // An interrupted or failed client shutdown must not keep the resources' threads alive.
                 log.debug("[client={}] shutting down: {}", RedisBackend.NAME, e.toString());
             } finally {
-                timer.shutdownNow();
+                try {
+                    if (resources != null) {
+                        resources.shutdown(0, 2, TimeUnit.SECONDS);
+                    }
+                } catch (RuntimeException e) {
+                    log.debug("[client={}] shutting down resources: {}", RedisBackend.NAME, e.toString());
+                } finally {
+                    timer.shutdownNow();
+                }
             }
         }
     }
