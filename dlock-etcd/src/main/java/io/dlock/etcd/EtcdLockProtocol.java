@@ -76,6 +76,13 @@ import org.slf4j.LoggerFactory;
  * lease live has its tombstone deleted by its client once the delay has passed ({@link
  * #lostWhileLeaseLives}).
  *
+ * <p>Forced release ({@code dlock release --force} deletes a holder's key): the client records its
+ * grants, takes each out before it sends its own delete, and, once a grant has been held for about
+ * 200 ms, uses the shared watch's deletes: a delete of a recorded grant's key at a revision above
+ * its create revision is someone else's, and the engine is told at once ({@link
+ * EtcdBackend#onForcedRelease}) unless etcd says the lease itself is gone (an expiry, which the
+ * lease path reports).
+ *
  * <p>Concurrency: every callback runs on jetcd's executor and only completes futures; nothing here
  * blocks. Every transaction is idempotent, so jetcd's own retries are safe.
  */
@@ -1005,7 +1012,9 @@ final class EtcdLockProtocol implements LockProtocol {
      * jetcd 0.8 gives each watch its own gRPC stream and, on {@code close()}, sends a cancel and
      * only half-closes that stream, which etcd 3.4 keeps open until the call is cancelled, so every
      * closed watch stayed open on both ends with ~1.5 KB of client heap until the connection
-     * closed. Created on the first wait and kept until the client closes. The price: each client
+     * closed. Created on the first wait, or once a grant has been held for about 200 ms (its
+     * deletes then also tell a holder that its key was removed by someone else: see the forced
+     * releases section), and kept until the client closes. The price: each client
      * that has waited is sent every delete under the namespace (a few dozen bytes each), not only
      * its predecessors'; only the waits on the deleted key read again, so there is still no herd
      * of requests.
