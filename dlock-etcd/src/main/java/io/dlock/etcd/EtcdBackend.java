@@ -860,6 +860,19 @@ final class EtcdBackend implements LockBackend {
         listeners.add(listener);
     }
 
+    /**
+     * Registers the engine's listener for grants of this client deleted by someone else while its
+     * lease lives: the client's shared watch on the namespace's deletes, started once a grant has
+     * been held for about 200 ms, delivers the delete (see {@link EtcdLockProtocol}'s forced
+     * releases). Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail; a
+     * delete the watch cannot deliver (its connection is down) is found at the grant's next
+     * renewal.
+     */
+    @Override
+    public void onForcedRelease(Consumer<io.dlock.spi.QueueEntry> listener) {
+        protocol.forcedListener = listener;
+    }
+
     @Override
     public Duration maxSuspension() {
         return maxSuspension;

@@ -60,10 +60,12 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A forced release deletes the holder's key (and its lock-delay key: a forced release is a
  * release, not a loss) in a transaction that checks the create revision. The next waiter, which
- * watches that key, is granted with its own, higher, revision. A holder that is still alive finds
- * its key no longer attached to its lease at its next renewal (every third of its lease time) and
- * its lease turns invalid ({@code onLost}); until then it may still consider its lease valid, as
- * {@link #forcedReleaseNotice()} ({@code NEXT_RENEWAL}, the default) tells the CLI.
+ * watches that key, is granted with its own, higher, revision. A holder that is still alive is
+ * told at once ({@link #forcedReleaseNotice()} is {@code AT_ONCE}): its client's watch on the
+ * namespace's deletes, started once one of its grants has been held for about 200 ms, delivers the
+ * delete, and its lease turns invalid ({@code onLost}) within about a second; a grant removed
+ * sooner is checked when that watch starts. If its connection is down then, it finds its key gone
+ * at its next renewal (every third of its lease time).
  *
  * <p>Concurrency: inspections and releases block the caller on jetcd futures; a watch re-reads on
  * its own single thread, never on jetcd's executor (which completes the futures it would wait for).
@@ -400,6 +402,16 @@ final class EtcdInspector implements LockInspector {
                 holds ? kv.getCreateRevision() + offset : 0,
                 since,
                 left);
+    }
+
+    /**
+     * {@link ForcedReleaseNotice#AT_ONCE}: the holder's client sees the delete through its shared
+     * watch (see the class comment). Blocking: never. Thread-safety: safe from any thread. On
+     * failure: cannot fail.
+     */
+    @Override
+    public ForcedReleaseNotice forcedReleaseNotice() {
+        return ForcedReleaseNotice.AT_ONCE;
     }
 
     @Override

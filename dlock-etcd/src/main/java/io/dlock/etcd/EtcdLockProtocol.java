@@ -76,6 +76,13 @@ import org.slf4j.LoggerFactory;
  * lease live has its tombstone deleted by its client once the delay has passed ({@link
  * #lostWhileLeaseLives}).
  *
+ * <p>Forced release ({@code dlock release --force} deletes a holder's key): the client records its
+ * grants, takes each out before it sends its own delete, and, once a grant has been held for about
+ * 200 ms, uses the shared watch's deletes: a delete of a recorded grant's key at a revision above
+ * its create revision is someone else's, and the engine is told at once ({@link
+ * EtcdBackend#onForcedRelease}) unless etcd says the lease itself is gone (an expiry, which the
+ * lease path reports).
+ *
  * <p>Concurrency: every callback runs on jetcd's executor and only completes futures; nothing here
  * blocks. Every transaction is idempotent, so jetcd's own retries are safe.
  */
@@ -850,6 +857,7 @@ final class EtcdLockProtocol implements LockProtocol {
         if (!lease.alive) {
             throw entryLost(entry, "its lease is lost");
         }
+        granted(entry);
         return new Grant(entry, entry.token() + offset, lease.confirmedUntil);
     }
 
@@ -1004,7 +1012,9 @@ final class EtcdLockProtocol implements LockProtocol {
      * jetcd 0.8 gives each watch its own gRPC stream and, on {@code close()}, sends a cancel and
      * only half-closes that stream, which etcd 3.4 keeps open until the call is cancelled, so every
      * closed watch stayed open on both ends with ~1.5 KB of client heap until the connection
-     * closed. Created on the first wait and kept until the client closes. The price: each client
+     * closed. Created on the first wait, or once a grant has been held for about 200 ms (its
+     * deletes then also tell a holder that its key was removed by someone else: see the forced
+     * releases section), and kept until the client closes. The price: each client
      * that has waited is sent every delete under the namespace (a few dozen bytes each), not only
      * its predecessors'; only the waits on the deleted key read again, so there is still no herd
      * of requests.
@@ -1018,8 +1028,11 @@ final class EtcdLockProtocol implements LockProtocol {
         private final ConcurrentHashMap<String, Set<Wait>> byKey = new ConcurrentHashMap<>();
         /** Guarded by this. */
         private Watch.@Nullable Watcher watcher;
-        /** Completes once etcd created {@link #watcher}; null before the first wait. Guarded by this. */
-        private @Nullable CompletableFuture<Void> created;
+        /**
+         * Completes once etcd created {@link #watcher}, with the revision it watches after (every
+         * delete at a higher revision is delivered); null before the first use. Guarded by this.
+         */
+        private @Nullable CompletableFuture<Long> created;
 
         void register(String key, Wait w) {
             byKey.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(w);
@@ -1032,9 +1045,12 @@ final class EtcdLockProtocol implements LockProtocol {
             });
         }
 
-        /** Completes once the watch exists; makes it on the first call. Never blocks. */
-        synchronized CompletableFuture<Void> ready() {
-            CompletableFuture<Void> c = created;
+        /**
+         * Completes once the watch exists, with the revision it watches after; makes it on the first
+         * call. Never blocks.
+         */
+        synchronized CompletableFuture<Long> ready() {
+            CompletableFuture<Long> c = created;
             if (c == null || c.isCompletedExceptionally()) {
                 c = start();
             }
@@ -1042,8 +1058,8 @@ final class EtcdLockProtocol implements LockProtocol {
         }
 
         /** Makes a new watch, replacing the current one. Guarded by this. */
-        private CompletableFuture<Void> start() {
-            CompletableFuture<Void> c = new CompletableFuture<>();
+        private CompletableFuture<Long> start() {
+            CompletableFuture<Long> c = new CompletableFuture<>();
             created = c;
             if (backend.isClosed()) {
                 c.completeExceptionally(new LockBackendException(null, EtcdBackend.NAME, "client closed", null));
@@ -1063,13 +1079,15 @@ final class EtcdLockProtocol implements LockProtocol {
                                 Watch.listener(
                                         response -> {
                                             if (response.isCreatedNotify()) {
-                                                c.complete(null);
+                                                c.complete(response.getHeader().getRevision());
                                                 return;
                                             }
                                             for (WatchEvent event : response.getEvents()) {
                                                 if (event.getEventType() == WatchEvent.EventType.DELETE) {
-                                                    deleted(string(
-                                                            event.getKeyValue().getKey()));
+                                                    KeyValue kv = event.getKeyValue();
+                                                    String key = string(kv.getKey());
+                                                    deleted(key);
+                                                    deletedAt(key, kv.getModRevision());
                                                 }
                                             }
                                         },
@@ -1111,7 +1129,7 @@ final class EtcdLockProtocol implements LockProtocol {
 
         /** The watch {@code ended} ended or missed events: a new one, and every wait reads again. */
         private void restart(Watch.@Nullable Watcher ended, @Nullable Throwable why) {
-            CompletableFuture<Void> next;
+            CompletableFuture<Long> next;
             synchronized (this) {
                 if (ended == null || watcher != ended || backend.isClosed()) {
                     return; // ours closed it, or it was replaced already
@@ -1121,7 +1139,8 @@ final class EtcdLockProtocol implements LockProtocol {
                 ended.close();
                 next = start();
             }
-            next.whenComplete((x, err) -> {
+            next.whenComplete((from, err) -> {
+                watchRestarted(from, err);
                 for (Wait w : waits) {
                     if (err != null) {
                         w.result.completeExceptionally(failure(w.entry.lockName(), "watching " + root, err));
@@ -1316,6 +1335,300 @@ final class EtcdLockProtocol implements LockProtocol {
         }
     }
 
+    // ---- forced releases
+
+    /**
+     * How long a grant must have been held before the client starts its shared watch for forced
+     * deletes: holds shorter than this (the uncontended cycle, W1) send nothing for it. Counted in
+     * {@link #FORCED_SWEEP_MILLIS} sweeps: a grant is looked at on the second sweep after it was
+     * made, so after 200 to 300 ms.
+     */
+    static final int FORCED_SWEEPS = 2;
+
+    static final long FORCED_SWEEP_MILLIS = 100;
+
+    /**
+     * This client's grants, by lock name (the engine's own name string: a held lock costs one map
+     * node, no key string): a {@link QueueEntry}, or a {@code QueueEntry[]} for several (readers,
+     * semaphore permits). {@link #release} takes a grant out before it sends its delete, so a
+     * delete event for a key whose grant is still here, at a revision above the grant's create
+     * revision, is not the client's own release: a client reuses its slot keys, and an event for
+     * its own earlier release arrives after the next grant of the same key, whose create revision
+     * is higher than that delete's.
+     */
+    private final ConcurrentHashMap<String, Object> held = new ConcurrentHashMap<>();
+
+    /**
+     * The revision after which the shared watch delivers every delete, once it is used for forced
+     * deletes; -1 before (no grant has been held long enough yet, or the watch ended and could not
+     * be made again).
+     */
+    private volatile long armedFrom = -1;
+
+    private final java.util.concurrent.atomic.AtomicBoolean arming = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Whether a sweep should arm again whatever the age of the grants (a failed arm). */
+    private volatile boolean armAgain;
+
+    /** Grants made since the last sweep, while not armed. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<QueueEntry> young =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Grants of earlier sweeps, youngest first; only the timer thread touches it. */
+    private final java.util.ArrayDeque<List<QueueEntry>> ageing = new java.util.ArrayDeque<>();
+
+    private final java.util.concurrent.atomic.AtomicBoolean sweeping = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The lease checks in flight, by lease id: a lease that expired deletes all its keys at once. */
+    private final ConcurrentHashMap<Long, CompletableFuture<Boolean>> leaseChecks = new ConcurrentHashMap<>();
+
+    /** The engine's listener for forced releases ({@link EtcdBackend#onForcedRelease}). */
+    volatile java.util.function.Consumer<QueueEntry> forcedListener = e -> {};
+
+    /** Records a grant; checks it at once if the watch already runs but may have missed its delete. */
+    private void granted(QueueEntry entry) {
+        held.compute(entry.lockName(), (name, v) -> {
+            if (v == null) {
+                return entry;
+            }
+            QueueEntry[] all = v instanceof QueueEntry e ? new QueueEntry[] {e} : (QueueEntry[]) v;
+            for (QueueEntry e : all) {
+                if (e.equals(entry)) {
+                    return v; // granted again by a second read of the same position
+                }
+            }
+            QueueEntry[] more = java.util.Arrays.copyOf(all, all.length + 1);
+            more[all.length] = entry;
+            return more;
+        });
+        long from = armedFrom;
+        if (from < 0) {
+            young.add(entry);
+            startSweep();
+        } else if (entry.token() < from) {
+            checkGrant(entry); // put before the watch started: a delete before it is not delivered
+        }
+    }
+
+    /** Takes a grant out; whether it was there (false: released or reported already). */
+    private boolean forget(QueueEntry entry) {
+        boolean[] removed = {false};
+        held.computeIfPresent(entry.lockName(), (name, v) -> {
+            if (v instanceof QueueEntry e) {
+                removed[0] = e.equals(entry);
+                return removed[0] ? null : v;
+            }
+            QueueEntry[] all = (QueueEntry[]) v;
+            List<QueueEntry> rest = new ArrayList<>(all.length);
+            for (QueueEntry e : all) {
+                if (!removed[0] && e.equals(entry)) {
+                    removed[0] = true;
+                } else {
+                    rest.add(e);
+                }
+            }
+            return rest.size() == 1 ? rest.get(0) : rest.toArray(new QueueEntry[0]);
+        });
+        return removed[0];
+    }
+
+    private boolean isHeld(QueueEntry entry) {
+        Object v = held.get(entry.lockName());
+        if (v instanceof QueueEntry e) {
+            return e.equals(entry);
+        }
+        return v != null && java.util.Arrays.asList((QueueEntry[]) v).contains(entry);
+    }
+
+    private void startSweep() {
+        if (!sweeping.get() && sweeping.compareAndSet(false, true)) {
+            if (backend.schedule(this::sweep, FORCED_SWEEP_MILLIS) == null) {
+                sweeping.set(false); // closing
+            }
+        }
+    }
+
+    /**
+     * Arms the forced-delete watch once a grant has been held for {@link #FORCED_SWEEPS} sweeps;
+     * runs every {@link #FORCED_SWEEP_MILLIS} until armed or no grant is young. Never throws (a
+     * timer task).
+     */
+    private void sweep() {
+        try {
+            if (armedFrom >= 0 || backend.isClosed()) {
+                young.clear();
+                ageing.clear();
+                return;
+            }
+            List<QueueEntry> fresh = new ArrayList<>();
+            for (QueueEntry e; (e = young.poll()) != null; ) {
+                fresh.add(e);
+            }
+            ageing.addFirst(fresh);
+            boolean ripe = armAgain && !held.isEmpty();
+            if (ageing.size() > FORCED_SWEEPS) {
+                for (QueueEntry e : ageing.removeLast()) {
+                    if (isHeld(e)) {
+                        ripe = true;
+                        break;
+                    }
+                }
+            }
+            if (ripe) {
+                arm();
+            }
+        } catch (RuntimeException e) {
+            log.warn("[client={}] forced-release sweep failed", EtcdBackend.NAME, e);
+        } finally {
+            sweeping.set(false);
+            if (armedFrom < 0
+                    && !backend.isClosed()
+                    && (!young.isEmpty() || ageing.stream().anyMatch(l -> !l.isEmpty()) || armAgain)) {
+                startSweep();
+            } else if (armedFrom >= 0) {
+                ageing.clear();
+            }
+        }
+    }
+
+    /**
+     * Starts the shared watch (if no wait has) and uses its deletes from now on: one watch for the
+     * client, not one per grant, so 20,000 held locks cost no more than one. The grants made before
+     * the revision it watches after are checked once, since a delete before it is not delivered.
+     */
+    private void arm() {
+        if (!arming.compareAndSet(false, true)) {
+            return;
+        }
+        armAgain = false;
+        shared.ready().whenComplete((from, err) -> {
+            arming.set(false);
+            if (err != null) {
+                log.debug("[client={}] watching for forced releases failed: {}", EtcdBackend.NAME, err.toString());
+                armAgain = true; // the next sweep tries again; renewals check the keys meanwhile
+                startSweep();
+            } else {
+                armAt(from);
+            }
+        });
+    }
+
+    /**
+     * The shared watch ended and was made again (from its new revision), or could not be: deletes
+     * in between were not delivered.
+     */
+    private void watchRestarted(@Nullable Long from, @Nullable Throwable err) {
+        if (armedFrom < 0) {
+            return; // not used for forced deletes (yet)
+        }
+        if (err != null || from == null) {
+            armedFrom = -1;
+            armAgain = true;
+            startSweep();
+        } else {
+            armAt(from);
+        }
+    }
+
+    /** The watch now delivers the deletes after {@code from}: checks the grants made before it. */
+    private void armAt(long from) {
+        armedFrom = from;
+        for (Object v : held.values()) {
+            for (QueueEntry e : v instanceof QueueEntry one ? new QueueEntry[] {one} : (QueueEntry[]) v) {
+                if (e.token() < from) {
+                    checkGrant(e);
+                }
+            }
+        }
+    }
+
+    /** Asks etcd whether a grant's key is still there (batched with the renewals' checks). */
+    private void checkGrant(QueueEntry entry) {
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
+            return;
+        }
+        backend.checkKey(lease, bytes(etcdKey(entry)), entry.token()).whenComplete((state, err) -> {
+            if (state == EtcdBackend.KeyState.GONE) {
+                removedFromOutside(entry, "its key was gone when the client began watching for forced releases");
+            } // an error: the renewal checks it again
+        });
+    }
+
+    /**
+     * A delete the shared watch delivered: a grant of this client whose key it is, made before
+     * {@code revision}, and not released by this client, was removed by someone else. Never blocks;
+     * called on jetcd's executor.
+     */
+    private void deletedAt(String key, long revision) {
+        if (armedFrom < 0 || held.isEmpty()) {
+            return;
+        }
+        int slash = key.indexOf('/', root.length());
+        if (slash < 0 || !key.startsWith(root)) {
+            return;
+        }
+        Object v = held.get(key.substring(root.length(), slash));
+        if (v == null) {
+            return;
+        }
+        for (QueueEntry e : v instanceof QueueEntry one ? new QueueEntry[] {one} : (QueueEntry[]) v) {
+            if (e.token() < revision && etcdKey(e).equals(key)) {
+                removedFromOutside(e, "its key was deleted at revision " + revision + " by someone else");
+            }
+        }
+    }
+
+    /**
+     * A grant whose key someone else deleted. If its lease is gone on the server, the keys went
+     * with it (an expiry): the lease path reports that, as a lost lease, within a keep-alive tick.
+     * Otherwise an operator (or anyone) removed the grant, and the engine is told now.
+     */
+    private void removedFromOutside(QueueEntry entry, String how) {
+        if (!forget(entry) || backend.isClosed()) {
+            return; // released by this client, or told already
+        }
+        EtcdBackend.EtcdLease lease = backend.lease(entry.session());
+        if (lease == null) {
+            return; // lost with its lease: the engine heard so
+        }
+        leaseAlive(lease).whenComplete((alive, err) -> {
+            if (Boolean.FALSE.equals(alive) || !lease.alive || backend.isClosed()) {
+                return;
+            }
+            log.debug("[lock={} state=HELD] {}: released by force", entry.lockName(), how);
+            if (lockDelay && isExclusive(entry)) {
+                lostWhileLeaseLives(entry, how); // its tombstone must not outlive the delay
+            }
+            try {
+                forcedListener.accept(entry);
+            } catch (RuntimeException e) {
+                log.warn("[lock={} state=HELD] forced-release listener failed", entry.lockName(), e);
+            }
+        });
+    }
+
+    /**
+     * Whether etcd still has {@code lease}: false if it answers that the lease is gone, true if it
+     * has it or cannot be asked (the key is gone and not by this client: the holder is told rather
+     * than left to its next renewal). One request per lease at a time.
+     */
+    private CompletableFuture<Boolean> leaseAlive(EtcdBackend.EtcdLease lease) {
+        CompletableFuture<Boolean> mine = new CompletableFuture<>();
+        CompletableFuture<Boolean> asked = leaseChecks.putIfAbsent(lease.id, mine);
+        if (asked != null) {
+            return asked;
+        }
+        try {
+            backend.bounded(backend.client
+                            .getLeaseClient()
+                            .timeToLive(lease.id, io.etcd.jetcd.options.LeaseOption.DEFAULT))
+                    .whenComplete(
+                            (r, err) -> mine.complete(err == null ? r.getTTL() >= 0 : !EtcdBackend.isLeaseGone(err)));
+        } catch (RuntimeException e) {
+            mine.complete(true);
+        }
+        mine.whenComplete((x, e) -> leaseChecks.remove(lease.id, mine));
+        return mine;
+    }
+
     // ---- renew
 
     /**
@@ -1342,6 +1655,7 @@ final class EtcdLockProtocol implements LockProtocol {
         ByteSequence key = bytes(etcdKey(entry));
         return backend.checkKey(lease, key, entry.token()).thenApply(state -> {
             if (state == EtcdBackend.KeyState.GONE) {
+                forget(entry); // the engine hears it from this renewal
                 throw lostWhileLeaseLives(entry, "its key " + string(key) + " is no longer in etcd on lease " + lease);
             }
             if (!lease.alive) {
@@ -1432,6 +1746,7 @@ final class EtcdLockProtocol implements LockProtocol {
 
     @Override
     public CompletionStage<Void> release(QueueEntry entry) {
+        forget(entry); // before the delete is sent: its event is then never taken for a forced one
         CompletableFuture<Void> done = new CompletableFuture<>();
         delete(entry, done, 0);
         return done;
