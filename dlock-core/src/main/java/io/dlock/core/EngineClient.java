@@ -542,9 +542,10 @@ final class EngineClient implements LockClient {
             if (a.state() == LockState.HELD && a.entry().key().equals(entry.key())) {
                 a.lose(
                         LockMetrics.LossCause.FORCED,
-                        "released by force by an operator (dlock release --force): the server removed this grant,"
+                        "released by force: another client removed this grant on the server (an operator's dlock release"
+                                + " --force, or a key deleted by hand),"
                                 + " so the next waiter may hold the lock now",
-                        new EntryLostException(entry, "released by force by an operator"));
+                        new EntryLostException(entry, "released by force"));
             }
         });
     }
