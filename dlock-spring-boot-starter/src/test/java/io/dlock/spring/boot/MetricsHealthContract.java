@@ -117,7 +117,8 @@ abstract class MetricsHealthContract {
     void health_serverStoppedAndRestarted_goesDownAndBackUp() {
         runner().run(ctx -> {
             Supplier<HealthCheck.Report> health = BootLine.health(ctx);
-            assertThat(health.get().status()).isEqualTo(HealthCheck.UP);
+            HealthCheck.Report first = health.get();
+            assertThat(first.status()).as("%s", first.details()).isEqualTo(HealthCheck.UP);
             backend.stop();
             try {
                 await().atMost(Duration.ofSeconds(30))

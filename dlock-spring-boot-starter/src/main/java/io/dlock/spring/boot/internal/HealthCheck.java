@@ -36,10 +36,13 @@ import org.jspecify.annotations.Nullable;
  * <p>Thread-safety: safe from any thread.
  */
 public final class HealthCheck {
-    /** Spring Boot's status codes, the same on both lines. */
+    /** Spring Boot's {@code Status.UP} code, the same on both lines. */
     public static final String UP = "UP";
 
+    /** Spring Boot's {@code Status.DOWN} code. */
     public static final String DOWN = "DOWN";
+
+    /** Spring Boot's {@code Status.UNKNOWN} code. */
     public static final String UNKNOWN = "UNKNOWN";
 
     private final LockClient client;
