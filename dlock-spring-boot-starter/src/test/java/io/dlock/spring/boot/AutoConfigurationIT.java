@@ -8,12 +8,9 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockMetricNames;
 import io.dlock.spring.boot.actuate.DLockEndpoint;
-import io.dlock.spring.boot.actuate.DLockHealthIndicator;
 import io.dlock.spring.boot.annotation.DistributedLock;
 import io.dlock.spring.boot.annotation.OnTimeout;
 import io.dlock.spring.boot.annotation.ScheduledLock;
-import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
-import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -24,10 +21,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -45,9 +38,8 @@ class AutoConfigurationIT {
         backend.close();
     }
 
-    private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(
-                    AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class));
+    private final ApplicationContextRunner runner =
+            new ApplicationContextRunner().withConfiguration(StarterConfigs.ALL);
 
     public static class Job {
         @DistributedLock(key = "'job'")
@@ -105,7 +97,7 @@ class AutoConfigurationIT {
                 .withBean(Job.class)
                 .run(ctx -> {
                     assertThat(ctx).hasSingleBean(LockClient.class);
-                    assertThat(ctx).hasSingleBean(DLockHealthIndicator.class);
+                    assertThat(ctx).hasSingleBean(BootLine.HEALTH_INDICATOR);
                     LockClient client = ctx.getBean(LockClient.class);
                     seen.set(client);
                     assertThat(ctx.getBean(Job.class).run()).isEqualTo("ran");
@@ -143,7 +135,7 @@ class AutoConfigurationIT {
         runner.run(ctx -> {
             assertThat(ctx).hasNotFailed();
             assertThat(ctx).doesNotHaveBean(LockClient.class);
-            assertThat(ctx).doesNotHaveBean(DLockHealthIndicator.class);
+            assertThat(ctx).doesNotHaveBean(BootLine.HEALTH_INDICATOR);
         });
     }
 
@@ -172,9 +164,9 @@ class AutoConfigurationIT {
                 .withBean(Job.class)
                 .run(ctx -> {
                     assertThat(ctx).hasNotFailed();
-                    var h = ctx.getBean(DLockHealthIndicator.class).health();
-                    assertThat(h.getStatus()).isEqualTo(org.springframework.boot.actuate.health.Status.DOWN);
-                    assertThat(h.getDetails()).containsEntry("backend", "zookeeper");
+                    var h = BootLine.healthNow(ctx);
+                    assertThat(h.status()).isEqualTo(io.dlock.spring.boot.internal.HealthCheck.DOWN);
+                    assertThat(h.details()).containsEntry("backend", "zookeeper");
                     assertThatThrownBy(() -> ctx.getBean(Job.class).run())
                             .isInstanceOf(io.dlock.LockBackendException.class);
                 });
@@ -291,11 +283,7 @@ class AutoConfigurationIT {
 
     @Test
     void springBootMetricsAndObservations_oneAcquireTimerMadeByTheObservation() {
-        runner.withConfiguration(AutoConfigurations.of(
-                        ObservationAutoConfiguration.class,
-                        MetricsAutoConfiguration.class,
-                        SimpleMetricsExportAutoConfiguration.class,
-                        CompositeMeterRegistryAutoConfiguration.class))
+        runner.withConfiguration(BootLine.METRICS)
                 .withPropertyValues("dlock.uri=" + backend.uri("auto-boot-observe"))
                 .withBean(Job.class)
                 .run(ctx -> {
@@ -331,7 +319,7 @@ class AutoConfigurationIT {
         runner.withPropertyValues("dlock.uri=" + backend.uri("auto-endpoint"), "management.health.dlock.enabled=false")
                 .run(ctx -> {
                     assertThat(ctx).doesNotHaveBean(DLockEndpoint.class);
-                    assertThat(ctx).doesNotHaveBean(DLockHealthIndicator.class);
+                    assertThat(ctx).doesNotHaveBean(BootLine.HEALTH_INDICATOR);
                 });
     }
 }

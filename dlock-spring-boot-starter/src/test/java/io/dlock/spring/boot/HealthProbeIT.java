@@ -2,17 +2,13 @@ package io.dlock.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.dlock.spring.boot.actuate.DLockHealthIndicator;
-import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
-import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
+import io.dlock.spring.boot.internal.HealthCheck;
 import io.dlock.testkit.RedisServer;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /**
@@ -49,8 +45,7 @@ class HealthProbeIT {
     /** A runner on prefix {@code ns} as it is: a prefix nobody marked gets a data-loss fence. */
     private static ApplicationContextRunner unmarked(String ns, String probeInterval) {
         return new ApplicationContextRunner()
-                .withConfiguration(
-                        AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
+                .withConfiguration(StarterConfigs.ALL)
                 .withPropertyValues(
                         "dlock.uri=redis://default:" + PASSWORD + "@127.0.0.1:" + redis.port() + "?keyPrefix=" + ns,
                         "dlock.health.timeout=10s",
@@ -76,16 +71,16 @@ class HealthProbeIT {
     @Test
     void health_twentyCallsWithinTheProbeInterval_noWriteOnTheBackend() {
         runner("health-cached", "1h").run(ctx -> {
-            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
+            Supplier<HealthCheck.Report> health = BootLine.health(ctx);
             long beforeFirst = scriptCalls();
-            Health first = health.health();
-            assertThat(first.getStatus()).as("%s", first.getDetails()).isEqualTo(Status.UP);
+            HealthCheck.Report first = health.get();
+            assertThat(first.status()).as("%s", first.details()).isEqualTo(HealthCheck.UP);
             long afterFirst = scriptCalls();
             assertThat(afterFirst).as("the first call probes the backend").isGreaterThan(beforeFirst);
             for (int i = 0; i < 20; i++) {
-                Health h = health.health();
-                assertThat(h.getStatus()).isEqualTo(Status.UP);
-                assertThat(h.getDetails()).containsKey("probeAgeMillis");
+                HealthCheck.Report h = health.get();
+                assertThat(h.status()).isEqualTo(HealthCheck.UP);
+                assertThat(h.details()).containsKey("probeAgeMillis");
             }
             assertThat(scriptCalls()).as("script calls during 20 cached checks").isEqualTo(afterFirst);
         });
@@ -94,11 +89,11 @@ class HealthProbeIT {
     @Test
     void health_probeIntervalZero_probesOnEveryCall() {
         runner("health-every", "0s").run(ctx -> {
-            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
-            health.health();
+            Supplier<HealthCheck.Report> health = BootLine.health(ctx);
+            health.get();
             long before = scriptCalls();
             for (int i = 0; i < 5; i++) {
-                assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+                assertThat(health.get().status()).isEqualTo(HealthCheck.UP);
             }
             assertThat(scriptCalls() - before)
                     .as("the count above would see a probe per call")
@@ -109,13 +104,13 @@ class HealthProbeIT {
     @Test
     void health_details_nameTheBackendAndRedactThePassword() {
         runner("health-details", "1h").run(ctx -> {
-            Health h = ctx.getBean(DLockHealthIndicator.class).health();
-            assertThat(h.getStatus()).as("%s", h.getDetails()).isEqualTo(Status.UP);
-            assertThat(h.getDetails())
+            HealthCheck.Report h = BootLine.healthNow(ctx);
+            assertThat(h.status()).as("%s", h.details()).isEqualTo(HealthCheck.UP);
+            assertThat(h.details())
                     .containsEntry("backend", "redis")
                     .containsEntry("uri", "redis://default:***@127.0.0.1:" + redis.port() + "?keyPrefix=health-details")
                     .containsEntry("probe", "granted");
-            assertThat(h.toString()).doesNotContain(PASSWORD);
+            assertThat(BootLine.healthText(ctx)).doesNotContain(PASSWORD);
         });
     }
 
@@ -124,18 +119,18 @@ class HealthProbeIT {
         // Never marked: the first acquire finds no epoch marker and fences the prefix for one lease.
         String ns = "health-fresh-" + System.nanoTime();
         unmarked(ns, "1h").withPropertyValues("dlock.lease-time=4s").run(ctx -> {
-            DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
-            Health fenced = health.health();
-            assertThat(fenced.getStatus()).as("%s", fenced.getDetails()).isEqualTo(Status.UP);
-            assertThat(fenced.getDetails()).containsEntry("probe", "fenced");
-            assertThat(String.valueOf(fenced.getDetails().get("fence")))
+            Supplier<HealthCheck.Report> health = BootLine.health(ctx);
+            HealthCheck.Report fenced = health.get();
+            assertThat(fenced.status()).as("%s", fenced.details()).isEqualTo(HealthCheck.UP);
+            assertThat(fenced.details()).containsEntry("probe", "fenced");
+            assertThat(String.valueOf(fenced.details().get("fence")))
                     .startsWith("fenced until ")
                     .contains("key prefix '" + ns + "'");
             // Once the fence is over, the cached "fenced" probe is not reused: it probes again.
             org.awaitility.Awaitility.await()
                     .atMost(java.time.Duration.ofSeconds(10))
-                    .until(() -> "granted".equals(health.health().getDetails().get("probe")));
-            assertThat(health.health().getDetails()).doesNotContainKey("fence");
+                    .until(() -> "granted".equals(health.get().details().get("probe")));
+            assertThat(health.get().details()).doesNotContainKey("fence");
         });
     }
 }

@@ -7,19 +7,17 @@ import static org.awaitility.Awaitility.await;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
-import io.dlock.spring.boot.actuate.DLockHealthIndicator;
-import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
 import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
+import io.dlock.spring.boot.internal.HealthCheck;
 import io.dlock.spring.boot.internal.LazyLockClient;
 import io.dlock.testkit.FreePorts;
 import io.dlock.testkit.RedisServer;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.health.Health;
-import org.springframework.boot.actuate.health.Status;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -33,8 +31,7 @@ class LazyConnectIT {
 
     private static ApplicationContextRunner runner(int port) {
         return new ApplicationContextRunner()
-                .withConfiguration(
-                        AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
+                .withConfiguration(StarterConfigs.ALL)
                 .withPropertyValues(
                         "dlock.uri=redis://127.0.0.1:" + port + "?keyPrefix=" + NS,
                         "dlock.lease-time=2s",
@@ -56,11 +53,11 @@ class LazyConnectIT {
                 assertThat(ctx).hasNotFailed();
                 LockClient client = ctx.getBean(LockClient.class);
                 assertThat(client).isInstanceOf(LazyLockClient.class);
-                DLockHealthIndicator health = ctx.getBean(DLockHealthIndicator.class);
+                Supplier<HealthCheck.Report> health = BootLine.health(ctx);
 
-                Health down = health.health();
-                assertThat(down.getStatus()).isEqualTo(Status.DOWN);
-                assertThat(down.getDetails())
+                HealthCheck.Report down = health.get();
+                assertThat(down.status()).isEqualTo(HealthCheck.DOWN);
+                assertThat(down.details())
                         .containsEntry("backend", "redis")
                         .containsEntry("state", "CONNECTING")
                         .containsEntry("uri", "redis://127.0.0.1:" + port + "?keyPrefix=" + NS)
@@ -90,8 +87,8 @@ class LazyConnectIT {
                 try (RedisServer redis = RedisServer.builder().port(port).start()) {
                     redis.markFreshPrefix(NS);
                     await().atMost(Duration.ofSeconds(30))
-                            .untilAsserted(() ->
-                                    assertThat(health.health().getStatus()).isEqualTo(Status.UP));
+                            .untilAsserted(
+                                    () -> assertThat(health.get().status()).isEqualTo(HealthCheck.UP));
                     long token = await().atMost(Duration.ofSeconds(30))
                             .ignoreException(LockBackendException.class)
                             .until(() -> orders.token(1), t -> t > 0);
@@ -125,8 +122,7 @@ class LazyConnectIT {
             redis.markFreshPrefix(NS);
             runner(redis.port()).run(ctx -> {
                 assertThat(ctx.getBean(Orders.class).token(1)).isPositive();
-                assertThat(ctx.getBean(DLockHealthIndicator.class).health().getStatus())
-                        .isEqualTo(Status.UP);
+                assertThat(BootLine.healthNow(ctx).status()).isEqualTo(HealthCheck.UP);
             });
         }
     }

@@ -8,10 +8,8 @@ import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockMetricNames;
 import io.dlock.LockTimeoutException;
-import io.dlock.spring.boot.actuate.DLockHealthIndicator;
 import io.dlock.spring.boot.annotation.DistributedLocks;
-import io.dlock.spring.boot.autoconfigure.DLockActuatorAutoConfiguration;
-import io.dlock.spring.boot.autoconfigure.DLockAutoConfiguration;
+import io.dlock.spring.boot.internal.HealthCheck;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -21,12 +19,11 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
-import org.springframework.boot.actuate.health.Status;
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /** Micrometer binding and the health indicator against a server these tests stop and restart. */
@@ -48,8 +45,7 @@ abstract class MetricsHealthContract {
 
     ApplicationContextRunner runner() {
         return new ApplicationContextRunner()
-                .withConfiguration(
-                        AutoConfigurations.of(DLockAutoConfiguration.class, DLockActuatorAutoConfiguration.class))
+                .withConfiguration(StarterConfigs.ALL)
                 .withPropertyValues(
                         "dlock.uri=" + backend.uri(ns),
                         backend.shortLeaseProperty(),
@@ -120,29 +116,30 @@ abstract class MetricsHealthContract {
     @Test
     void health_serverStoppedAndRestarted_goesDownAndBackUp() {
         runner().run(ctx -> {
-            DLockHealthIndicator health = ctx.getBean("dlockHealthIndicator", DLockHealthIndicator.class);
-            assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+            Supplier<HealthCheck.Report> health = BootLine.health(ctx);
+            HealthCheck.Report first = health.get();
+            assertThat(first.status()).as("%s", first.details()).isEqualTo(HealthCheck.UP);
             backend.stop();
             try {
                 await().atMost(Duration.ofSeconds(30))
-                        .until(() -> health.health().getStatus().equals(Status.DOWN));
+                        .until(() -> health.get().status().equals(HealthCheck.DOWN));
             } finally {
                 backend.restart();
             }
             await().atMost(Duration.ofSeconds(60))
-                    .until(() -> health.health().getStatus().equals(Status.UP));
+                    .until(() -> health.get().status().equals(HealthCheck.UP));
         });
     }
 
     @Test
     void health_probeHeldByAnotherNode_isUp() throws Exception {
         runner().run(ctx -> {
-            DLockHealthIndicator health = ctx.getBean("dlockHealthIndicator", DLockHealthIndicator.class);
+            Supplier<HealthCheck.Report> health = BootLine.health(ctx);
             try (LockClient other = LockClient.connect(backend.uri(ns));
                     Lease held = other.lock("dlock-health").acquire()) {
-                var h = health.health();
-                assertThat(h.getStatus()).isEqualTo(Status.UP);
-                assertThat(h.getDetails()).containsEntry("probe", "held by another client");
+                var h = health.get();
+                assertThat(h.status()).isEqualTo(HealthCheck.UP);
+                assertThat(h.details()).containsEntry("probe", "held by another client");
             }
         });
     }

@@ -24,10 +24,6 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.metrics.export.simple.SimpleMetricsExportAutoConfiguration;
-import org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
@@ -81,12 +77,8 @@ class MetricsTableIT {
         assertThat(documented).contains(LockMetricNames.ACQUIRE, "dlock.acquire.active");
         redis.markFreshPrefix(NS);
         new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
-                        ObservationAutoConfiguration.class,
-                        MetricsAutoConfiguration.class,
-                        SimpleMetricsExportAutoConfiguration.class,
-                        CompositeMeterRegistryAutoConfiguration.class,
-                        DLockAutoConfiguration.class))
+                .withConfiguration(BootLine.METRICS)
+                .withConfiguration(AutoConfigurations.of(DLockAutoConfiguration.class))
                 .withPropertyValues("dlock.uri=" + redis.uri(NS), "dlock.lease-time=2s")
                 .withBean(Job.class)
                 .run(ctx -> {

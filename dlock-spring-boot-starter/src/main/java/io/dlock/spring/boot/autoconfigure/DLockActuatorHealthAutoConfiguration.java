@@ -1,0 +1,52 @@
+package io.dlock.spring.boot.autoconfigure;
+
+import io.dlock.LockClient;
+import io.dlock.spring.boot.actuate.DLockHealthIndicator;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * The {@code dlock} health indicator on Spring Boot 3.5 ({@code org.springframework.boot.actuate.health}), when a {@link LockClient} exists and {@code
+ * management.health.dlock.enabled} is not false. On Spring Boot 4, {@link DLockHealthAutoConfiguration} registers it instead:
+ * the class names below are those of one line only, so exactly one of the two applies.
+ *
+ * <p>Thread-safety: Spring configuration, used once at startup.
+ */
+@AutoConfiguration(after = DLockAutoConfiguration.class)
+@ConditionalOnClass(
+        value = LockClient.class,
+        name = {
+            "org.springframework.boot.actuate.health.HealthIndicator",
+            "org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator"
+        })
+public class DLockActuatorHealthAutoConfiguration {
+
+    /**
+     * The health indicator, reported as {@code dlock}.
+     *
+     * @param client the application's lock client
+     * @param properties {@code dlock.health.*}
+     * @param beanFactory to tell the starter's client from one the application defined
+     * @return the indicator
+     */
+    @Bean
+    @ConditionalOnBean(LockClient.class)
+    @ConditionalOnMissingBean(name = "dlockHealthIndicator")
+    @ConditionalOnEnabledHealthIndicator("dlock")
+    public DLockHealthIndicator dlockHealthIndicator(
+            LockClient client, DLockProperties properties, BeanFactory beanFactory) {
+        HealthDetails details = HealthDetails.of(client, properties, beanFactory);
+        return new DLockHealthIndicator(
+                client,
+                properties.getHealth().getLockName(),
+                properties.getHealth().getTimeout(),
+                properties.getHealth().getProbeInterval(),
+                details.backend(),
+                details.redactedUri());
+    }
+}
