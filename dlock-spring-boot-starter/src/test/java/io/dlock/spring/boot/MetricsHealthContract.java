@@ -50,7 +50,8 @@ abstract class MetricsHealthContract {
                         "dlock.uri=" + backend.uri(ns),
                         backend.shortLeaseProperty(),
                         "dlock.connect-timeout=5s",
-                        "dlock.health.timeout=1s",
+                        "dlock.health.timeout=5s", // the first check waits for the first connection, slow on a loaded
+                        // machine
                         "dlock.health.probe-interval=200ms")
                 .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
                 .withBean(Orders.Counter.class, Orders.Counter::new)

@@ -8,6 +8,7 @@ import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
 import io.dlock.LockClientProvider;
+import io.dlock.LockInterruptedException;
 import io.dlock.LockOptions;
 import io.dlock.spi.BackendUri;
 import io.dlock.spi.LockBackendProvider;
@@ -318,7 +319,14 @@ public final class LazyLockClient implements LockClient {
 
     private LockClient connected(@Nullable String lockName) {
         if (state.get() == State.CONNECTING) {
-            awaitFirstAttempt(options.connectTimeout());
+            try {
+                firstAttempt.await(options.connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                if (lockName != null) {
+                    throw new LockInterruptedException(lockName, backend, e);
+                }
+            }
         }
         LockClient c = delegate;
         State s = state.get();
