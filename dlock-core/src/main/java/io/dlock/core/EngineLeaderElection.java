@@ -62,6 +62,14 @@ final class EngineLeaderElection implements LeaderElection {
 
     /** The namespace of election locks: the lock of election {@code x} is {@code election:x}. */
     static final String PREFIX = "election:";
+    /**
+     * On a backend without a queue ({@link io.dlock.Capability#FAIR} absent: Memcached, unfair Redis
+     * or SQL), how long a candidate that gave up its term waits before it competes again, so that a
+     * waiting candidate (which polls, or races on a wake-up) is elected instead of the one that just
+     * gave up. Longer than any backend's longest poll interval (Memcached's is at most 200 ms).
+     */
+    static final Duration UNFAIR_REJOIN_PAUSE = Duration.ofSeconds(1);
+
     /** The longest election name whose lock name is still a valid lock name. */
     static final int MAX_NAME_LENGTH = LockNames.MAX_LENGTH - PREFIX.length();
 
@@ -270,6 +278,7 @@ final class EngineLeaderElection implements LeaderElection {
             p.cancel(false); // the engine withdraws the entry, or releases a grant that raced
             if (waitForBackend) {
                 awaitQuietly(q.outcome());
+                awaitRaceReleased(q);
             }
         }
         if (t != null) {
@@ -423,11 +432,23 @@ final class EngineLeaderElection implements LeaderElection {
         CompletableFuture<?> unused = t.lease.closeAsync().toCompletableFuture().whenComplete((x, e) -> rejoin());
     }
 
-    /** The user closed the term: it was released; queue again at the back. */
+    /**
+     * The user closed the term: it was released; queue again at the back (after a pause where the
+     * backend has no queue, see {@link #UNFAIR_REJOIN_PAUSE}).
+     */
     private void givenUp(Term t) {
-        if (termEnded(t)) {
-            log.debug("[lock={} state=ENDING] term {} given up", lockName, t.fencingToken());
+        if (!termEnded(t)) {
+            return;
+        }
+        log.debug("[lock={} state=ENDING] term {} given up", lockName, t.fencingToken());
+        if (client.capabilities().contains(io.dlock.Capability.FAIR)) {
             rejoin();
+            return;
+        }
+        try {
+            ScheduledFuture<?> unused = client.schedule(this::rejoin, UNFAIR_REJOIN_PAUSE.toNanos());
+        } catch (RejectedExecutionException e) {
+            // the client is closing: nothing to rejoin
         }
     }
 
@@ -519,6 +540,28 @@ final class EngineLeaderElection implements LeaderElection {
         }
         state = to;
         log.debug("[lock={} state={}] {} -> {}", lockName, to, from, to);
+    }
+
+    /**
+     * A grant that raced with the close is released by the engine on a callback thread: release it
+     * here too (whoever comes first sends it) and wait, up to the connect timeout, until it is gone,
+     * so that close() returns with nothing of this candidate left on the backend.
+     */
+    private void awaitRaceReleased(Acquisition q) {
+        LockState s = q.state();
+        if (s != LockState.HELD && s != LockState.RELEASING) {
+            return;
+        }
+        awaitQuietly(q.release());
+        long deadline = System.nanoTime() + client.options.connectTimeout().toNanos();
+        while (q.state() == LockState.RELEASING && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     /** Waits for {@code f} up to the client's connect timeout; its outcome does not matter. */

@@ -162,6 +162,20 @@ class EngineLeaderElectionTest {
     }
 
     @Test
+    void closeTerm_backendWithoutQueue_pausesBeforeCompetingAgain() throws Exception {
+        java.util.Set<io.dlock.Capability> unfair = java.util.EnumSet.copyOf(InMemoryBackend.DEFAULT_CAPABILITIES);
+        unfair.remove(io.dlock.Capability.FAIR);
+        LeaderElection a = open(server.connect(unfair)).leaderElection("jobs").start();
+        Lease first = a.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+        long gaveUp = System.nanoTime();
+        first.close();
+        Lease second = a.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+        assertThat(System.nanoTime() - gaveUp)
+                .isGreaterThanOrEqualTo(EngineLeaderElection.UNFAIR_REJOIN_PAUSE.toNanos());
+        assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+    }
+
+    @Test
     void backoff_doublesUpToMax() {
         RetryPolicy p = RetryPolicy.exponentialBackoff(Duration.ofMillis(100), Duration.ofSeconds(5), 10);
         assertThat(EngineLeaderElection.backoffNanos(p, 1)).isEqualTo(TimeUnit.MILLISECONDS.toNanos(100));
