@@ -97,6 +97,9 @@ public interface ElectionContract extends LockFixture {
                         assertThat(candidates.get(i).leadership()).isEmpty();
                     }
                 }
+                // FIFO is by arrival at the backend: let the last one to give up arrive first.
+                await().atMost(scaled(10))
+                        .until(() -> entries(lockOf("succession")).size() == 3);
                 term.close(); // give up: the next one leads, this one rejoins at the back
                 assertThat(term.isValid()).isFalse();
             }
