@@ -6,8 +6,8 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 
 /**
- * A connection to one coordination backend, handing out locks, read-write locks, semaphores and
- * multi-locks. Create one per backend and share it:
+ * A connection to one coordination backend, handing out locks, read-write locks, semaphores,
+ * multi-locks and leader elections. Create one per backend and share it:
  *
  * <pre>{@code
  * try (LockClient client = LockClient.connect("zookeeper://127.0.0.1:2181/myapp")) {
@@ -135,6 +135,32 @@ public interface LockClient extends AutoCloseable {
      * @throws LockBackendException if the backend cannot be reached
      */
     <T> T withLock(String name, Duration wait, Callable<T> action);
+
+    /**
+     * A candidate of this client for the leader election {@code name}; see {@link LeaderElection}.
+     * Each call makes a new candidate; several candidates of one client compete like candidates of
+     * different clients.
+     *
+     * <p>An election is the backend's exclusive lock named {@code election:} followed by {@code
+     * name}: lock names that start with {@code election:} are reserved for elections, so an election
+     * {@code orders} never collides with the lock {@code orders}. The term's {@link
+     * Lease#lockName()} is that reserved name.
+     *
+     * <p>Blocking: never (nothing is sent until {@link LeaderElection#start()}). Thread-safety: safe
+     * from any thread. On failure: throws, nothing created. This default, for other implementations,
+     * throws {@link UnsupportedOperationException}; every dlock backend overrides it.
+     *
+     * @param name the election's name (the rules of {@link #lock(String)}, at most 191 characters so
+     *     that the reserved name fits)
+     * @return a candidate, not yet started
+     * @throws IllegalArgumentException if the name is invalid
+     * @throws IllegalStateException if the client is closed
+     * @throws UnsupportedOperationException if this client has no leader election
+     */
+    default LeaderElection leaderElection(String name) {
+        throw new UnsupportedOperationException(
+                "leader election is not available on " + getClass().getName());
+    }
 
     /**
      * What this client's backend can do.

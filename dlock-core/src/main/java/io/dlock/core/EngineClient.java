@@ -4,6 +4,7 @@ import io.dlock.Capability;
 import io.dlock.DistributedLock;
 import io.dlock.DistributedReadWriteLock;
 import io.dlock.DistributedSemaphore;
+import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockInterruptedException;
@@ -109,6 +110,8 @@ final class EngineClient implements LockClient {
             new AtomicReference<>(new Loss(0, LockMetrics.LossCause.SESSION, ""));
     /** Live acquisitions and thread holds, one map node per lock name (see {@link Registry}). */
     final Registry registry = new Registry();
+    /** Started, unclosed leader elections: {@link #close()} ends their terms first (onRevoked runs). */
+    final Set<EngineLeaderElection> elections = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private final AtomicLong suspension = new AtomicLong();
     /**
@@ -212,6 +215,12 @@ final class EngineClient implements LockClient {
         return new EngineMultiLock(this, parts);
     }
 
+    @Override
+    public LeaderElection leaderElection(String name) {
+        checkOpen();
+        return new EngineLeaderElection(this, name);
+    }
+
     private void require(Capability capability, String what) {
         if (!capabilities().contains(capability)) {
             throw new UnsupportedOperationException(what + " are not available on the " + backendName
@@ -255,6 +264,9 @@ final class EngineClient implements LockClient {
         }
         closing = Thread.currentThread();
         log.debug("[client={}] closing: {} live acquisitions", backendName, registry.liveCount());
+        for (EngineLeaderElection e : List.copyOf(elections)) {
+            e.close(false); // its term's onRevoked runs; the releases below include its lease
+        }
         List<CompletableFuture<?>> pending = new ArrayList<>();
         for (Acquisition a : registry.live()) {
             if (a.state() == LockState.HELD) {

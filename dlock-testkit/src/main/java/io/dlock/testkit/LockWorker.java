@@ -17,7 +17,8 @@ import java.nio.file.StandardOpenOption;
  * and holds until killed. {@code hold-check <uri> <lock>}: like {@code hold}, then answers each
  * {@code check} line on stdin with {@code VALID <isValid()>} (for pause tests). {@code permits <uri>
  * <semaphore> <total> <take>}: takes {@code take} of the semaphore's {@code total} permits, prints
- * {@code HOLDING <token>} and holds until killed.
+ * {@code HOLDING <token>} and holds until killed. {@code lead <uri> <election>}: joins the leader
+ * election, prints {@code LEADING <term>} when elected and leads until killed.
  *
  * <p>Not thread-safe (a process's main); exits with a stack trace on any failure.
  */
@@ -37,6 +38,7 @@ public final class LockWorker {
                 case "count" -> count(client, args[2], Path.of(args[3]), Integer.parseInt(args[4]));
                 case "hold" -> hold(client, args[2]);
                 case "hold-check" -> holdAndCheck(client, args[2]);
+                case "lead" -> lead(client, args[2]);
                 case "permits" -> permits(client, args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                 default -> throw new IllegalArgumentException(args[0]);
             }
@@ -76,6 +78,15 @@ public final class LockWorker {
     private static void permits(LockClient client, String name, int total, int take) throws Exception {
         Lease lease = client.semaphore(name, total).acquire(take);
         System.out.println("HOLDING " + lease.fencingToken());
+        Thread.sleep(Long.MAX_VALUE);
+    }
+
+    private static void lead(LockClient client, String election) throws Exception {
+        Lease term = client.leaderElection(election)
+                .start()
+                .awaitLeadership(java.time.Duration.ofDays(1))
+                .orElseThrow();
+        System.out.println("LEADING " + term.fencingToken());
         Thread.sleep(Long.MAX_VALUE);
     }
 

@@ -3,6 +3,7 @@ package io.dlock.zookeeper;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dlock.DistributedLock;
+import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.testkit.EmbeddedZooKeeper;
@@ -28,6 +29,25 @@ class ExamplesIT {
                 assertThat(result).isEqualTo(42);
             }
             assertThat(store.acceptedWrites()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void leaderElectionExample_runs() throws Exception {
+        try (EmbeddedZooKeeper zk = EmbeddedZooKeeper.start()) {
+            java.util.List<String> scheduler = new java.util.concurrent.CopyOnWriteArrayList<>();
+            // --- docs/leader-election.md example (keep in sync) ---
+            try (LockClient client = LockClient.connect("zookeeper://" + zk.connectString() + "/myapp")) {
+                LeaderElection election = client.leaderElection("scheduler")
+                        .onElected(term -> scheduler.add("start " + term.fencingToken()))
+                        .onRevoked(term -> scheduler.add("stop"))
+                        .start();
+                assertThat(election.awaitLeadership(Duration.ofSeconds(10))).isPresent();
+                election.close();
+            }
+            org.awaitility.Awaitility.await().until(() -> scheduler.size() == 2);
+            assertThat(scheduler.get(0)).startsWith("start ");
+            assertThat(scheduler.get(1)).isEqualTo("stop");
         }
     }
 }
