@@ -492,6 +492,23 @@ public final class LazyLockClient implements LockClient {
     }
 
     /**
+     * A leader election on the real client.
+     *
+     * <p>Blocking: while the first connection attempt runs, up to the connect timeout. Thread-safety:
+     * safe from any thread. On failure: before the connection {@link LockBackendException} (an
+     * election joins a server's queue, which a client that is not connected cannot do yet);
+     * otherwise as {@link LockClient#leaderElection}.
+     *
+     * @param name the election's name
+     * @return the election, not started
+     * @throws LockBackendException if not connected yet
+     */
+    @Override
+    public io.dlock.LeaderElection leaderElection(String name) {
+        return connected(name).leaderElection(name);
+    }
+
+    /**
      * Runs {@code action} under the lock, on the real client.
      *
      * <p>Blocking: as {@link LockClient#withLock}. Thread-safety: safe from any thread. On failure:
