@@ -59,7 +59,7 @@ class ReleaseBundleCheck {
         assertThat(listed).as("dlock-bom's artifacts").isEqualTo(new TreeSet<>(publishedJarModules()));
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("publishedModules")
     void flattenedPom_publishedModule_hasCentralMetadataAndNothingUnresolved(String artifactId) throws IOException {
         Path pomFile = Reactor.published(artifactId).flattenedPom();
@@ -101,7 +101,7 @@ class ReleaseBundleCheck {
                 .isNotBlank();
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("publishedJarModules")
     void jars_publishedModule_mainSourcesJavadocEachWithContent(String artifactId) throws IOException {
         Reactor.Module module = Reactor.published(artifactId);
@@ -111,7 +111,7 @@ class ReleaseBundleCheck {
         assertJarHas(module.artifact(version, "-javadoc.jar"), "index.html", name -> name.equals("index.html"));
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("publishedJarModules")
     void mainJar_publishedModule_carriesNoTestCode(String artifactId) throws IOException {
         Reactor.Module module = Reactor.published(artifactId);
@@ -135,7 +135,7 @@ class ReleaseBundleCheck {
         }
     }
 
-    @ParameterizedTest
+    @ParameterizedTest(name = "{0}")
     @MethodSource("publishedJarModules")
     void sbom_publishedModule_isCycloneDxOfThatModule(String artifactId) throws IOException {
         Path sbom = Reactor.published(artifactId).sbom();
