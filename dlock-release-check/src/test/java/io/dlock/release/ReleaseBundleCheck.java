@@ -27,9 +27,9 @@ import org.w3c.dom.Element;
  */
 class ReleaseBundleCheck {
 
-    /** Modules that must never be uploaded: a test-only or benchmark harness, and the parent no POM refers to. */
+    /** Modules that must never be uploaded: test-only and benchmark harnesses, and the parent no POM refers to. */
     private static final Set<String> NEVER_PUBLISHED =
-            Set.of("dlock-parent", "dlock-benchmarks", "dlock-release-check");
+            Set.of("dlock-parent", "dlock-benchmarks", "dlock-release-check", "dlock-spring-boot4-it");
 
     static List<String> publishedModules() {
         return Reactor.published().stream().map(Reactor.Module::artifactId).toList();
