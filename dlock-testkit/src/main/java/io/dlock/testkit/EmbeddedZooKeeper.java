@@ -248,6 +248,28 @@ public final class EmbeddedZooKeeper implements TestServer {
     }
 
     /**
+     * Returns how many data and exists watches are registered on nodes under {@code pathPrefix},
+     * over all clients: unlike {@link #watchCount()}, blind to other tests' clients whose sessions
+     * are still closing.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: {@link
+     * IllegalStateException} if the server is stopped.
+     *
+     * @param pathPrefix the start of the watched paths to count, such as {@code "/ns/lock/"}
+     * @return the watch count under it
+     * @throws IllegalStateException if not serving
+     */
+    public int watchCount(String pathPrefix) {
+        int n = 0;
+        for (var e : tree().getWatchesByPath().toMap().entrySet()) {
+            if (e.getKey().startsWith(pathPrefix)) {
+                n += e.getValue().size();
+            }
+        }
+        return n;
+    }
+
+    /**
      * Returns the names of a znode's children, sorted.
      *
      * <p>The root {@code "/"} also lists ZooKeeper's own {@code "zookeeper"} node.
