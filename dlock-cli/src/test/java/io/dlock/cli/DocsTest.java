@@ -2,6 +2,8 @@ package io.dlock.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dlock.LockOptions;
+import io.dlock.spi.BackendUri;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -139,6 +141,39 @@ class DocsTest {
             }
         }
         return unknown;
+    }
+
+    @Test
+    void optionsTable_namesEveryCommonUriParameterAndNoOther() {
+        String api = read(ROOT.resolve("docs/api.md"));
+        int start = api.indexOf("\n## Options");
+        assertThat(start).as("docs/api.md has an Options section").isNotNegative();
+        int end = api.indexOf("\n## ", start + 1);
+        Set<String> documented = new TreeSet<>();
+        Set<String> builderMethods = new TreeSet<>();
+        for (java.lang.reflect.Method m : LockOptions.Builder.class.getMethods()) {
+            builderMethods.add(m.getName());
+        }
+        List<String> wrong = new ArrayList<>();
+        for (String line : api.substring(start, end < 0 ? api.length() : end).split("\n")) {
+            if (!line.startsWith("| `")) {
+                continue;
+            }
+            String cell = line.substring(1, line.indexOf('|', 1));
+            Matcher m = CODE_SPAN.matcher(cell);
+            while (m.find()) {
+                String name = m.group(1);
+                documented.add(name);
+                boolean known = cell.contains("builder only")
+                        ? builderMethods.contains(name)
+                        : BackendUri.COMMON_PARAMETERS.contains(name);
+                if (!known) {
+                    wrong.add(name);
+                }
+            }
+        }
+        assertThat(wrong).as("options in docs/api.md that the code lacks").isEmpty();
+        assertThat(documented).as("docs/api.md's options table").containsAll(BackendUri.COMMON_PARAMETERS);
     }
 
     @Test
