@@ -32,8 +32,8 @@ public interface LockClient extends AutoCloseable {
      * <p>Blocking: until connected or the connect timeout passes. Thread-safety: safe from any
      * thread. On failure: throws, and nothing stays open.
      *
-     * @param uri for example {@code zookeeper://127.0.0.1:2181/myapp?sessionTimeout=10s}; see the
-     *     README for every backend's form and parameters
+     * @param uri for example {@code zookeeper://127.0.0.1:2181/myapp?sessionTimeout=10s}; see
+     *     docs/api.md (options) and docs/backends/ for every backend's form and parameters
      * @return a connected client; close it when done
      * @throws IllegalArgumentException if the URI is malformed, has an unknown parameter, or its
      *     backend module is not on the classpath (the message names the module to add)

@@ -6,7 +6,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A client's options. Immutable; build with {@link #builder()} or start from {@link #defaults()}.
- * Query parameters of the connect URI override these (see the README's options table).
+ * Query parameters of the connect URI override these (see docs/api.md, Options).
  *
  * <pre>{@code
  * LockOptions options = LockOptions.builder()

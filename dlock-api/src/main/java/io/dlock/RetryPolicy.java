@@ -7,7 +7,7 @@ import java.util.Objects;
  * How a backend client retries an operation that failed because the connection dropped:
  * exponential backoff from {@link #baseSleep()} up to {@link #maxSleep()}, at most {@link
  * #maxRetries()} times. Retries never re-send a request that may already have been applied without
- * first checking whether it was (see each backend's README section).
+ * first checking whether it was (see each backend's page in docs/backends/).
  *
  * <p>Thread-safety: immutable.
  */

@@ -39,7 +39,7 @@ public final class JdbcLocks {
 
     /**
      * Connects dlock through {@code dataSource}, with the lock table {@code dlock_locks}, which
-     * must exist (see the README for its DDL, or use {@link #builder(DataSource)} with {@code
+     * must exist (see docs/backends/sql.md for its DDL, or use {@link #builder(DataSource)} with {@code
      * createTable(true)}).
      *
      * <p>Blocking: until one connection has been borrowed and the tables checked. Thread-safety:
