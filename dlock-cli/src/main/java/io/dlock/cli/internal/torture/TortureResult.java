@@ -191,10 +191,12 @@ public record TortureResult(
                         check.staleWritesAccepted() + " stale writes accepted under fencing: " + check.firstProblem());
             }
             if (check.lostUpdates() > 0 || check.shortfall() != 0) {
-                problems.add(check.lostUpdates() + " lost updates (final value short by " + check.shortfall() + ")");
+                problems.add(check.lostUpdates() + " lost updates (final value short by " + check.shortfall() + ")"
+                        + firstProblem(check));
             }
             if (check.acceptedOverlaps() > 0) {
-                problems.add(check.acceptedOverlaps() + " overlapping critical sections got through fencing");
+                problems.add(check.acceptedOverlaps() + " overlapping critical sections got through fencing"
+                        + firstProblem(check));
             }
         }
         for (FaultRecord f : faults) {
@@ -539,5 +541,10 @@ public record TortureResult(
             }
         }
         return q.append('"').toString();
+    }
+
+    /** The checker's account of the first problem (which sections, tokens and clients), for the diagnosis. */
+    private static String firstProblem(FencingChecker.Report check) {
+        return check.firstProblem().isEmpty() ? "" : ": " + check.firstProblem();
     }
 }
