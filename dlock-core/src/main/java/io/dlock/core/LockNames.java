@@ -5,13 +5,27 @@ package io.dlock.core;
  * {@value #MAX_LENGTH} characters from {@code A-Z a-z 0-9 _ - . :}, and neither {@code .} nor
  * {@code ..} (which would name the parent or the namespace itself on path-based backends). No
  * slash, so a name can never leave the client's namespace.
+ *
+ * <p>Public for wrappers of {@link io.dlock.LockClient} (the Spring starter's lazily connecting
+ * client) that must refuse a bad name before a real client exists.
  */
-final class LockNames {
-    static final int MAX_LENGTH = 200;
+public final class LockNames {
+    /** The longest lock name, in characters. */
+    public static final int MAX_LENGTH = 200;
 
     private LockNames() {}
 
-    static String validate(String name) {
+    /**
+     * Checks a lock name against the rules above.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: throws; nothing else.
+     *
+     * @param name the name to check
+     * @return {@code name}, for chaining
+     * @throws IllegalArgumentException naming the rule it breaks (null, empty, too long, {@code .}
+     *     or {@code ..}, a character outside the allowed set and its index)
+     */
+    public static String validate(String name) {
         if (name == null) {
             throw new IllegalArgumentException("lock name must not be null");
         }

@@ -10,6 +10,7 @@ import io.dlock.LockClient;
 import io.dlock.LockClientProvider;
 import io.dlock.LockInterruptedException;
 import io.dlock.LockOptions;
+import io.dlock.core.LockNames;
 import io.dlock.spi.BackendUri;
 import io.dlock.spi.LockBackendProvider;
 import java.net.URI;
@@ -388,7 +389,7 @@ public final class LazyLockClient implements LockClient {
             return c.lock(name);
         }
         checkNotClosed();
-        LockNameRules.validate(name);
+        LockNames.validate(name);
         return new LazyLock(name, real -> real.lock(name));
     }
 
@@ -411,7 +412,7 @@ public final class LazyLockClient implements LockClient {
             return c.readWriteLock(name);
         }
         checkNotClosed();
-        LockNameRules.validate(name);
+        LockNames.validate(name);
         DistributedLock read =
                 new LazyLock(name, real -> real.readWriteLock(name).readLock());
         DistributedLock write =
@@ -453,7 +454,7 @@ public final class LazyLockClient implements LockClient {
             return c.semaphore(name, permits);
         }
         checkNotClosed();
-        LockNameRules.validate(name);
+        LockNames.validate(name);
         if (permits < 1) {
             throw new IllegalArgumentException("permits must be at least 1: " + permits);
         }
@@ -483,7 +484,7 @@ public final class LazyLockClient implements LockClient {
         }
         Set<String> seen = new HashSet<>();
         for (String n : names) {
-            if (!seen.add(LockNameRules.validate(n))) {
+            if (!seen.add(LockNames.validate(n))) {
                 throw new IllegalArgumentException("multiLock names must be distinct; '" + n + "' appears twice");
             }
         }
@@ -527,7 +528,7 @@ public final class LazyLockClient implements LockClient {
         LockClient c = ifConnected();
         if (c == null) {
             checkNotClosed();
-            LockNameRules.validate(name);
+            LockNames.validate(name);
             c = connected(name);
         }
         return c.withLock(name, wait, action);
