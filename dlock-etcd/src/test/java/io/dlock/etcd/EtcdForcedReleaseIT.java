@@ -76,10 +76,12 @@ class EtcdForcedReleaseIT extends EtcdTestSupport {
 
     @Test
     void keyDeletedFromOutside_afterTheWatchStarted_theHolderIsToldWithinASecond() throws Exception {
-        LockClient c = client(backend("leaseTime=30s"));
+        EtcdBackend backend = backend("leaseTime=30s");
+        LockClient c = client(backend);
         List<LockLostException> lost = new CopyOnWriteArrayList<>();
         Lease held = c.lock("gone").acquire().onLost(lost::add);
-        Thread.sleep(500);
+        // Held long enough for the client's delete watch to start.
+        await().atMost(scaled(5)).until(() -> ((EtcdLockProtocol) backend.protocol()).openWatches() == 1);
         long deleting = System.nanoTime();
         inspector.getKVClient().delete(bytes(entries("gone").get(0))).get(10, TimeUnit.SECONDS);
         await().atMost(Duration.ofSeconds(1)).pollInterval(Duration.ofMillis(2)).until(() -> !lost.isEmpty());
