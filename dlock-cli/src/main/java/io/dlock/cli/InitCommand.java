@@ -1,16 +1,13 @@
 package io.dlock.cli;
 
 import io.dlock.DistributedLockException;
-import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.admin.AdminConnection;
 import java.io.PrintWriter;
-import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
@@ -50,16 +47,8 @@ public final class InitCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "URI", description = "The lock server, e.g. redis://host:6379.")
-    private String uri;
-
-    @Option(
-            names = "--connect-timeout",
-            paramLabel = "DURATION",
-            defaultValue = "5s",
-            converter = DurationConverter.class,
-            description = "How long to try to reach the server (default: ${DEFAULT-VALUE}).")
-    private Duration connectTimeout;
+    @Mixin
+    private ServerOptions server;
 
     /** Creates the command; picocli fills in its fields. */
     public InitCommand() {}
@@ -77,7 +66,7 @@ public final class InitCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
+        try (AdminConnection admin = server.open(spec)) {
             out.println(admin.inspector().initialize());
             out.flush();
             return 0;

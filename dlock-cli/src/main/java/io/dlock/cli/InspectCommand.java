@@ -1,17 +1,16 @@
 package io.dlock.cli;
 
 import io.dlock.DistributedLockException;
-import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.admin.AdminConnection;
 import io.dlock.cli.internal.admin.SnapshotText;
 import io.dlock.spi.LockSnapshot;
 import java.io.PrintWriter;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -44,8 +43,8 @@ public final class InspectCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "URI", description = "The lock server, e.g. redis://host:6379.")
-    private String uri;
+    @Mixin
+    private ServerOptions server;
 
     @Parameters(
             index = "1",
@@ -57,14 +56,6 @@ public final class InspectCommand implements Callable<Integer> {
 
     @Option(names = "--json", description = "Print one JSON array instead of a table.")
     private boolean json;
-
-    @Option(
-            names = "--connect-timeout",
-            paramLabel = "DURATION",
-            defaultValue = "5s",
-            converter = DurationConverter.class,
-            description = "How long to try to reach the server (default: ${DEFAULT-VALUE}).")
-    private Duration connectTimeout;
 
     /** Creates the command; picocli fills in its fields. */
     public InspectCommand() {}
@@ -81,7 +72,7 @@ public final class InspectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
+        try (AdminConnection admin = server.open(spec)) {
             List<LockSnapshot> locks = admin.inspector().inspect(prefix);
             Instant now = Instant.now();
             // On stderr with --json, so that stdout stays one JSON array.

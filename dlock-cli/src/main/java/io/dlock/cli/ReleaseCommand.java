@@ -1,7 +1,6 @@
 package io.dlock.cli;
 
 import io.dlock.DistributedLockException;
-import io.dlock.cli.internal.DurationConverter;
 import io.dlock.cli.internal.admin.AdminConnection;
 import io.dlock.cli.internal.admin.SnapshotText;
 import io.dlock.spi.EntrySnapshot;
@@ -21,6 +20,7 @@ import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -63,8 +63,8 @@ public final class ReleaseCommand implements Callable<Integer> {
     @Option(names = "--force", description = "Required: a forced release takes a lock away from its holder.")
     private boolean force;
 
-    @Parameters(index = "0", paramLabel = "URI", description = "The lock server, e.g. redis://host:6379.")
-    private String uri;
+    @Mixin
+    private ServerOptions server;
 
     @Parameters(index = "1", paramLabel = "NAME", description = "The lock's exact name.")
     private String name;
@@ -77,14 +77,6 @@ public final class ReleaseCommand implements Callable<Integer> {
 
     @Option(names = "--yes", description = "Do not ask (for scripts).")
     private boolean yes;
-
-    @Option(
-            names = "--connect-timeout",
-            paramLabel = "DURATION",
-            defaultValue = "5s",
-            converter = DurationConverter.class,
-            description = "How long to try to reach the server (default: ${DEFAULT-VALUE}).")
-    private Duration connectTimeout;
 
     /** Creates the command; picocli fills in its fields. */
     public ReleaseCommand() {}
@@ -111,7 +103,7 @@ public final class ReleaseCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(cl, "a lock name is required; 'dlock inspect' lists them");
         }
         PrintWriter out = cl.getOut();
-        try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
+        try (AdminConnection admin = server.open(spec)) {
             LockInspector inspector = admin.inspector();
             List<LockSnapshot> locks = inspector.inspect(name).stream()
                     .filter(l -> l.name().equals(name))

@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -53,8 +54,8 @@ public final class WatchCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(index = "0", paramLabel = "URI", description = "The lock server, e.g. redis://host:6379.")
-    private String uri;
+    @Mixin
+    private ServerOptions server;
 
     @Parameters(index = "1", paramLabel = "NAME", description = "The lock's exact name.")
     private String name;
@@ -76,14 +77,6 @@ public final class WatchCommand implements Callable<Integer> {
             converter = DurationConverter.class,
             description = "How often to read where the server cannot notify (default: ${DEFAULT-VALUE}).")
     private Duration poll;
-
-    @Option(
-            names = "--connect-timeout",
-            paramLabel = "DURATION",
-            defaultValue = "5s",
-            converter = DurationConverter.class,
-            description = "How long to try to reach the server (default: ${DEFAULT-VALUE}).")
-    private Duration connectTimeout;
 
     /** Creates the command; picocli fills in its fields. */
     public WatchCommand() {}
@@ -113,7 +106,7 @@ public final class WatchCommand implements Callable<Integer> {
         }
         PrintWriter out = cl.getOut();
         PrintWriter err = cl.getErr();
-        try (AdminConnection admin = Admin.open(spec, uri, connectTimeout)) {
+        try (AdminConnection admin = server.open(spec)) {
             CountDownLatch done = new CountDownLatch(1);
             AtomicInteger printed = new AtomicInteger();
             WatchEvents diff = new WatchEvents();
