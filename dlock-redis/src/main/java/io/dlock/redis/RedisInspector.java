@@ -398,7 +398,7 @@ final class RedisInspector implements LockInspector {
                     : new DataLossFence(scope, Instant.ofEpochMilli(untilMs), RedisLockProtocol.FENCE_REASON);
         }
         long leaseMs = backend.options.leaseTime().toMillis();
-        long startMs = up >= 0 && up * 1000 < leaseMs ? nowMs - up * 1000 : nowMs;
+        long startMs = up >= 1 && (up - 1) * 1000 < leaseMs ? nowMs - (up - 1) * 1000 : nowMs;
         return new DataLossFence(
                 scope,
                 Instant.ofEpochMilli(startMs + leaseMs),

@@ -249,8 +249,10 @@ final class RedisScripts {
             -- eviction): the fence starts now and lasts this client's lease; a client with a longer
             -- lease extends it, counted from the fence's start, while it lasts. A server that started
             -- less than a lease ago counts it from its start instead: no grant it lost can outlive
-            -- the restart by more than a lease (uptime is whole seconds, rounded down: the estimate of
-            -- the start is late, never early).
+            -- the restart by more than a lease. Redis computes uptime as the difference of two whole
+            -- seconds (the cached clock's and the start's, each rounded down), so it may exceed the
+            -- true uptime by almost a second: one second less keeps the estimated start late, never
+            -- early.
             local function fence()
               local v = redis.call('GET', mk)
               if v and string.byte(v) == 61 then return 0, tonumber(string.sub(v, 2)) or 0 end
@@ -264,7 +266,7 @@ final class RedisScripts {
                 -- pcall: an ACL user without +info only loses the earlier start.
                 local info = redis.pcall('INFO', 'server')
                 local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
-                if up and up * 1000 < lease then startMs = nowMs - up * 1000 end
+                if up and up >= 1 and (up - 1) * 1000 < lease then startMs = nowMs - (up - 1) * 1000 end
                 untilMs = startMs + lease
               else
                 untilMs = math.max(untilMs, startMs + lease)

@@ -129,14 +129,10 @@ class RedisDataLossIT {
     }
 
     /**
-     * A holder that reconnects soon after the restart learns of it from its check of its grants
-     * (all gone) and turns its lease invalid at once, well before the suspension bound ({@code
-     * leaseTime / 3} = 5 s) would have; the other client is still fenced then.
-     */
-    /**
      * A fresh server first reached 4 s after it started: nothing it may have lost can outlive its
-     * start by more than a lease, so the fence ends a lease after the start (uptime in whole seconds,
-     * rounded down: up to 1 s later), not a lease after the first client noticed.
+     * start by more than a lease, so the fence ends a lease after the start (read from an uptime in
+     * whole seconds that may be almost a second too high, so the script takes one second off: up to
+     * 2 s later), not a lease after the first client noticed.
      */
     @Test
     void freshServerReachedLate_fenceEndsALeaseAfterTheServerStarted() throws Exception {
@@ -154,6 +150,11 @@ class RedisDataLossIT {
         }
     }
 
+    /**
+     * A holder that reconnects soon after the restart learns of it from its check of its grants
+     * (all gone) and turns its lease invalid at once, well before the suspension bound ({@code
+     * leaseTime / 3} = 5 s) would have; the other client is still fenced then.
+     */
     @Test
     void restartWithoutPersistence_holderReconnects_leaseInvalidAtItsCheck() throws Exception {
         String query = "&leaseTime=15s&retryMaxSleep=200ms";
