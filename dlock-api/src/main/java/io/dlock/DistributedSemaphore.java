@@ -2,6 +2,7 @@ package io.dlock;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A counting semaphore shared across clients: at most {@link #permits()} permits are leased at a
@@ -57,4 +58,34 @@ public interface DistributedSemaphore {
      * @throws LockBackendException if the backend cannot be reached; nothing is held
      */
     Optional<Lease> tryAcquire(int permits, Duration wait) throws InterruptedException;
+
+    /**
+     * Starts taking {@code permits} permits without parking the calling thread, with the same
+     * queueing and give-up rules as {@link #tryAcquire(int, Duration)}. The lease is owned by no
+     * thread (like every semaphore lease): it may be closed from any thread.
+     *
+     * <p>Completing the returned future yourself ({@code cancel}, {@code complete}, {@code
+     * orTimeout}) withdraws the attempt: a waiting request leaves the queue, and a grant that lands
+     * afterwards is released, so nothing stays held.
+     *
+     * <p>Blocking: never; the future completes on the client's callback thread, so continuations
+     * that block should move to an executor of their own. Thread-safety: safe from any thread. On
+     * failure: the future fails with {@link LockTimeoutException} when not granted within {@code
+     * wait}, with {@link LockBackendException} when the backend cannot be reached, or with {@link
+     * java.util.concurrent.CancellationException} when the client closes first; nothing is held and
+     * no queue entry is left behind.
+     *
+     * <p>The default implementation returns a failed future with {@link
+     * UnsupportedOperationException}; every semaphore dlock returns overrides it.
+     *
+     * @param permits how many permits to take, from 1 to {@link #permits()}
+     * @param wait how long to wait; {@link Duration#ZERO} makes one attempt
+     * @return a future of one lease for all the permits taken
+     * @throws IllegalArgumentException if {@code permits} is out of range or {@code wait} is negative
+     *     (thrown, not put in the future: nothing was started)
+     */
+    default CompletableFuture<Lease> acquireAsync(int permits, Duration wait) {
+        return CompletableFuture.failedFuture(
+                new UnsupportedOperationException(getClass().getName() + " has no asynchronous acquire"));
+    }
 }

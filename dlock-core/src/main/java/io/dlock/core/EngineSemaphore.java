@@ -6,6 +6,7 @@ import io.dlock.LockTimeoutException;
 import io.dlock.spi.LockMode;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -44,11 +45,23 @@ final class EngineSemaphore implements DistributedSemaphore {
         return take(count, EngineLock.checkWait(wait));
     }
 
-    private Optional<Lease> take(int count, @Nullable Duration wait) throws InterruptedException {
+    @Override
+    public CompletableFuture<Lease> acquireAsync(int count, Duration wait) {
+        checkCount(count);
+        Acquisition a = client.newAcquisition(
+                name, LockMode.SEMAPHORE, count, permits, null, false, EngineLock.checkWait(wait));
+        return EngineLock.startAsync(client, a);
+    }
+
+    private void checkCount(int count) {
         if (count < 1 || count > permits) {
             throw new IllegalArgumentException("semaphore '" + name + "' on " + client.backendName + ": cannot take "
                     + count + " permits; it has " + permits);
         }
+    }
+
+    private Optional<Lease> take(int count, @Nullable Duration wait) throws InterruptedException {
+        checkCount(count);
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring semaphore '" + name + "'");
         }

@@ -141,4 +141,32 @@ class MemcachedPrimitivesIT extends MemcachedTestSupport implements PrimitivesCo
     public void semaphore_badInput_clearErrorsAndNothingChanged() {
         semaphoreIsRefused();
     }
+
+    /** Not applicable: no SEMAPHORE on memcached. */
+    @Test
+    @Override
+    public void semaphore_acquireAsync_timesOutCleanly_thenGrantedWhenPermitsComeBack() {
+        semaphoreIsRefused();
+    }
+
+    /** Not applicable: no SEMAPHORE on memcached. */
+    @Test
+    @Override
+    public void semaphore_acquireAsync_cancelled_leavesNoEntry() {
+        semaphoreIsRefused();
+    }
+
+    /** Not applicable: no SEMAPHORE on memcached. */
+    @Test
+    @Override
+    public void semaphore_acquireAsync_sixClients_neverMoreThanTwoHolders() {
+        semaphoreIsRefused();
+    }
+
+    /** Not applicable: no SEMAPHORE on memcached. */
+    @Test
+    @Override
+    public void semaphore_acquireAsync_badInput_thrownAndNothingChanged() {
+        semaphoreIsRefused();
+    }
 }

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -423,6 +424,102 @@ public interface PrimitivesContract extends LockFixture {
             assertThat(semaphoreEntries("s")).hasSize(1);
             assertThat(held.isValid()).isTrue();
         }
+    }
+
+    @Test
+    default void semaphore_acquireAsync_timesOutCleanly_thenGrantedWhenPermitsComeBack() throws Exception {
+        DistributedSemaphore holder = newClient().semaphore("async", 3);
+        DistributedSemaphore waiter = newClient().semaphore("async", 3);
+        Lease two = holder.acquire(2);
+        CompletableFuture<Lease> late = waiter.acquireAsync(2, Duration.ofMillis(300));
+        assertThatThrownBy(() -> late.get(10, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class)
+                .cause()
+                .isInstanceOf(LockTimeoutException.class)
+                .hasMessageContaining("async");
+        assertThat(semaphoreEntries("async")).hasSize(1);
+
+        CompletableFuture<Lease> waiting = waiter.acquireAsync(2, Duration.ofSeconds(30));
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> semaphoreEntries("async").size() == 2);
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(5)).until(() -> !waiting.isDone());
+        two.close();
+        try (Lease got = waiting.get(10, TimeUnit.SECONDS)) {
+            assertThat(got.isValid()).isTrue();
+            assertThat(got.fencingToken()).isGreaterThan(two.fencingToken());
+            assertThat(holder.tryAcquire(2, Duration.ZERO)).isEmpty();
+        }
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> semaphoreEntries("async").isEmpty());
+    }
+
+    @Test
+    default void semaphore_acquireAsync_cancelled_leavesNoEntry() throws Exception {
+        DistributedSemaphore holder = newClient().semaphore("async-cancel", 2);
+        DistributedSemaphore waiter = newClient().semaphore("async-cancel", 2);
+        try (Lease full = holder.acquire(2)) {
+            CompletableFuture<Lease> async = waiter.acquireAsync(1, Duration.ofMinutes(1));
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> semaphoreEntries("async-cancel").size() == 2);
+            assertThat(async.cancel(true)).isTrue();
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> semaphoreEntries("async-cancel").size() == 1);
+            assertThat(full.isValid()).isTrue();
+        }
+        // Cancelled while the permits come back: whichever wins, nothing stays held.
+        for (int i = 0; i < 5; i++) {
+            Lease full = holder.acquire(2);
+            CompletableFuture<Lease> async = waiter.acquireAsync(2, Duration.ofMinutes(1));
+            async.cancel(true);
+            full.close();
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> semaphoreEntries("async-cancel").isEmpty());
+        }
+        try (Lease all = holder.tryAcquire(2, Duration.ofSeconds(5)).orElseThrow()) {
+            assertThat(all.isValid()).isTrue();
+        }
+    }
+
+    @Test
+    default void semaphore_acquireAsync_sixClients_neverMoreThanTwoHolders() throws Exception {
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger maxInside = new AtomicInteger();
+        AtomicInteger grants = new AtomicInteger();
+        List<CompletableFuture<Void>> chains = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            DistributedSemaphore semaphore = newClient().semaphore("async-pool", 2);
+            CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+            for (int round = 0; round < 5; round++) {
+                chain = chain.thenCompose(unused -> semaphore.acquireAsync(1, Duration.ofMinutes(1)))
+                        .thenAccept(lease -> {
+                            try (lease) {
+                                maxInside.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                                grants.incrementAndGet();
+                                inside.decrementAndGet();
+                            }
+                        });
+            }
+            chains.add(chain);
+        }
+        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get(2, TimeUnit.MINUTES);
+        assertThat(grants).hasValue(30);
+        assertThat(maxInside.get()).isBetween(1, 2);
+        assertThat(semaphoreEntries("async-pool")).isEmpty();
+    }
+
+    @Test
+    default void semaphore_acquireAsync_badInput_thrownAndNothingChanged() {
+        DistributedSemaphore three = newClient().semaphore("async-bad", 3);
+        assertThatThrownBy(() -> three.acquireAsync(0, Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("0");
+        assertThatThrownBy(() -> three.acquireAsync(4, Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("3");
+        assertThatThrownBy(() -> three.acquireAsync(1, Duration.ofSeconds(-1)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("negative");
+        assertThat(semaphoreEntries("async-bad")).isEmpty();
     }
 
     // ---- multi-lock

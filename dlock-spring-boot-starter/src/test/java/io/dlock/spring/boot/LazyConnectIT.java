@@ -74,6 +74,13 @@ class LazyConnectIT {
                         .failsWithin(Duration.ofSeconds(1))
                         .withThrowableOfType(java.util.concurrent.ExecutionException.class)
                         .withCauseInstanceOf(LockBackendException.class);
+                assertThat(client.semaphore("pool", 2).acquireAsync(1, Duration.ZERO))
+                        .failsWithin(Duration.ofSeconds(1))
+                        .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                        .withCauseInstanceOf(LockBackendException.class);
+                assertThatThrownBy(() -> client.semaphore("pool", 2).acquireAsync(3, Duration.ZERO))
+                        .as("permits are still checked at once")
+                        .isInstanceOf(IllegalArgumentException.class);
                 assertThatThrownBy(() -> client.lock("has space"))
                         .as("names are still checked at once")
                         .isInstanceOf(IllegalArgumentException.class);
@@ -96,6 +103,11 @@ class LazyConnectIT {
                     try (Lease l =
                             client.lock("direct").tryAcquire(Duration.ZERO).orElseThrow()) {
                         assertThat(l.isValid()).isTrue();
+                    }
+                    try (Lease permit = client.semaphore("pool", 2)
+                            .acquireAsync(2, Duration.ofSeconds(5))
+                            .get(10, java.util.concurrent.TimeUnit.SECONDS)) {
+                        assertThat(permit.isValid()).isTrue();
                     }
                 }
             });

@@ -721,15 +721,37 @@ public final class LazyLockClient implements LockClient {
             return permits;
         }
 
+        private void checkPermits(int n) {
+            if (n < 1 || n > permits) {
+                throw new IllegalArgumentException(
+                        "semaphore '" + name + "': cannot take " + n + " permits; it has " + permits);
+            }
+        }
+
         @Override
         public Lease acquire(int n) throws InterruptedException {
+            checkPermits(n);
             return real().acquire(n);
         }
 
         @Override
         public Optional<Lease> tryAcquire(int n, Duration wait) throws InterruptedException {
+            checkPermits(n);
             checkWait(wait);
             return real().tryAcquire(n, wait);
+        }
+
+        @Override
+        public CompletableFuture<Lease> acquireAsync(int n, Duration wait) {
+            checkPermits(n);
+            checkWait(wait);
+            DistributedSemaphore r;
+            try {
+                r = real();
+            } catch (LockBackendException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+            return r.acquireAsync(n, wait);
         }
     }
 }
