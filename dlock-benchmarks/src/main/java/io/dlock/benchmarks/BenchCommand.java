@@ -288,16 +288,10 @@ public final class BenchCommand implements Callable<Integer> {
      * @param args the options, for example {@code --quick --workloads W1}
      */
     public static void main(String[] args) {
-        int status;
-        try {
-            status = new CommandLine(new BenchCommand())
-                    .setCaseInsensitiveEnumValuesAllowed(true)
-                    .execute(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            status = 1;
-        }
-        System.exit(status);
+        String[] withCommand = new String[args.length + 1];
+        withCommand[0] = "bench";
+        System.arraycopy(args, 0, withCommand, 1, args.length);
+        io.dlock.cli.Main.main(withCommand);
     }
 
     /**

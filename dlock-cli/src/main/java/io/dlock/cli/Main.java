@@ -7,10 +7,11 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code dlock} command: {@code java -jar dlock.jar <subcommand>}. Its subcommands are {@code
- * demo} ({@link DemoCommand}) and {@code torture} ({@link TortureCommand}); run {@code dlock help
- * <subcommand>} for their options. The {@code ./dlock} launcher also runs {@code dlock bench} from
- * the benchmarks jar ({@code io.dlock.benchmarks.BenchCommand}), which carries the Curator and
- * Redisson anchors this jar does not.
+ * demo} ({@link DemoCommand}), {@code torture} ({@link TortureCommand}), {@code inspect}, {@code
+ * release}, {@code watch}, {@code init} and {@code bench}; run {@code dlock help <subcommand>} for
+ * their options. {@code bench} is {@code io.dlock.benchmarks.BenchCommand} where the benchmarks jar
+ * is on the class path (it carries the Curator and Redisson anchors this jar does not); the {@code
+ * ./dlock} launcher runs it from there.
  *
  * <p>Thread-safety: a command object holds parsed options; use one instance per invocation, from
  * one thread.
@@ -26,8 +27,7 @@ import picocli.CommandLine.Spec;
             InspectCommand.class,
             ReleaseCommand.class,
             WatchCommand.class,
-            InitCommand.class,
-            CommandLine.HelpCommand.class
+            InitCommand.class
         })
 public final class Main implements Runnable {
 
@@ -67,7 +67,52 @@ public final class Main implements Runnable {
      * @return a new command line
      */
     public static CommandLine commandLine() {
-        return new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
+        return new CommandLine(new Main())
+                .addSubcommand("bench", bench())
+                .addSubcommand(new CommandLine.HelpCommand())
+                .setCaseInsensitiveEnumValuesAllowed(true);
+    }
+
+    /** The benchmarks jar's {@code bench} where it is on the class path, else a pointer to it. */
+    private static Object bench() {
+        try {
+            return Class.forName(BenchElsewhere.BENCH_CLASS).getConstructor().newInstance();
+        } catch (ReflectiveOperationException | LinkageError e) {
+            return new BenchElsewhere();
+        }
+    }
+
+    /**
+     * {@code dlock bench} where the benchmarks are not on the class path: this jar leaves out the
+     * Curator and Redisson anchors the benchmark runs beside dlock, so the command says where it is.
+     *
+     * <p>Thread-safety: one invocation at a time.
+     */
+    @Command(
+            name = "bench",
+            description = {
+                "Runs dlock side by side with Apache Curator, Redisson and the bare protocol of each server, on"
+                        + " servers it starts itself, and prints ratios (from the benchmarks jar: ./dlock bench"
+                        + " --help)."
+            })
+    static final class BenchElsewhere implements java.util.concurrent.Callable<Integer> {
+        static final String BENCH_CLASS = "io.dlock.benchmarks.BenchCommand";
+
+        @CommandLine.Unmatched
+        private java.util.List<String> args = new java.util.ArrayList<>();
+
+        @Spec
+        private CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            spec.commandLine()
+                    .getErr()
+                    .println("dlock bench runs from the benchmarks jar, which carries the Curator and Redisson"
+                            + " anchors: run ./dlock bench from a checkout (it builds dlock-benchmarks), or java -cp"
+                            + " dlock-benchmarks/target/benchmarks.jar io.dlock.cli.Main bench");
+            return 2;
+        }
     }
 
     /**
