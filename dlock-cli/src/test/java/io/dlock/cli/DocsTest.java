@@ -28,7 +28,8 @@ import picocli.CommandLine.Model.OptionSpec;
  * The user-facing documentation (README.md, BENCHMARKS.md and docs/**) against the repository and
  * the {@code dlock} command: relative links lead to a file and, with a {@code #fragment}, to a
  * heading of it (GitHub's anchor rules); every {@code dlock <command>} and {@code --flag} named in
- * code exists; the README stays a front door of at most 250 lines.
+ * code exists; every Java or Kotlin code block is quoted from a source the build compiles (so it
+ * cannot rot); the README stays a front door of at most 250 lines.
  */
 class DocsTest {
     private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
@@ -174,6 +175,108 @@ class DocsTest {
         }
         assertThat(wrong).as("options in docs/api.md that the code lacks").isEmpty();
         assertThat(documented).as("docs/api.md's options table").containsAll(BackendUri.COMMON_PARAMETERS);
+    }
+
+    /** {@code <!-- snippet: path#tag -->} on the line before a code block the build compiles. */
+    private static final Pattern SNIPPET_MARK = Pattern.compile("^<!-- snippet: (\\S+)#([\\w-]+) -->$");
+    /**
+     * Where a quoted source is compiled: a module of the reactor, or an example that {@code
+     * scripts/examples} builds (run-tests and CI run it).
+     */
+    private static final Pattern COMPILED_SOURCE = Pattern.compile(
+            "^(?:(dlock-[a-z0-9-]+)|examples/[a-z0-9-]+)/src/(?:main|test)/(?:java|kotlin)/.+\\.(?:java|kt)$");
+
+    @Test
+    void javaAndKotlinSnippets_areQuotedFromSourcesTheBuildCompiles() throws IOException {
+        String modules = read(ROOT.resolve("pom.xml"));
+        List<String> wrong = new ArrayList<>();
+        int quoted = 0;
+        for (Path doc : docs()) {
+            List<String> lines = List.of(read(doc).split("\n", -1));
+            for (int i = 0; i < lines.size(); i++) {
+                String fence = lines.get(i).strip();
+                if (!fence.equals("```java") && !fence.equals("```kotlin")) {
+                    continue;
+                }
+                int end = i + 1;
+                while (end < lines.size() && !lines.get(end).strip().startsWith("```")) {
+                    end++;
+                }
+                String block = String.join("\n", lines.subList(i + 1, end));
+                String where = ROOT.relativize(doc) + ":" + (i + 1);
+                Matcher mark = SNIPPET_MARK.matcher(i > 0 ? lines.get(i - 1).strip() : "");
+                if (!mark.matches()) {
+                    wrong.add(where + " - a code block not quoted from a compiled source (put <!-- snippet:"
+                            + " path#tag --> before it)");
+                } else {
+                    Matcher compiled = COMPILED_SOURCE.matcher(mark.group(1));
+                    Path source = ROOT.resolve(mark.group(1));
+                    if (!compiled.matches()
+                            || (compiled.group(1) != null
+                                    && !modules.contains("<module>" + compiled.group(1) + "</module>"))) {
+                        wrong.add(where + " - " + mark.group(1) + " is not in a source root the build compiles");
+                    } else if (!Files.exists(source)) {
+                        wrong.add(where + " - no such file " + mark.group(1));
+                    } else {
+                        String region = region(read(source), mark.group(2));
+                        if (region == null) {
+                            wrong.add(where + " - no tag::" + mark.group(2) + "[] ... end::" + mark.group(2) + "[] in "
+                                    + mark.group(1));
+                        } else if (!region.equals(block)) {
+                            wrong.add(
+                                    where + " - differs from " + mark.group(1) + "#" + mark.group(2) + ":\n" + region);
+                        } else {
+                            quoted++;
+                        }
+                    }
+                }
+                i = end;
+            }
+        }
+        assertThat(wrong).as("Java and Kotlin snippets in the docs").isEmpty();
+        assertThat(quoted).as("snippets checked").isGreaterThanOrEqualTo(10);
+    }
+
+    @Test
+    void region_dropsMarkersAndCommonIndent() {
+        String source = "class A {\n    // spotless:off\n    // tag::x[]\n    int a;\n\n      // tag::y[]\n"
+                + "      int b;\n      // end::y[]\n    // end::x[]\n}\n";
+        assertThat(region(source, "x")).isEqualTo("int a;\n\n  int b;");
+        assertThat(region(source, "y")).isEqualTo("int b;");
+        assertThat(region(source, "z")).isNull();
+    }
+
+    /**
+     * The lines between {@code tag::name[]} and {@code end::name[]}, without other tag and
+     * formatter markers and without their common indentation; null if there is no such region.
+     */
+    static String region(String source, String tag) {
+        List<String> kept = new ArrayList<>();
+        boolean in = false;
+        boolean closed = false;
+        for (String line : source.split("\n", -1)) {
+            if (line.contains("tag::" + tag + "[]")) {
+                in = true;
+            } else if (in && line.contains("end::" + tag + "[]")) {
+                closed = true;
+                break;
+            } else if (in && !line.matches(".*(?:(?:tag|end)::[\\w-]+\\[]|spotless:o(?:n|ff)).*")) {
+                kept.add(line);
+            }
+        }
+        if (!closed) {
+            return null;
+        }
+        int indent = kept.stream()
+                .filter(l -> !l.isBlank())
+                .mapToInt(l -> l.length() - l.stripLeading().length())
+                .min()
+                .orElse(0);
+        List<String> out = new ArrayList<>();
+        for (String line : kept) {
+            out.add(line.isBlank() ? "" : line.substring(indent));
+        }
+        return String.join("\n", out);
     }
 
     @Test
