@@ -114,6 +114,26 @@ public interface LeaderElection extends AutoCloseable {
     Optional<Lease> awaitLeadership(Duration wait) throws InterruptedException;
 
     /**
+     * Who leads this election now, read from the server. Any client may ask, whether this {@link
+     * LeaderElection} was started (a candidate) or not (an observer): {@code
+     * client.leaderElection("scheduler").currentLeader()} joins nothing.
+     *
+     * <p>Blocking: one read of the server, at most about the client's connect timeout. Thread-safety:
+     * safe from any thread. On failure: throws; nothing is changed on the server.
+     *
+     * <p>The default implementation throws {@link UnsupportedOperationException}; every election
+     * dlock returns overrides it.
+     *
+     * @return the leader and its term, or empty while nobody leads (between terms, or before any
+     *     candidate started)
+     * @throws LockBackendException if the server cannot be read
+     * @throws UnsupportedOperationException if the backend offers no way to read its locks
+     */
+    default Optional<Leader> currentLeader() {
+        throw new UnsupportedOperationException(getClass().getName() + " cannot read who leads");
+    }
+
+    /**
      * Leaves the election: withdraws the queued candidate, or ends the current term (its {@link
      * #onRevoked} listeners run once, on the listener thread) and releases it so that the next
      * candidate is elected. Closing again does nothing; so does closing a never started election.

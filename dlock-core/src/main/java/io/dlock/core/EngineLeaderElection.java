@@ -1,11 +1,16 @@
 package io.dlock.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.dlock.Leader;
 import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockLostException;
 import io.dlock.RetryPolicy;
+import io.dlock.spi.EntrySnapshot;
+import io.dlock.spi.LockInspector;
+import io.dlock.spi.LockKind;
 import io.dlock.spi.LockMode;
+import io.dlock.spi.LockSnapshot;
 import java.time.Duration;
 import java.util.EnumMap;
 import java.util.EnumSet;
@@ -212,6 +217,34 @@ final class EngineLeaderElection implements LeaderElection {
     private Optional<Lease> currentTerm() {
         Term t = term;
         return t != null && t.isValid() ? Optional.of(t) : Optional.empty();
+    }
+
+    /** The low bits of a lease's token that JVM-local hand-offs add to the server's number. */
+    private static final long LOCAL_STEPS = (1L << 10) - 1;
+
+    @Override
+    public Optional<Leader> currentLeader() {
+        LockInspector inspector = client.inspector()
+                .orElseThrow(() -> new UnsupportedOperationException(client.backendName
+                        + " offers no way to read its locks: cannot tell who leads election '" + name + "'"));
+        Optional<Lease> mine = leadership();
+        for (LockSnapshot lock : inspector.inspect(lockName)) {
+            if (!lock.name().equals(lockName) || lock.kind() != LockKind.EXCLUSIVE) {
+                continue; // a longer name with this one as its prefix
+            }
+            for (EntrySnapshot holder : lock.holders()) {
+                boolean self = mine.isPresent() && (mine.get().fencingToken() & ~LOCAL_STEPS) == holder.leaseToken();
+                return Optional.of(new Leader(
+                        name,
+                        self ? mine.get().fencingToken() : holder.leaseToken(),
+                        holder.clientId(),
+                        holder.host(),
+                        holder.pid(),
+                        holder.since(),
+                        self));
+            }
+        }
+        return Optional.empty();
     }
 
     @Override

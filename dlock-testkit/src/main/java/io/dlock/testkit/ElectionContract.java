@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.dlock.Capability;
+import io.dlock.Leader;
 import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockClient;
@@ -136,6 +137,41 @@ public interface ElectionContract extends LockFixture {
             return false;
         });
         return found.get();
+    }
+
+    @Test
+    default void currentLeader_observerAndCandidatesSeeTheSameTerm_emptyBetweenTerms() throws Exception {
+        LeaderElection observer = newClient().leaderElection("who");
+        assertThat(observer.currentLeader()).as("before any candidate").isEmpty();
+        LeaderElection a = newClient().leaderElection("who").start();
+        Lease first = leaderWithin(a, scaled(10));
+        LeaderElection b = newClient().leaderElection("who").start();
+        await().atMost(scaled(10)).until(() -> entries(lockOf("who")).size() == 2);
+
+        Leader seen = observer.currentLeader().orElseThrow();
+        assertThat(seen.election()).isEqualTo("who");
+        assertThat(seen.term()).isEqualTo(first.fencingToken());
+        assertThat(seen.self()).isFalse();
+        Leader byLeader = a.currentLeader().orElseThrow();
+        assertThat(byLeader.self()).isTrue();
+        assertThat(byLeader.term()).isEqualTo(first.fencingToken());
+        assertThat(b.currentLeader().orElseThrow().self()).isFalse();
+        assertThat(b.currentLeader().orElseThrow().term()).isEqualTo(first.fencingToken());
+        assertThat(observer.leadership()).as("asking joins nothing").isEmpty();
+        assertThat(entries(lockOf("who"))).hasSize(2);
+        // A lock whose name starts with the election's is another lock.
+        try (Lease other = newClient().lock("election:who-else").acquire()) {
+            assertThat(observer.currentLeader().orElseThrow().term()).isEqualTo(first.fencingToken());
+        }
+
+        a.close();
+        Lease second = leaderWithin(b, scaled(10));
+        await().atMost(scaled(5))
+                .untilAsserted(() ->
+                        assertThat(observer.currentLeader().map(Leader::term)).contains(second.fencingToken()));
+        b.close();
+        await().atMost(scaled(10)).until(() -> observer.currentLeader().isEmpty());
+        assertThat(entries(lockOf("who"))).isEmpty();
     }
 
     @Test
