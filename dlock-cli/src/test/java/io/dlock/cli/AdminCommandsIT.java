@@ -292,4 +292,46 @@ class AdminCommandsIT {
         assertThat(events.get(4)).startsWith("granted").contains("token=" + granted.fencingToken());
         assertThat(events.get(5)).startsWith("released").contains("token=" + granted.fencingToken());
     }
+
+    @Test
+    void inspectAndWatch_election_showLeaderTermCandidatesAndSuccession() throws Exception {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CompletableFuture<Integer> watching = CompletableFuture.supplyAsync(() -> {
+            CommandLine cl = Main.commandLine();
+            cl.setOut(new PrintWriter(out, true));
+            cl.setErr(new PrintWriter(err, true));
+            return cl.execute("watch", uri, "election:jobs", "--events", "4", "--duration", "60s", "--poll", "20ms");
+        });
+        await().atMost(scaled(10)).until(() -> out.toString().contains("free"));
+        io.dlock.LeaderElection a =
+                client("leaseTime=20s").leaderElection("jobs").start();
+        Lease first = a.awaitLeadership(scaled(10)).orElseThrow();
+        io.dlock.LeaderElection b =
+                client("leaseTime=20s").leaderElection("jobs").start();
+        await().atMost(scaled(10))
+                .until(() -> run("inspect", uri, "election:").out.contains("candidate #1"));
+
+        CliRun table = run("inspect", uri, "election:");
+        List<String> lines = table.out.lines().toList();
+        assertThat(lines).hasSize(3);
+        assertThat(lines.get(1))
+                .startsWith("election:jobs")
+                .contains("election", "leader", Long.toString(first.fencingToken()));
+        assertThat(lines.get(2)).startsWith("election:jobs").contains("candidate #1");
+        assertThat(run("inspect", uri, "election:", "--json").out).contains("\"kind\":\"election\"");
+
+        a.close();
+        Lease second = b.awaitLeadership(scaled(10)).orElseThrow();
+        int status = watching.get(scaled(60).toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(status).as(err.toString()).isZero();
+        List<String> events =
+                out.toString().lines().skip(1).map(l -> l.substring(14)).toList();
+        assertThat(events.get(0)).startsWith("free");
+        assertThat(events.get(1)).startsWith("elected  election").contains("token=" + first.fencingToken());
+        assertThat(events.get(2)).startsWith("candidate joined #1  election");
+        assertThat(events.get(3)).startsWith("term ended").contains("token=" + first.fencingToken());
+        assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+        b.close();
+    }
 }

@@ -66,7 +66,7 @@ final class EngineLeaderElection implements LeaderElection {
     private static final Logger log = LoggerFactory.getLogger(EngineLeaderElection.class);
 
     /** The namespace of election locks: the lock of election {@code x} is {@code election:x}. */
-    static final String PREFIX = "election:";
+    static final String PREFIX = LockNames.ELECTION_PREFIX;
     /**
      * On a backend without a queue ({@link io.dlock.Capability#FAIR} absent: Memcached, unfair Redis
      * or SQL), how long a candidate that gave up its term waits before it competes again, so that a

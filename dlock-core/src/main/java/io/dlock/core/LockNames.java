@@ -13,6 +13,12 @@ public final class LockNames {
     /** The longest lock name, in characters. */
     public static final int MAX_LENGTH = 200;
 
+    /**
+     * The start of the lock names that belong to leader elections: election {@code x} is the
+     * exclusive lock {@code election:x}, so tools can tell elections from locks.
+     */
+    public static final String ELECTION_PREFIX = "election:";
+
     private LockNames() {}
 
     /**

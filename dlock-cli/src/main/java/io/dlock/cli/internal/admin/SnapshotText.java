@@ -1,5 +1,6 @@
 package io.dlock.cli.internal.admin;
 
+import io.dlock.core.LockNames;
 import io.dlock.spi.EntrySnapshot;
 import io.dlock.spi.LockKind;
 import io.dlock.spi.LockSnapshot;
@@ -34,12 +35,13 @@ public final class SnapshotText {
         rows.add(HEADER);
         for (LockSnapshot l : locks) {
             String kind = kind(l);
+            boolean election = isElection(l);
             for (EntrySnapshot e : l.holders()) {
-                rows.add(row(l.name(), kind, "held", e, now));
+                rows.add(row(l.name(), kind, election ? "leader" : "held", e, now));
             }
             int n = 1;
             for (EntrySnapshot e : l.waiters()) {
-                rows.add(row(l.name(), kind, "waiting #" + n++, e, now));
+                rows.add(row(l.name(), kind, (election ? "candidate #" : "waiting #") + n++, e, now));
             }
         }
         int[] width = new int[HEADER.length];
@@ -62,7 +64,21 @@ public final class SnapshotText {
         return b.toString().stripTrailing();
     }
 
+    /**
+     * Whether the snapshot is a leader election's lock ({@link LockNames#ELECTION_PREFIX}): its
+     * holder is the leader, its token the term, its waiters the candidates in line.
+     *
+     * @param l a snapshot
+     * @return true for an election
+     */
+    public static boolean isElection(LockSnapshot l) {
+        return l.kind() == LockKind.EXCLUSIVE && l.name().startsWith(LockNames.ELECTION_PREFIX);
+    }
+
     private static String kind(LockSnapshot l) {
+        if (isElection(l)) {
+            return "election";
+        }
         return switch (l.kind()) {
             case EXCLUSIVE -> "lock";
             case READ_WRITE -> "read-write";
@@ -108,7 +124,8 @@ public final class SnapshotText {
     }
 
     /**
-     * The snapshots as a JSON array of objects ({@code name}, {@code kind}, {@code maxPermits},
+     * The snapshots as a JSON array of objects ({@code name}, {@code kind} ({@code exclusive},
+     * {@code read-write}, {@code semaphore}, or {@code election} for an election's lock), {@code maxPermits},
      * {@code holders}, {@code waiters}); entries carry {@code key}, {@code mode}, {@code permits},
      * {@code clientId}, {@code host}, {@code pid}, {@code connected}, {@code token} (the lease's),
      * {@code backendToken}, {@code since} (ISO-8601), {@code heldForMs} and {@code leaseLeftMs}, null
@@ -126,7 +143,7 @@ public final class SnapshotText {
                     .append("{\"name\":")
                     .append(quote(l.name()))
                     .append(",\"kind\":")
-                    .append(quote(kindName(l.kind())))
+                    .append(quote(isElection(l) ? "election" : kindName(l.kind())))
                     .append(",\"maxPermits\":")
                     .append(l.maxPermits())
                     .append(",\"holders\":");

@@ -13,7 +13,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * Turns consecutive snapshots of one lock into events, in the order they must have happened:
  * grants that ended ({@code released}, or {@code expired} where the lease had run out), then new
- * grants, then waiters that left the queue without a grant, then new waiters.
+ * grants, then waiters that left the queue without a grant, then new waiters. A leader election's
+ * lock speaks of terms: {@code leads}, {@code elected}, {@code term ended}, {@code term expired},
+ * {@code candidate joined #n}, {@code candidate left}.
  *
  * <p>A grant is called {@code expired} only when the lease time left that was last read for it had
  * run out by the time it was seen gone. Watches driven by server notifications see no renewals, so
@@ -28,6 +30,8 @@ public final class WatchEvents {
     private Map<String, String> kinds = new LinkedHashMap<>();
     private Map<String, Long> holderReadAt = new LinkedHashMap<>();
     private boolean first = true;
+    /** Whether the watched name is a leader election's lock: events then speak of terms. */
+    private boolean election;
 
     /**
      * The events between the previous snapshot and {@code now}; the first call describes the state
@@ -42,7 +46,10 @@ public final class WatchEvents {
         Map<String, EntrySnapshot> w = new LinkedHashMap<>();
         Map<String, String> k = new LinkedHashMap<>();
         for (LockSnapshot l : now) {
-            String kind = l.kind().name().toLowerCase(Locale.ROOT).replace('_', '-');
+            election |= SnapshotText.isElection(l);
+            String kind = SnapshotText.isElection(l)
+                    ? "election"
+                    : l.kind().name().toLowerCase(Locale.ROOT).replace('_', '-');
             l.holders().forEach(e -> {
                 h.put(e.key(), e);
                 k.put(e.key(), kind);
@@ -54,8 +61,8 @@ public final class WatchEvents {
         }
         List<String> out = new ArrayList<>();
         if (first) {
-            h.values().forEach(e -> out.add(line("holds", k, e)));
-            w.values().forEach(e -> out.add(line("waits", k, e)));
+            h.values().forEach(e -> out.add(line(word("holds"), k, e)));
+            w.values().forEach(e -> out.add(line(word("waits"), k, e)));
             if (h.isEmpty() && w.isEmpty()) {
                 out.add("free (nobody holds or waits)");
             }
@@ -64,23 +71,23 @@ public final class WatchEvents {
                 if (!h.containsKey(e.key())) {
                     Duration sinceRead = Duration.ofNanos(nanoTime - holderReadAt.getOrDefault(e.key(), nanoTime));
                     boolean ranOut = e.leaseLeft() != null && e.leaseLeft().compareTo(sinceRead) <= 0;
-                    out.add(line(ranOut ? "expired" : "released", kinds, e));
+                    out.add(line(word(ranOut ? "expired" : "released"), kinds, e));
                 }
             }
             for (EntrySnapshot e : h.values()) {
                 if (!holders.containsKey(e.key())) {
-                    out.add(line("granted", k, e));
+                    out.add(line(word("granted"), k, e));
                 }
             }
             for (EntrySnapshot e : waiters.values()) {
                 if (!w.containsKey(e.key()) && !h.containsKey(e.key())) {
-                    out.add(line("left queue", kinds, e));
+                    out.add(line(word("left queue"), kinds, e));
                 }
             }
             List<String> queue = new ArrayList<>(w.keySet());
             for (EntrySnapshot e : w.values()) {
                 if (!waiters.containsKey(e.key())) {
-                    out.add(line("queued #" + (queue.indexOf(e.key()) + 1), k, e));
+                    out.add(line(word("queued") + " #" + (queue.indexOf(e.key()) + 1), k, e));
                 }
             }
         }
@@ -112,6 +119,23 @@ public final class WatchEvents {
                 }
             }
         }
+    }
+
+    /** A lock's event word, or an election's: the holder leads, the token is the term. */
+    private String word(String lockWord) {
+        if (!election) {
+            return lockWord;
+        }
+        return switch (lockWord) {
+            case "holds" -> "leads";
+            case "waits" -> "candidate";
+            case "released" -> "term ended";
+            case "expired" -> "term expired";
+            case "granted" -> "elected";
+            case "left queue" -> "candidate left";
+            case "queued" -> "candidate joined";
+            default -> lockWord;
+        };
     }
 
     private static String line(String what, Map<String, String> kinds, EntrySnapshot e) {
