@@ -23,6 +23,20 @@ public final class LockMetricNames {
     /** Counter: grants passed to the next waiter of the same client without a server round trip. */
     public static final String LOCAL_HANDOFF = "dlock.handoff.local";
 
+    /**
+     * Gauge: 1 while this client's candidate of the election leads, else 0; one per started
+     * candidate, tags {@link #TAG_ELECTION} and {@code client} (a number per client of the JVM, as
+     * {@link #HELD} has). Summed over a fleet it must never exceed 1 for long.
+     */
+    public static final String LEADER = "dlock.leader";
+    /**
+     * Counter: terms of this client's candidate, tags {@link #TAG_ELECTION} and {@link #TAG_EVENT}
+     * ({@code elected}; how a term ended: {@code lost}, {@code given-up}, {@code closed}).
+     */
+    public static final String LEADER_TERMS = "dlock.leader.terms";
+    /** Timer: how long each term of this client's candidate lasted; tag {@link #TAG_ELECTION}. */
+    public static final String LEADER_TERM = "dlock.leader.term";
+
     /** Tag: the backend's name, for example {@code redis}. */
     public static final String TAG_BACKEND = "backend";
     /** Tag: {@code lock}, {@code read}, {@code write} or {@code semaphore}. */
@@ -36,6 +50,10 @@ public final class LockMetricNames {
      * operator removed the grant, {@code dlock release --force}, and the server told the holder).
      */
     public static final String TAG_CAUSE = "cause";
+    /** Tag: the election's name (leader meters only; elections are few, so always tagged). */
+    public static final String TAG_ELECTION = "election";
+    /** Tag: what happened to a term: {@code elected}, {@code lost}, {@code given-up} or {@code closed}. */
+    public static final String TAG_EVENT = "event";
     /** Tag: the lock's name, only with {@link LockOptions.Builder#metricsPerLockName(boolean)}. */
     public static final String TAG_LOCK = "lock";
 

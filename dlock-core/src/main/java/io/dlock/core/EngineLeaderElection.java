@@ -202,6 +202,7 @@ final class EngineLeaderElection implements LeaderElection {
             transition(State.IDLE, State.QUEUED);
         }
         client.elections.add(this);
+        client.metrics.electionStarted(this);
         enqueue();
         return this;
     }
@@ -304,6 +305,10 @@ final class EngineLeaderElection implements LeaderElection {
             lock.notifyAll();
         }
         client.elections.remove(this);
+        if (t != null) {
+            client.metrics.termEnded(this, LockMetrics.TermEnd.CLOSED, System.nanoTime() - t.began);
+        }
+        client.metrics.electionClosed(this);
         if (r != null) {
             r.cancel(false);
         }
@@ -382,6 +387,7 @@ final class EngineLeaderElection implements LeaderElection {
             log.warn("[lock={} state=LEADING] election '{}' reached the backend again and was elected", lockName, name);
         }
         log.debug("[lock={} state=LEADING] term {} begins", lockName, lease.fencingToken());
+        client.metrics.termBegan(this);
         drain();
         Term elected = t;
         lease.onLost(e -> lost(elected, e));
@@ -456,7 +462,7 @@ final class EngineLeaderElection implements LeaderElection {
     // ---- the end of a term
 
     private void lost(Term t, LockLostException why) {
-        if (!termEnded(t)) {
+        if (!termEnded(t, LockMetrics.TermEnd.LOST)) {
             return;
         }
         log.debug("[lock={} state=ENDING] term {} lost: {}", lockName, t.fencingToken(), why.getMessage());
@@ -470,7 +476,7 @@ final class EngineLeaderElection implements LeaderElection {
      * backend has no queue, see {@link #UNFAIR_REJOIN_PAUSE}).
      */
     private void givenUp(Term t) {
-        if (!termEnded(t)) {
+        if (!termEnded(t, LockMetrics.TermEnd.GIVEN_UP)) {
             return;
         }
         log.debug("[lock={} state=ENDING] term {} given up", lockName, t.fencingToken());
@@ -485,8 +491,8 @@ final class EngineLeaderElection implements LeaderElection {
         }
     }
 
-    /** Ends {@code t} if it is the current term: queues its onRevoked. False if it had ended already. */
-    private boolean termEnded(Term t) {
+    /** Ends {@code t} if it is the current term: queues its onRevoked, records how. False if it had ended already. */
+    private boolean termEnded(Term t, LockMetrics.TermEnd how) {
         synchronized (lock) {
             if (term != t) {
                 return false;
@@ -497,8 +503,14 @@ final class EngineLeaderElection implements LeaderElection {
             events.add(() -> fire(revokedListeners, t, "onRevoked"));
             lock.notifyAll();
         }
+        client.metrics.termEnded(this, how, System.nanoTime() - t.began);
         drain();
         return true;
+    }
+
+    /** The {@code dlock.leader} gauge: 1 while this candidate holds a valid term. */
+    double leadingGauge() {
+        return leadership().isPresent() ? 1 : 0;
     }
 
     private void rejoin() {
@@ -626,6 +638,9 @@ final class EngineLeaderElection implements LeaderElection {
     final class Term implements Lease {
         final Lease lease;
         final AtomicBoolean ended = new AtomicBoolean();
+        /** When the term began (System.nanoTime()), for its duration in the metrics. */
+        final long began = System.nanoTime();
+
         private final AtomicBoolean closed = new AtomicBoolean();
 
         Term(Lease lease) {

@@ -57,6 +57,30 @@ interface LockMetrics {
 
     default void localHandOff(Acquisition a) {}
 
+    /** How a term of this client's candidate ended, as the {@code event} tag of {@code dlock.leader.terms} says it. */
+    enum TermEnd {
+        /** The backend could no longer promise the term (the lease was lost). */
+        LOST,
+        /** The application closed the term; the candidate rejoined. */
+        GIVEN_UP,
+        /** The election or the client closed. */
+        CLOSED;
+
+        final String tag = name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
+
+    /** A candidate started: its {@code dlock.leader} gauge appears. */
+    default void electionStarted(EngineLeaderElection election) {}
+
+    /** A candidate closed: its gauge goes. */
+    default void electionClosed(EngineLeaderElection election) {}
+
+    /** The candidate was elected. */
+    default void termBegan(EngineLeaderElection election) {}
+
+    /** The candidate's term ended after {@code nanos}. */
+    default void termEnded(EngineLeaderElection election, TermEnd how, long nanos) {}
+
     /** The client closed. */
     default void close() {}
 

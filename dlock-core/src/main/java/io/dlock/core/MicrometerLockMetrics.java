@@ -2,11 +2,16 @@ package io.dlock.core;
 
 import static io.dlock.LockMetricNames.ACQUIRE;
 import static io.dlock.LockMetricNames.HELD;
+import static io.dlock.LockMetricNames.LEADER;
+import static io.dlock.LockMetricNames.LEADER_TERM;
+import static io.dlock.LockMetricNames.LEADER_TERMS;
 import static io.dlock.LockMetricNames.LEASE_LOST;
 import static io.dlock.LockMetricNames.LOCAL_HANDOFF;
 import static io.dlock.LockMetricNames.RENEWAL;
 import static io.dlock.LockMetricNames.TAG_BACKEND;
 import static io.dlock.LockMetricNames.TAG_CAUSE;
+import static io.dlock.LockMetricNames.TAG_ELECTION;
+import static io.dlock.LockMetricNames.TAG_EVENT;
 import static io.dlock.LockMetricNames.TAG_KIND;
 import static io.dlock.LockMetricNames.TAG_LOCK;
 import static io.dlock.LockMetricNames.TAG_OUTCOME;
@@ -43,6 +48,8 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final MeterRegistry registry;
     private final boolean perLockName;
     private final Tags base;
+    /** {@link #base} and this client's number: gauges of two clients in one registry stay apart. */
+    private final Tags clientTags;
     /** [kind][outcome]; null with per-lock-name tags or with observations. */
     private final Timer @Nullable [][] timers;
     /** Observations of acquisitions, or {@link LockMetrics#NONE} for the timer here. */
@@ -53,6 +60,9 @@ final class MicrometerLockMetrics implements LockMetrics {
     private final @Nullable Counter renewalFailed;
     private final @Nullable Counter handOffs;
     private final List<Meter> gauges = new ArrayList<>();
+    /** Each started candidate's {@code dlock.leader} gauge, until it closes. */
+    private final java.util.IdentityHashMap<EngineLeaderElection, Meter> electionGauges =
+            new java.util.IdentityHashMap<>();
 
     private MicrometerLockMetrics(
             MeterRegistry registry, boolean perLockName, EngineClient client, LockMetrics observing) {
@@ -60,7 +70,7 @@ final class MicrometerLockMetrics implements LockMetrics {
         this.perLockName = perLockName;
         this.observing = observing;
         this.base = Tags.of(TAG_BACKEND, client.backendName);
-        Tags clientTags = base.and("client", Integer.toString(CLIENTS.incrementAndGet()));
+        clientTags = base.and("client", Integer.toString(CLIENTS.incrementAndGet()));
         gauges.add(Gauge.builder(HELD, client, EngineClient::heldCount)
                 .tags(clientTags)
                 .description("leases this client holds")
@@ -150,10 +160,62 @@ final class MicrometerLockMetrics implements LockMetrics {
         (perLockName ? handOffCounter(base.and(TAG_LOCK, a.name)) : Objects.requireNonNull(handOffs)).increment();
     }
 
+    @Override
+    public void electionStarted(EngineLeaderElection election) {
+        Gauge gauge = Gauge.builder(LEADER, election, EngineLeaderElection::leadingGauge)
+                .tags(clientTags)
+                .tag(TAG_ELECTION, election.name())
+                .description("1 while this client's candidate leads the election, else 0")
+                .register(registry);
+        synchronized (electionGauges) {
+            electionGauges.put(election, gauge);
+        }
+    }
+
+    @Override
+    public void electionClosed(EngineLeaderElection election) {
+        Meter gauge;
+        synchronized (electionGauges) {
+            gauge = electionGauges.remove(election);
+        }
+        if (gauge != null) {
+            registry.remove(gauge);
+        }
+    }
+
+    @Override
+    public void termBegan(EngineLeaderElection election) {
+        termCounter(election, "elected").increment();
+    }
+
+    @Override
+    public void termEnded(EngineLeaderElection election, TermEnd how, long nanos) {
+        termCounter(election, how.tag).increment();
+        Timer.builder(LEADER_TERM)
+                .tags(base)
+                .tag(TAG_ELECTION, election.name())
+                .description("how long this client's candidate led, per term")
+                .register(registry)
+                .record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    private Counter termCounter(EngineLeaderElection election, String event) {
+        return Counter.builder(LEADER_TERMS)
+                .tags(base)
+                .tag(TAG_ELECTION, election.name())
+                .tag(TAG_EVENT, event)
+                .description("terms of this client's candidate: elected, and how each ended")
+                .register(registry);
+    }
+
     /** Removes this client's gauges, which would otherwise report a closed client. */
     @Override
     public void close() {
         gauges.forEach(registry::remove);
+        synchronized (electionGauges) {
+            electionGauges.values().forEach(registry::remove);
+            electionGauges.clear();
+        }
     }
 
     private Timer timer(Tags tags, LockMode mode, int outcome) {

@@ -167,4 +167,41 @@ class MetricsTest {
                 .hasMessageContaining("java.lang.String");
         assertThat(backend.isClosed()).isTrue();
     }
+
+    @Test
+    void leaderElection_gaugeTermsAndTermTimes_perElection() throws Exception {
+        LockClient c = open();
+        LockClient other = open();
+        io.dlock.LeaderElection a = c.leaderElection("jobs").start();
+        io.dlock.Lease first = a.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+        io.dlock.LeaderElection b = other.leaderElection("jobs").start();
+        assertThat(leaderGauges("jobs")).containsExactlyInAnyOrder(1.0, 0.0);
+        now.addAndGet(TimeUnit.SECONDS.toNanos(3));
+        first.close(); // given up: b leads, a rejoins behind it
+        b.awaitLeadership(Duration.ofSeconds(5)).orElseThrow();
+        await().atMost(Duration.ofSeconds(5)).until(() -> terms("given-up") == 1);
+        assertThat(terms("elected")).isEqualTo(2);
+        assertThat(leaderGauges("jobs")).containsExactlyInAnyOrder(0.0, 1.0);
+        var termTimer = registry.find(LockMetricNames.LEADER_TERM)
+                .tag("election", "jobs")
+                .timer();
+        assertThat(termTimer).isNotNull();
+        assertThat(termTimer.count()).isEqualTo(1);
+        b.close();
+        assertThat(terms("closed")).isEqualTo(1);
+        a.close();
+        assertThat(registry.find(LockMetricNames.LEADER).gauges()).isEmpty();
+    }
+
+    private List<Double> leaderGauges(String election) {
+        return registry.find(LockMetricNames.LEADER).tag("election", election).gauges().stream()
+                .map(g -> g.value())
+                .toList();
+    }
+
+    private double terms(String event) {
+        var counter =
+                registry.find(LockMetricNames.LEADER_TERMS).tag("event", event).counter();
+        return counter == null ? 0 : counter.count();
+    }
 }

@@ -3,6 +3,7 @@ package io.dlock.spring.boot;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.LockMetricNames;
@@ -95,11 +96,18 @@ class MetricsTableIT {
                     });
                     lease.close();
                     await().atMost(Duration.ofSeconds(5)).until(() -> count(registry, LockMetricNames.LEASE_LOST) >= 1);
+                    LeaderElection election = client.leaderElection("table").start();
+                    election.awaitLeadership(Duration.ofSeconds(10))
+                            .orElseThrow()
+                            .close(); // given up
+                    assertThat(election.awaitLeadership(Duration.ofSeconds(10))).isPresent(); // rejoined, alone
                     Set<String> registered = registry.getMeters().stream()
                             .map(m -> m.getId().getName())
                             .filter(n -> n.startsWith("dlock."))
                             .collect(Collectors.toCollection(TreeSet::new));
                     assertThat(registered).as("meters registered").isEqualTo(documented);
+                    election.close();
+                    assertThat(registry.find(LockMetricNames.LEADER).gauges()).isEmpty();
                 });
     }
 
