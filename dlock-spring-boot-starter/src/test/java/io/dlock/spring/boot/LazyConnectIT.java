@@ -81,6 +81,17 @@ class LazyConnectIT {
                 assertThatThrownBy(() -> client.semaphore("pool", 2).acquireAsync(3, Duration.ZERO))
                         .as("permits are still checked at once")
                         .isInstanceOf(IllegalArgumentException.class);
+                java.util.List<Long> elected = new java.util.concurrent.CopyOnWriteArrayList<>();
+                io.dlock.LeaderElection election = client.leaderElection("lazy-leader")
+                        .onElected(term -> elected.add(term.fencingToken()))
+                        .start();
+                assertThat(election.leadership())
+                        .as("not connected: leads nothing")
+                        .isEmpty();
+                assertThat(election.awaitLeadership(Duration.ofMillis(100))).isEmpty();
+                assertThatThrownBy(election::currentLeader).isInstanceOf(LockBackendException.class);
+                assertThatThrownBy(() -> client.leaderElection("has space"))
+                        .isInstanceOf(IllegalArgumentException.class);
                 assertThatThrownBy(() -> client.lock("has space"))
                         .as("names are still checked at once")
                         .isInstanceOf(IllegalArgumentException.class);
@@ -104,6 +115,13 @@ class LazyConnectIT {
                             client.lock("direct").tryAcquire(Duration.ZERO).orElseThrow()) {
                         assertThat(l.isValid()).isTrue();
                     }
+                    // The election started before the connection joins once connected.
+                    io.dlock.Lease term =
+                            election.awaitLeadership(Duration.ofSeconds(30)).orElseThrow();
+                    assertThat(election.currentLeader().orElseThrow().term()).isEqualTo(term.fencingToken());
+                    await().atMost(Duration.ofSeconds(5)).until(() -> elected.contains(term.fencingToken()));
+                    election.close();
+                    assertThat(term.isValid()).isFalse();
                     try (Lease permit = client.semaphore("pool", 2)
                             .acquireAsync(2, Duration.ofSeconds(5))
                             .get(10, java.util.concurrent.TimeUnit.SECONDS)) {

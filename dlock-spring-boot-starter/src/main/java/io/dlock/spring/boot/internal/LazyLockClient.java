@@ -4,6 +4,7 @@ import io.dlock.Capability;
 import io.dlock.DistributedLock;
 import io.dlock.DistributedReadWriteLock;
 import io.dlock.DistributedSemaphore;
+import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockBackendException;
 import io.dlock.LockClient;
@@ -35,6 +36,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -234,6 +236,7 @@ public final class LazyLockClient implements LockClient {
             if (warned) {
                 log.info("[client={}] connected to {} after {} attempts", backend, redactedUri, attempt);
             }
+            joinWaitingElections(c);
         }
     }
 
@@ -493,20 +496,44 @@ public final class LazyLockClient implements LockClient {
     }
 
     /**
-     * A leader election on the real client.
+     * A leader election: the real client's once connected; before, a handle that keeps its
+     * listeners and its {@code start()} and joins the real election as soon as the connection is
+     * made (until then it leads nothing, and {@code currentLeader()} fails with {@link
+     * LockBackendException}).
      *
      * <p>Blocking: while the first connection attempt runs, up to the connect timeout. Thread-safety:
-     * safe from any thread. On failure: before the connection {@link LockBackendException} (an
-     * election joins a server's queue, which a client that is not connected cannot do yet);
-     * otherwise as {@link LockClient#leaderElection}.
+     * safe from any thread. On failure: a bad name is an {@link IllegalArgumentException}; a closed
+     * client an {@link IllegalStateException}; a configuration the backend refused a {@link
+     * LockBackendException}.
      *
      * @param name the election's name
      * @return the election, not started
-     * @throws LockBackendException if not connected yet
      */
     @Override
-    public io.dlock.LeaderElection leaderElection(String name) {
-        return connected(name).leaderElection(name);
+    public LeaderElection leaderElection(String name) {
+        LockNames.validate(name);
+        if (name.length() > LockNames.MAX_LENGTH - LockNames.ELECTION_PREFIX.length()) {
+            throw new IllegalArgumentException("election name is " + name.length() + " characters long; at most "
+                    + (LockNames.MAX_LENGTH - LockNames.ELECTION_PREFIX.length()) + " are allowed");
+        }
+        awaitFirstAttempt(options.connectTimeout());
+        LockClient c = ifConnected();
+        if (c != null) {
+            return c.leaderElection(name);
+        }
+        if (state.get() != State.CONNECTING) {
+            return connected(name).leaderElection(name); // closed or refused: throws why
+        }
+        return new LazyElection(name);
+    }
+
+    /** Elections started before the connection, joined to the real client once it is made. */
+    private final Set<LazyElection> waitingElections = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private void joinWaitingElections(LockClient c) {
+        for (LazyElection e : waitingElections) {
+            e.attach(c);
+        }
     }
 
     /**
@@ -752,6 +779,158 @@ public final class LazyLockClient implements LockClient {
                 return CompletableFuture.failedFuture(e);
             }
             return r.acquireAsync(n, wait);
+        }
+    }
+
+    /**
+     * An election made before the connection: keeps its listeners and whether it was started, and
+     * becomes the real client's election once connected. Concurrency: {@link #lock} guards the
+     * fields; the real election is made and started under it, so a listener added or a close racing
+     * the connection reaches it exactly once.
+     */
+    private final class LazyElection implements LeaderElection {
+        private final String name;
+        private final Object lock = new Object();
+        private final java.util.List<Consumer<Lease>> elected = new java.util.ArrayList<>();
+        private final java.util.List<Consumer<Lease>> revoked = new java.util.ArrayList<>();
+        private boolean started;
+        private boolean closed;
+        private @Nullable LeaderElection real;
+
+        LazyElection(String name) {
+            this.name = name;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public LeaderElection onElected(Consumer<Lease> listener) {
+            return add(listener, elected, true);
+        }
+
+        @Override
+        public LeaderElection onRevoked(Consumer<Lease> listener) {
+            return add(listener, revoked, false);
+        }
+
+        private LeaderElection add(@Nullable Consumer<Lease> listener, java.util.List<Consumer<Lease>> to, boolean e) {
+            if (listener == null) {
+                throw new IllegalArgumentException("election '" + name + "': listener must not be null");
+            }
+            synchronized (lock) {
+                LeaderElection r = real;
+                if (r == null) {
+                    to.add(listener);
+                } else if (e) {
+                    r.onElected(listener);
+                } else {
+                    r.onRevoked(listener);
+                }
+            }
+            return this;
+        }
+
+        @Override
+        public LeaderElection start() {
+            synchronized (lock) {
+                if (closed) {
+                    throw new IllegalStateException(
+                            "election '" + name + "' on " + backend + " is closed; make a new one");
+                }
+                if (started) {
+                    return this;
+                }
+                started = true;
+            }
+            waitingElections.add(this);
+            LockClient c = ifConnected();
+            if (c != null) {
+                attach(c); // connected just now: the connector may have looked before we were added
+            }
+            return this;
+        }
+
+        void attach(LockClient c) {
+            synchronized (lock) {
+                if (closed || !started || real != null) {
+                    return;
+                }
+                LeaderElection r = c.leaderElection(name);
+                elected.forEach(r::onElected);
+                revoked.forEach(r::onRevoked);
+                real = r;
+                r.start();
+                lock.notifyAll();
+            }
+            waitingElections.remove(this);
+        }
+
+        private @Nullable LeaderElection real() {
+            synchronized (lock) {
+                return real;
+            }
+        }
+
+        @Override
+        public Optional<Lease> leadership() {
+            LeaderElection r = real();
+            return r == null ? Optional.empty() : r.leadership();
+        }
+
+        @Override
+        public Optional<Lease> awaitLeadership(Duration wait) throws InterruptedException {
+            if (wait == null || wait.isNegative()) {
+                throw new IllegalArgumentException(
+                        "election '" + name + "': wait must not be null or negative: " + wait);
+            }
+            long deadline = System.nanoTime() + Math.min(wait.toNanos(), Long.MAX_VALUE / 4);
+            LeaderElection r;
+            synchronized (lock) {
+                while ((r = real) == null && !closed) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return Optional.empty();
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(lock, left);
+                }
+            }
+            return r == null
+                    ? Optional.empty()
+                    : r.awaitLeadership(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+        }
+
+        @Override
+        public Optional<io.dlock.Leader> currentLeader() {
+            LeaderElection r = real();
+            return r != null
+                    ? r.currentLeader()
+                    : connected(name).leaderElection(name).currentLeader();
+        }
+
+        @Override
+        public void close() {
+            LeaderElection r;
+            synchronized (lock) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                r = real;
+                lock.notifyAll();
+            }
+            waitingElections.remove(this);
+            if (r != null) {
+                r.close();
+            }
+        }
+
+        @Override
+        public String toString() {
+            LeaderElection r = real();
+            return r != null ? r.toString() : "LeaderElection[" + name + ", " + LazyLockClient.this + "]";
         }
     }
 }
