@@ -170,8 +170,12 @@ final class Hold {
         return false;
     }
 
-    /** Releases at once whatever the state (the provider is closing); does not wait for the backend. */
+    /**
+     * Releases at once whatever the state (the provider is closing); does not wait for the backend.
+     * The task's thread no longer finds the lease.
+     */
     void releaseNow() {
+        taskEnded = true;
         release(null, true);
     }
 

@@ -2,6 +2,7 @@ package io.dlock.shedlock;
 
 import io.dlock.testkit.DlockServer;
 import io.dlock.testkit.MemcachedServer;
+import io.dlock.testkit.NewDeployment;
 import io.dlock.testkit.TestServer;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -13,6 +14,8 @@ class MemcachedShedLockIT extends ShedLockProviderCases {
     @BeforeAll
     static void server(MemcachedServer started) {
         server = started;
+        // A fresh server is fenced for one lease unless marked new, as `dlock init` does.
+        NewDeployment.mark(started.uri("shedlock"));
     }
 
     @Override

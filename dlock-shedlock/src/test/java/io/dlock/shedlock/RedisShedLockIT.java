@@ -1,6 +1,7 @@
 package io.dlock.shedlock;
 
 import io.dlock.testkit.DlockServer;
+import io.dlock.testkit.NewDeployment;
 import io.dlock.testkit.RedisServer;
 import io.dlock.testkit.TestServer;
 import org.junit.jupiter.api.BeforeAll;
@@ -13,6 +14,8 @@ class RedisShedLockIT extends ShedLockProviderCases {
     @BeforeAll
     static void server(RedisServer started) {
         server = started;
+        // A fresh server is fenced for one lease unless marked new, as `dlock init` does.
+        NewDeployment.mark(started.uri("shedlock"));
     }
 
     @Override
