@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  *       until then the client renews the lease.
  *   <li>{@code lockAtLeastFor}, counted from the same point: {@code unlock()} before then keeps the
  *       lease and releases it on this provider's timer thread when that time has passed; the
- *       caller's thread returns at once. The lock is kept only as long as this node's client: a node
+ *       caller's thread returns at once. After that time, {@code unlock()} releases on the caller's
+ *       thread and returns once the backend confirms (at most the client's connect timeout). The lock is kept only as long as this node's client: a node
  *       that shuts down (or dies) releases it at once (or after its crash bound).
  *   <li>{@code extend(lockAtMostFor, lockAtLeastFor)} keeps the same lease (and fencing token) and
  *       moves both deadlines to those durations from now; it returns empty once the lock has expired,
