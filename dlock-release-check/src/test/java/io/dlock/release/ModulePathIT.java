@@ -41,7 +41,9 @@ class ModulePathIT {
             Map.entry("dlock-testkit", "io.dlock.testkit"),
             Map.entry("dlock-cli", "io.dlock.cli"),
             Map.entry("dlock-spring-boot-starter", "io.dlock.spring.boot"),
-            Map.entry("dlock-shedlock", "io.dlock.shedlock"));
+            Map.entry("dlock-shedlock", "io.dlock.shedlock"),
+            Map.entry("dlock-reactor", "io.dlock.reactor"),
+            Map.entry("dlock-kotlin", "io.dlock.kotlin"));
 
     @Test
     void jar_alone_isNamedModuleOfItsPackage() {

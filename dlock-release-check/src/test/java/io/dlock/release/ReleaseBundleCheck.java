@@ -107,7 +107,11 @@ class ReleaseBundleCheck {
         Reactor.Module module = Reactor.published(artifactId);
         String version = Reactor.version();
         assertJarHas(module.artifact(version, ".jar"), "a .class", name -> name.endsWith(".class"));
-        assertJarHas(module.artifact(version, "-sources.jar"), "a .java", name -> name.endsWith(".java"));
+        // dlock-kotlin's sources are Kotlin.
+        assertJarHas(
+                module.artifact(version, "-sources.jar"),
+                "a .java or .kt",
+                name -> name.endsWith(".java") || name.endsWith(".kt"));
         assertJarHas(module.artifact(version, "-javadoc.jar"), "index.html", name -> name.equals("index.html"));
     }
 
