@@ -40,7 +40,8 @@ class ModulePathIT {
             Map.entry("dlock-memcached", "io.dlock.memcached"),
             Map.entry("dlock-testkit", "io.dlock.testkit"),
             Map.entry("dlock-cli", "io.dlock.cli"),
-            Map.entry("dlock-spring-boot-starter", "io.dlock.spring.boot"));
+            Map.entry("dlock-spring-boot-starter", "io.dlock.spring.boot"),
+            Map.entry("dlock-spring-integration", "io.dlock.spring.integration"));
 
     @Test
     void jar_alone_isNamedModuleOfItsPackage() {

@@ -1,0 +1,59 @@
+package io.dlock.spring.integration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.dlock.LockOptions;
+import java.time.Duration;
+import java.util.ConcurrentModificationException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link RegistryContract} plus what a lease-based backend (Redis, SQL, etcd, Memcached) adds: a lease
+ * that runs out while held, as Spring Integration's registries test a lock whose time to live passed.
+ */
+abstract class LeaseRegistryContract extends RegistryContract {
+
+    @Test
+    void leaseRunsOutWhileHeld_renewLockThrows_otherNodeGetsIt_unlockThrowsConcurrentModification() throws Exception {
+        DLockRegistry expiring = DLockRegistry.of(
+                client(LockOptions.builder()
+                        .leaseTime(Duration.ofSeconds(1))
+                        .renewal(false)
+                        .build()),
+                "reg");
+        DLockRegistry other = registry();
+        Lock lock = expiring.obtain("foo");
+        lock.lock();
+        expiring.renewLock("foo");
+        assertThat(expiring.fencingToken("foo")).isPositive();
+
+        await().atMost(scaled(15_000)).untilAsserted(() -> assertThatThrownBy(() -> expiring.renewLock("foo"))
+                .isExactlyInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("lost"));
+        assertThatThrownBy(() -> expiring.fencingToken("foo")).isExactlyInstanceOf(IllegalStateException.class);
+        assertThat(onOtherThread(() -> {
+                    Lock l = other.obtain("foo");
+                    boolean got = l.tryLock(scaled(15_000).toMillis(), TimeUnit.MILLISECONDS);
+                    if (got) {
+                        l.unlock();
+                    }
+                    return got;
+                }))
+                .as("another node is granted the lock once the lease ran out")
+                .isTrue();
+
+        assertThatExceptionOfType(ConcurrentModificationException.class)
+                .isThrownBy(lock::unlock)
+                .withMessageContaining("reg:foo");
+        assertThatExceptionOfType(IllegalMonitorStateException.class).isThrownBy(lock::unlock);
+        assertThat(lock.tryLock())
+                .as("a fresh hold after the lost one is dropped")
+                .isTrue();
+        lock.unlock();
+    }
+}
