@@ -1,6 +1,5 @@
 package io.dlock.spring.integration;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -13,7 +12,9 @@ import org.springframework.integration.support.locks.LockRegistry;
 /**
  * Two {@link LockRegistryLeaderInitiator}s for one role, each on its own registry (its own node), with
  * the events each publishes (OnGrantedEvent, OnRevokedEvent through a {@link LeaderEventPublisher}) in one
- * ordered list, and a sampler that counts the moments both claim to lead.
+ * ordered list, and a sampler that counts the moments both claim to lead. (Spring's initiator
+ * publishes OnRevokedEvent after it unlocks, so the other node's OnGrantedEvent may come first: the
+ * order is checked per node, exclusion by the sampler.)
  */
 final class LeaderPair {
     final Node a;
@@ -26,14 +27,35 @@ final class LeaderPair {
         b = new Node("b", registryB, role);
     }
 
+    private final Thread sampler = new Thread(this::sample, "leader-sampler");
+    private volatile boolean sampling = true;
+
+    /** Starts both initiators, and a sampler that checks both nodes every 2 ms until {@link #stop()}. */
     void start() {
+        sampler.start();
         a.initiator.start();
         b.initiator.start();
     }
 
-    void stop() {
+    void stop() throws InterruptedException {
         a.initiator.stop();
         b.initiator.stop();
+        sampling = false;
+        sampler.join();
+    }
+
+    /** Counts the samples in which both nodes claim to lead (their contexts' isLeader). */
+    private void sample() {
+        while (sampling) {
+            if (leaders() > 1) {
+                bothLeading.incrementAndGet();
+            }
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
     }
 
     int leaders() {
@@ -48,19 +70,12 @@ final class LeaderPair {
         return n == a ? b : a;
     }
 
-    List<String> events() {
-        return List.copyOf(events);
-    }
-
-    /** Samples both nodes every 5 ms for {@code duration}, counting samples with two leaders. */
-    void sampleFor(Duration duration) throws InterruptedException {
-        long end = System.nanoTime() + duration.toNanos();
-        while (System.nanoTime() < end) {
-            if (leaders() > 1) {
-                bothLeading.incrementAndGet();
-            }
-            Thread.sleep(5);
-        }
+    /** The events of one node, in order ("granted", "revoked"). */
+    List<String> events(Node node) {
+        return events.stream()
+                .filter(e -> e.endsWith(" " + node.name))
+                .map(e -> e.substring(0, e.indexOf(' ')))
+                .toList();
     }
 
     final class Node {
