@@ -58,4 +58,45 @@ abstract class LeaseRegistryContract extends RegistryContract {
                 .isTrue();
         lock.unlock();
     }
+
+    /**
+     * What Spring's LockRegistryLeaderInitiator does at each heartbeat: tryLock again, then unlock once.
+     * After a loss with nobody else waiting, the owner is granted the lock afresh and keeps it through
+     * that unlock; its outermost unlock reports the loss.
+     */
+    @Test
+    void leaseRunsOutWhileHeld_ownerLocksAgain_keepsNewGrantUntilOutermostUnlock() throws Exception {
+        DLockRegistry expiring = DLockRegistry.of(
+                client(LockOptions.builder()
+                        .leaseTime(Duration.ofSeconds(1))
+                        .renewal(false)
+                        .build()),
+                "reg");
+        DLockRegistry other = registry();
+        Lock lock = expiring.obtain("leader");
+        lock.lock();
+        long first = expiring.fencingToken("leader");
+        await().pollInSameThread().atMost(scaled(15_000)).untilAsserted(() -> assertThatThrownBy(
+                        () -> expiring.renewLock("leader"))
+                .isExactlyInstanceOf(IllegalStateException.class));
+
+        assertThat(lock.tryLock(scaled(15_000).toMillis(), TimeUnit.MILLISECONDS))
+                .isTrue();
+        assertThat(expiring.fencingToken("leader")).as("a new grant").isGreaterThan(first);
+        lock.unlock();
+        assertThat(tryLockOnOtherThread(other.obtain("leader")))
+                .as("still held after the heartbeat's unlock")
+                .isFalse();
+        assertThatExceptionOfType(ConcurrentModificationException.class).isThrownBy(lock::unlock);
+        assertThat(onOtherThread(() -> {
+                    Lock l = other.obtain("leader");
+                    boolean got = l.tryLock(scaled(15_000).toMillis(), TimeUnit.MILLISECONDS);
+                    if (got) {
+                        l.unlock();
+                    }
+                    return got;
+                }))
+                .as("released by the outermost unlock")
+                .isTrue();
+    }
 }
