@@ -209,7 +209,7 @@ public final class DLockRegistry implements ExpirableLockRegistry, RenewableLock
      * Checks that the calling thread holds the lock of {@code lockKey} and that its lease is still valid.
      * dlock renews a held lease by itself, so there is nothing to extend: with renewal on (the default) the
      * lease lives as long as the thread holds the lock and the client can reach the backend; with {@code
-     * renewal(false)} it ends {@code leaseTime} after the grant whatever this method is called.
+     * renewal(false)} it ends {@code leaseTime} after the grant, however often this method is called.
      *
      * <p>Blocking: never (no round trip). Thread-safety: owner thread; safe to call from any thread, which
      * then gets the exception for a lock it does not hold. On failure: throws; the hold is left as it was.
