@@ -43,7 +43,8 @@ class ModulePathIT {
             Map.entry("dlock-spring-boot-starter", "io.dlock.spring.boot"),
             Map.entry("dlock-shedlock", "io.dlock.shedlock"),
             Map.entry("dlock-reactor", "io.dlock.reactor"),
-            Map.entry("dlock-kotlin", "io.dlock.kotlin"));
+            Map.entry("dlock-kotlin", "io.dlock.kotlin"),
+            Map.entry("dlock-spring-integration", "io.dlock.spring.integration"));
 
     @Test
     void jar_alone_isNamedModuleOfItsPackage() {
