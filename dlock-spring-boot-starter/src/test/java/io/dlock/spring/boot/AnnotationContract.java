@@ -113,12 +113,12 @@ abstract class AnnotationContract {
 
             ActiveLocks active = ctx.getBean(ActiveLocks.class);
             var view = new DLockEndpoint(active).locks();
-            assertThat(view.get("held"))
+            assertThat(entries(view, "held"))
                     .extracting(ActiveLocks.Entry::lockName)
                     .containsExactlyInAnyOrder("gate:a", "gate:b");
-            assertThat(view.get("held"))
+            assertThat(entries(view, "held"))
                     .allSatisfy(e -> assertThat(e.fencingToken()).isPositive());
-            assertThat(view.get("waiting"))
+            assertThat(entries(view, "waiting"))
                     .extracting(ActiveLocks.Entry::lockName)
                     .containsExactly("gate:a");
 
@@ -299,5 +299,10 @@ abstract class AnnotationContract {
                 assertThat(l.isValid()).isTrue();
             }
         });
+    }
+
+    @SuppressWarnings("unchecked")
+    private static java.util.List<ActiveLocks.Entry> entries(java.util.Map<String, Object> view, String key) {
+        return (java.util.List<ActiveLocks.Entry>) view.get(key);
     }
 }

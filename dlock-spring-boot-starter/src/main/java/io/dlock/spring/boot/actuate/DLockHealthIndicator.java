@@ -82,6 +82,21 @@ public final class DLockHealthIndicator implements HealthIndicator {
      *
      * @return UP or DOWN, with the backend, the redacted URI and the client's capabilities
      */
+
+    /**
+     * Adds details read on every call, after the backend's (the starter adds the application's
+     * leader elections).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @param details what to add
+     * @return this indicator
+     */
+    public DLockHealthIndicator withDetails(java.util.function.Supplier<? extends java.util.Map<String, ?>> details) {
+        check.addDetails(details);
+        return this;
+    }
+
     @Override
     public Health health() {
         HealthCheck.Report r = check.check();

@@ -3,6 +3,8 @@ package io.dlock.spring.boot.autoconfigure;
 import io.dlock.LockClient;
 import io.dlock.spring.boot.actuate.DLockEndpoint;
 import io.dlock.spring.boot.annotation.ActiveLocks;
+import io.dlock.spring.boot.leader.LeaderElections;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -30,12 +32,13 @@ public class DLockActuatorAutoConfiguration {
      * The {@code dlock} endpoint.
      *
      * @param active the tracker the aspect fills
+     * @param elections the application's leader elections, if any
      * @return the endpoint
      */
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnAvailableEndpoint(endpoint = DLockEndpoint.class)
-    public DLockEndpoint dlockEndpoint(ActiveLocks active) {
-        return new DLockEndpoint(active);
+    public DLockEndpoint dlockEndpoint(ActiveLocks active, ObjectProvider<LeaderElections> elections) {
+        return new DLockEndpoint(active, elections.getIfUnique());
     }
 }

@@ -2,7 +2,9 @@ package io.dlock.spring.boot.autoconfigure;
 
 import io.dlock.LockClient;
 import io.dlock.spring.boot.actuate.DLockHealthIndicator;
+import io.dlock.spring.boot.leader.LeaderElections;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -32,6 +34,7 @@ public class DLockActuatorHealthAutoConfiguration {
      * @param client the application's lock client
      * @param properties {@code dlock.health.*}
      * @param beanFactory to tell the starter's client from one the application defined
+     * @param elections the application's leader elections, whose part the details show
      * @return the indicator
      */
     @Bean
@@ -39,14 +42,19 @@ public class DLockActuatorHealthAutoConfiguration {
     @ConditionalOnMissingBean(name = "dlockHealthIndicator")
     @ConditionalOnEnabledHealthIndicator("dlock")
     public DLockHealthIndicator dlockHealthIndicator(
-            LockClient client, DLockProperties properties, BeanFactory beanFactory) {
+            LockClient client,
+            DLockProperties properties,
+            BeanFactory beanFactory,
+            ObjectProvider<LeaderElections> elections) {
         HealthDetails details = HealthDetails.of(client, properties, beanFactory);
-        return new DLockHealthIndicator(
+        DLockHealthIndicator indicator = new DLockHealthIndicator(
                 client,
                 properties.getHealth().getLockName(),
                 properties.getHealth().getTimeout(),
                 properties.getHealth().getProbeInterval(),
                 details.backend(),
                 details.redactedUri());
+        LeaderElections e = elections.getIfUnique();
+        return e == null ? indicator : indicator.withDetails(e::healthDetails);
     }
 }

@@ -6,8 +6,11 @@ import io.dlock.LockOptions;
 import io.dlock.spring.boot.annotation.ActiveLocks;
 import io.dlock.spring.boot.annotation.DistributedLockAdvisor;
 import io.dlock.spring.boot.annotation.DistributedLockInterceptor;
+import io.dlock.spring.boot.annotation.LeaderOnlyAdvisor;
+import io.dlock.spring.boot.annotation.LeaderOnlyInterceptor;
 import io.dlock.spring.boot.annotation.ScheduledRunRecorder;
 import io.dlock.spring.boot.internal.LazyLockClient;
+import io.dlock.spring.boot.leader.LeaderElections;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -26,6 +29,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
@@ -38,8 +42,9 @@ import org.springframework.util.StringValueResolver;
 /**
  * Auto-configures a {@link LockClient} from {@code dlock.uri} and the other {@code dlock.*}
  * properties ({@link DLockProperties}), binds the application's Micrometer {@code MeterRegistry} and
- * {@code ObservationRegistry} to it, and applies {@code @DistributedLock}/{@code @ScheduledLock} to
- * bean methods.
+ * {@code ObservationRegistry} to it, applies {@code @DistributedLock}/{@code @ScheduledLock} to
+ * bean methods, and runs the leader elections of {@code @LeaderOnly} methods ({@link
+ * LeaderElections}).
  *
  * <p>The client backs off when the application defines its own {@link LockClient} bean (which the
  * annotations then use) and is not created without {@code dlock.uri}. It is closed when the context
@@ -175,6 +180,76 @@ public class DLockAutoConfiguration {
     @Bean
     public static SmartInitializingSingleton dlockAnnotationCheck(DistributedLockInterceptor interceptor) {
         return interceptor::validate;
+    }
+
+    /**
+     * The application's leader elections, joined when the context has started and left when it
+     * stops: those of {@code @LeaderOnly} methods and of {@link LeaderElections#election}.
+     *
+     * @param client the application's lock client, looked up when an election is made
+     * @param publisher where the elected and revoked events go
+     * @return the elections
+     */
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    @ConditionalOnMissingBean
+    public static LeaderElections dlockLeaderElections(
+            ObjectProvider<LockClient> client, ApplicationEventPublisher publisher) {
+        return new LeaderElections(
+                () -> {
+                    LockClient c = client.getIfUnique();
+                    if (c == null) {
+                        throw new IllegalStateException(
+                                "a leader election needs a LockClient: set dlock.uri or define one LockClient bean");
+                    }
+                    return c;
+                },
+                publisher);
+    }
+
+    /**
+     * The aspect of {@code @LeaderOnly}.
+     *
+     * @param elections where the elections run
+     * @param beanFactory resolves {@code @bean} references in SpEL names
+     * @param environment resolves placeholders in names
+     * @return the interceptor
+     */
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    public static LeaderOnlyInterceptor dlockLeaderOnlyInterceptor(
+            LeaderElections elections, BeanFactory beanFactory, Environment environment) {
+        return new LeaderOnlyInterceptor(elections, values(environment, beanFactory));
+    }
+
+    /**
+     * The advisor that proxies beans with {@code @LeaderOnly} methods.
+     *
+     * @param interceptor the aspect
+     * @return the advisor
+     */
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    public static LeaderOnlyAdvisor dlockLeaderOnlyAdvisor(LeaderOnlyInterceptor interceptor) {
+        return new LeaderOnlyAdvisor(interceptor);
+    }
+
+    /**
+     * Fails the startup when a {@code @LeaderOnly} method has no lock client to elect with.
+     *
+     * @param elections the elections
+     * @param client the application's lock client, if any
+     * @return the check
+     */
+    @Bean
+    public static SmartInitializingSingleton dlockLeaderOnlyCheck(
+            LeaderElections elections, ObjectProvider<LockClient> client) {
+        return () -> {
+            if (!elections.terms().isEmpty() && client.getIfUnique() == null) {
+                throw new IllegalStateException("@LeaderOnly needs a LockClient for elections "
+                        + elections.terms().keySet() + ": set dlock.uri or define one LockClient bean");
+            }
+        };
     }
 
     /** Binds the application's {@code MeterRegistry} to the auto-configured client. */

@@ -9,12 +9,14 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -61,6 +63,8 @@ public final class HealthCheck {
      * @param details the details, unmodifiable
      */
     public record Report(String status, Map<String, Object> details) {}
+
+    private volatile Supplier<? extends Map<String, ?>> extra = Map::of;
 
     /** A probe's result and when it was taken ({@link System#nanoTime()}). */
     private record Probe(Report report, long at) {}
@@ -139,6 +143,30 @@ public final class HealthCheck {
      * @return UP or DOWN, with the backend, the redacted URI and the client's capabilities
      */
     public Report check() {
+        Report r = checkBackend();
+        Map<String, ?> more = extra.get();
+        if (more.isEmpty()) {
+            return r;
+        }
+        Builder b = new Builder(r.status());
+        r.details().forEach(b::detail);
+        more.forEach(b::detail);
+        return b.build();
+    }
+
+    /**
+     * Adds details read on every check (the application's leader elections), after the backend's.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail; a supplier
+     * that throws fails the check it runs in.
+     *
+     * @param details what to add; an empty map adds nothing
+     */
+    public void addDetails(Supplier<? extends Map<String, ?>> details) {
+        extra = Objects.requireNonNull(details, "details");
+    }
+
+    private Report checkBackend() {
         if (client instanceof LazyLockClient lazy
                 && lazy.state() == LazyLockClient.State.CONNECTING
                 && !lazy.awaitFirstAttempt(timeout)) {

@@ -1,0 +1,61 @@
+package io.dlock.spring.boot.leader;
+
+import io.dlock.Lease;
+import org.springframework.context.ApplicationEvent;
+
+/**
+ * This instance's term of an election that {@link LeaderElections} runs ended: lost (the backend
+ * could no longer promise it), given up, or the election closed with the context. Published once
+ * per term, after its {@link LeaderElectedEvent}, on the lock client's listener thread; the term is
+ * already invalid: stop the leader's work.
+ *
+ * <p>Thread-safety: immutable.
+ */
+public final class LeaderRevokedEvent extends ApplicationEvent {
+    private static final long serialVersionUID = 1L;
+
+    private final String election;
+    private final transient Lease term;
+
+    /**
+     * Creates the event.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @param source the elections that published it
+     * @param election the election's name
+     * @param term the term that ended
+     */
+    public LeaderRevokedEvent(LeaderElections source, String election, Lease term) {
+        super(source);
+        this.election = election;
+        this.term = term;
+    }
+
+    /**
+     * The election's name.
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the name
+     */
+    public String election() {
+        return election;
+    }
+
+    /**
+     * The term that ended (no longer valid).
+     *
+     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
+     *
+     * @return the term
+     */
+    public Lease term() {
+        return term;
+    }
+
+    @Override
+    public String toString() {
+        return "LeaderRevokedEvent[" + election + ", term " + term.fencingToken() + "]";
+    }
+}
