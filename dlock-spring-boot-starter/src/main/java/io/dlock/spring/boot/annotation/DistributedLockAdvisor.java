@@ -1,13 +1,6 @@
 package io.dlock.spring.boot.annotation;
 
-import java.lang.reflect.Method;
 import java.util.Set;
-import org.aopalliance.aop.Advice;
-import org.springframework.aop.ClassFilter;
-import org.springframework.aop.Pointcut;
-import org.springframework.aop.support.AbstractPointcutAdvisor;
-import org.springframework.aop.support.StaticMethodMatcherPointcut;
-import org.springframework.core.annotation.AnnotationUtils;
 
 /**
  * Applies {@link DistributedLockInterceptor} to methods annotated with
@@ -16,13 +9,8 @@ import org.springframework.core.annotation.AnnotationUtils;
  *
  * <p>Thread-safety: safe from any thread.
  */
-public final class DistributedLockAdvisor extends AbstractPointcutAdvisor {
+public final class DistributedLockAdvisor extends AnnotationAdvisor {
     private static final long serialVersionUID = 1L;
-    private static final Set<Class<? extends java.lang.annotation.Annotation>> ANNOTATIONS =
-            Set.of(DistributedLock.class, ScheduledLock.class);
-
-    private final transient DistributedLockInterceptor interceptor;
-    private final transient Pointcut pointcut;
 
     /**
      * Creates the advisor.
@@ -32,31 +20,6 @@ public final class DistributedLockAdvisor extends AbstractPointcutAdvisor {
      * @param interceptor the aspect
      */
     public DistributedLockAdvisor(DistributedLockInterceptor interceptor) {
-        this.interceptor = interceptor;
-        this.pointcut = new StaticMethodMatcherPointcut() {
-            {
-                setClassFilter(new ClassFilter() {
-                    @Override
-                    public boolean matches(Class<?> clazz) {
-                        return AnnotationUtils.isCandidateClass(clazz, ANNOTATIONS);
-                    }
-                });
-            }
-
-            @Override
-            public boolean matches(Method method, Class<?> targetClass) {
-                return interceptor.matches(method, targetClass);
-            }
-        };
-    }
-
-    @Override
-    public Pointcut getPointcut() {
-        return pointcut;
-    }
-
-    @Override
-    public Advice getAdvice() {
-        return interceptor;
+        super(interceptor, Set.of(DistributedLock.class, ScheduledLock.class), interceptor::matches);
     }
 }

@@ -1,12 +1,6 @@
 package io.dlock.spring.boot.annotation;
 
-import java.lang.reflect.Method;
-import org.aopalliance.aop.Advice;
-import org.springframework.aop.ClassFilter;
-import org.springframework.aop.Pointcut;
-import org.springframework.aop.support.AbstractPointcutAdvisor;
-import org.springframework.aop.support.StaticMethodMatcherPointcut;
-import org.springframework.core.annotation.AnnotationUtils;
+import java.util.Set;
 
 /**
  * Applies {@link LeaderOnlyInterceptor} to methods annotated with {@link LeaderOnly @LeaderOnly};
@@ -15,11 +9,8 @@ import org.springframework.core.annotation.AnnotationUtils;
  *
  * <p>Thread-safety: safe from any thread.
  */
-public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
+public final class LeaderOnlyAdvisor extends AnnotationAdvisor {
     private static final long serialVersionUID = 1L;
-
-    private final transient LeaderOnlyInterceptor interceptor;
-    private final transient Pointcut pointcut;
 
     /**
      * Creates the advisor.
@@ -29,31 +20,6 @@ public final class LeaderOnlyAdvisor extends AbstractPointcutAdvisor {
      * @param interceptor the aspect
      */
     public LeaderOnlyAdvisor(LeaderOnlyInterceptor interceptor) {
-        this.interceptor = interceptor;
-        this.pointcut = new StaticMethodMatcherPointcut() {
-            {
-                setClassFilter(new ClassFilter() {
-                    @Override
-                    public boolean matches(Class<?> clazz) {
-                        return AnnotationUtils.isCandidateClass(clazz, LeaderOnly.class);
-                    }
-                });
-            }
-
-            @Override
-            public boolean matches(Method method, Class<?> targetClass) {
-                return interceptor.matches(method, targetClass);
-            }
-        };
-    }
-
-    @Override
-    public Pointcut getPointcut() {
-        return pointcut;
-    }
-
-    @Override
-    public Advice getAdvice() {
-        return interceptor;
+        super(interceptor, Set.of(LeaderOnly.class), interceptor::matches);
     }
 }

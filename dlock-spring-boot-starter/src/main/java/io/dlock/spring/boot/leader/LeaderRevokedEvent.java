@@ -1,7 +1,6 @@
 package io.dlock.spring.boot.leader;
 
 import io.dlock.Lease;
-import org.springframework.context.ApplicationEvent;
 
 /**
  * This instance's term of an election that {@link LeaderElections} runs ended: lost (the backend
@@ -11,11 +10,8 @@ import org.springframework.context.ApplicationEvent;
  *
  * <p>Thread-safety: immutable.
  */
-public final class LeaderRevokedEvent extends ApplicationEvent {
+public final class LeaderRevokedEvent extends LeaderEvent {
     private static final long serialVersionUID = 1L;
-
-    private final String election;
-    private final transient Lease term;
 
     /**
      * Creates the event.
@@ -27,35 +23,6 @@ public final class LeaderRevokedEvent extends ApplicationEvent {
      * @param term the term that ended
      */
     public LeaderRevokedEvent(LeaderElections source, String election, Lease term) {
-        super(source);
-        this.election = election;
-        this.term = term;
-    }
-
-    /**
-     * The election's name.
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
-     *
-     * @return the name
-     */
-    public String election() {
-        return election;
-    }
-
-    /**
-     * The term that ended (no longer valid).
-     *
-     * <p>Blocking: never. Thread-safety: safe from any thread. On failure: cannot fail.
-     *
-     * @return the term
-     */
-    public Lease term() {
-        return term;
-    }
-
-    @Override
-    public String toString() {
-        return "LeaderRevokedEvent[" + election + ", term " + term.fencingToken() + "]";
+        super(source, election, term);
     }
 }
