@@ -254,7 +254,8 @@ class PostgresFaultIT extends PostgresTestSupport {
      * The waiter's LISTEN connection goes silent (a NAT dropped its idle flow: the old flow passes
      * nothing and ends with no FIN or RST, new connections work). The listener's probe must find it
      * within connectTimeout (2 s here) + its 0.5 s wait, reconnect on a new flow, and hand-offs to
-     * that client be fast again, not left to the poll (a third of its 30 s lease).
+     * that client be fast again, not left to the poll (a third of its 30 s lease): under 2 s, far
+     * from the poll's 10 s, with room for a loaded machine (566 ms was seen at a load of 11).
      */
     @Test
     void listenConnectionGoesSilent_foundWithinConnectTimeout_handOffsFastAgain() throws Exception {
@@ -276,7 +277,7 @@ class PostgresFaultIT extends PostgresTestSupport {
                     .connect());
             assertThat(handOffMs(holder, waiter, "silent-1"))
                     .as("hand-off before")
-                    .isLessThan(scaledMs(500));
+                    .isLessThan(scaledMs(2_000));
             assertThat(proxy.silenceConnections())
                     .as("open flows silenced (the LISTEN one)")
                     .isGreaterThanOrEqualTo(1);
@@ -287,7 +288,7 @@ class PostgresFaultIT extends PostgresTestSupport {
                     .as(
                             "hand-off %d ms after the LISTEN flow went silent (the poll would take seconds)",
                             scaledMs(4_000))
-                    .isLessThan(scaledMs(500));
+                    .isLessThan(scaledMs(2_000));
         }
     }
 
