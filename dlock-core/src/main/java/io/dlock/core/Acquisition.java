@@ -91,6 +91,17 @@ final class Acquisition {
          * finds its queue by name).
          */
         volatile LocalQueues.@Nullable Queue localQueue;
+        /**
+         * Set when the outcome of this acquisition's request became unknown: the backend had not
+         * answered it within the wait plus connectTimeout, or it failed with no entry known. Only
+         * then does a local waiter behind it, while it is CANCELLED with no entry, hear of an
+         * outage ({@link #localTimeout}); a request merely in flight when its acquisition was
+         * cancelled (a timeout, an interrupt, a cancelled future, a refused hand-off) is the lock
+         * being busy. Never cleared: once the entry is known ({@code entry != null}) it no longer
+         * counts.
+         */
+        volatile boolean outcomeUnknown;
+
         /** A semaphore's permits and total, set at construction; a lock's are 1 and 1. */
         volatile int permits = 1;
 
@@ -366,6 +377,7 @@ final class Acquisition {
             rare().timer = client.schedule(
                     () -> {
                         if (entry == null) {
+                            rare().outcomeUnknown = true; // before the cancel makes it visible
                             cancel(unanswered(backstop));
                             if (entry == null && state == LockState.CANCELLED) {
                                 // The request is still unanswered (a partition; the protocol may retry for
@@ -404,7 +416,11 @@ final class Acquisition {
     /**
      * Why a local waiter's wait ended. Behind a carrier that gave up on a backend that never answered
      * it (and still waits for that reply to withdraw its request), the lock is not known to be busy:
-     * that is an outage, as for the carrier itself.
+     * that is an outage, as for the carrier itself. A carrier that is CANCELLED with no entry for any
+     * other reason is not one: its request is in flight on a healthy connection (its own wait ended,
+     * or it was interrupted or cancelled, before the reply came), or it is a waiter cancelled just as
+     * a hand-off claimed it, which stays the carrier until the hand-off moves on to the next waiter;
+     * either way the lock is busy. Only {@link Rare#outcomeUnknown} tells the two apart.
      */
     private RuntimeException localTimeout() {
         if (client.connectionDown()) {
@@ -419,7 +435,10 @@ final class Acquisition {
                 carrier = q.carrier;
             }
         }
-        if (carrier != null && carrier.entry == null && carrier.state == LockState.CANCELLED) {
+        if (carrier != null
+                && carrier.entry == null
+                && carrier.state == LockState.CANCELLED
+                && carrier.outcomeUnknown()) {
             return new LockBackendException(
                     name,
                     client.backendName,
@@ -428,6 +447,12 @@ final class Acquisition {
                     null);
         }
         return timedOut();
+    }
+
+    /** Whether this acquisition's request went unanswered or failed unseen (see {@link Rare#outcomeUnknown}). */
+    private boolean outcomeUnknown() {
+        Rare r = rare;
+        return r != null && r.outcomeUnknown;
     }
 
     /** A local waiter whose turn came to stand in the backend queue (claimed as PROMOTED). */
@@ -636,6 +661,11 @@ final class Acquisition {
                         || error instanceof IllegalArgumentException
                 ? error
                 : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
+        if (lostEntry == null) {
+            // The enqueue failed: whether it made an entry is unknown until cleanupUnknownEntry
+            // looks. Recorded before the cancel makes it visible to local waiters (localTimeout).
+            rare().outcomeUnknown = true;
+        }
         cancelFrom(LockState.QUEUED, cause);
         if (state != LockState.CANCELLED) {
             return;

@@ -18,10 +18,15 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
+import java.util.function.BiConsumer;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -179,6 +184,105 @@ public interface ExclusiveLockContract extends LockFixture {
             assertThat(entries("busy")).hasSize(1);
             assertThat(held.isValid()).isTrue();
         }
+    }
+
+    /**
+     * Busy is not an outage: eight threads of one client (local queueing on, its default) make
+     * zero-wait attempts, {@code tryAcquire} and {@code acquireAsync} in turn, on one lock while two
+     * threads of a second client (each on the server) take it and hold it briefly. On a healthy
+     * server every attempt is a grant, an empty {@code Optional} or a {@link LockTimeoutException};
+     * a {@link io.dlock.LockBackendException} (or anything else) fails the test, and so does an
+     * overlap. Bounded: at most 150 attempts per thread and about three seconds.
+     */
+    @Test
+    default void acquireZeroWait_manyThreadsOfOneClientOnAContendedLock_busyIsNeverABackendFailure() throws Exception {
+        LockClient mine = newClient();
+        LockClient other = client(LockFixture.options(patient(), "localQueueing=false"));
+        MutualExclusionChecker checker = new MutualExclusionChecker();
+        List<Throwable> failures = new CopyOnWriteArrayList<>();
+        AtomicInteger granted = new AtomicInteger();
+        AtomicInteger busy = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        long end = System.nanoTime() + Timing.scale(Duration.ofSeconds(3)).toNanos();
+        BiConsumer<String, Lease> hold = (who, lease) -> {
+            try (lease) {
+                checker.enter(who);
+                checker.incrementUnsafely();
+                Thread.yield(); // briefly, so that the others find it busy
+                checker.exit(who);
+                granted.incrementAndGet();
+            }
+        };
+        ExecutorService pool = Executors.newFixedThreadPool(10);
+        try {
+            List<Future<?>> contenders = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                String who = "other-" + t;
+                contenders.add(pool.submit(() -> {
+                    while (!stop.get()) {
+                        try {
+                            other.lock("zero-wait")
+                                    .tryAcquire(Duration.ofMillis(5))
+                                    .ifPresent(l -> hold.accept(who, l));
+                        } catch (RuntimeException e) {
+                            failures.add(e);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            List<Future<?>> attempts = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                String who = "mine-" + t;
+                attempts.add(pool.submit(() -> {
+                    for (int i = 0; i < 150 && System.nanoTime() - end < 0; i++) {
+                        try {
+                            Optional<Lease> got;
+                            if (i % 2 == 0) {
+                                got = mine.lock("zero-wait").tryAcquire(Duration.ZERO);
+                            } else {
+                                try {
+                                    got = Optional.of(mine.lock("zero-wait")
+                                            .acquireAsync(Duration.ZERO)
+                                            .get(30, TimeUnit.SECONDS));
+                                } catch (ExecutionException e) {
+                                    if (!(e.getCause() instanceof LockTimeoutException)) {
+                                        throw e.getCause();
+                                    }
+                                    got = Optional.empty();
+                                }
+                            }
+                            if (got.isPresent()) {
+                                hold.accept(who, got.get());
+                            } else {
+                                busy.incrementAndGet();
+                            }
+                        } catch (Throwable e) {
+                            failures.add(e);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : attempts) {
+                f.get(Timing.scale(Duration.ofSeconds(60)).toMillis(), TimeUnit.MILLISECONDS);
+            }
+            stop.set(true);
+            for (Future<?> f : contenders) {
+                f.get(Timing.scale(Duration.ofSeconds(30)).toMillis(), TimeUnit.MILLISECONDS);
+            }
+        } finally {
+            stop.set(true);
+            pool.shutdownNow();
+        }
+        assertThat(failures)
+                .as("a busy lock on a healthy server is busy, never a backend failure")
+                .isEmpty();
+        assertThat(checker.violations()).as("%s", checker.firstViolation()).isZero();
+        assertThat(checker.counter()).isEqualTo(granted.get());
+        assertThat(busy.get()).as("the lock was contended").isPositive();
+        await().atMost(Timing.scale(Duration.ofSeconds(10)))
+                .until(() -> entries("zero-wait").isEmpty());
     }
 
     @Test
