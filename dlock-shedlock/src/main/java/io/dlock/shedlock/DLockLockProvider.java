@@ -43,8 +43,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #lock} makes one attempt without waiting ({@code acquireAsync(Duration.ZERO)}); a
  *       lock held elsewhere, by another node or by another task of this one, is an empty result, so
  *       ShedLock skips the run. While this provider holds a name, or its own attempt for it is in
- *       flight, another attempt for that name is answered at once without a backend call (so use
- *       one provider per client). A backend that cannot be reached is a {@link LockBackendException},
+ *       flight, another attempt for that name is answered at once without a backend call. A
+ *       backend that cannot be reached is a {@link LockBackendException},
  *       never an empty result: ShedLock passes it to the scheduler, which logs it.
  *   <li>{@code lockAtMostFor}, counted from the {@code lock} call on a monotonic clock: a task that
  *       still runs then loses the lock (the provider releases the lease, which turns invalid). A
