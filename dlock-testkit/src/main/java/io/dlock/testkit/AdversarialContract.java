@@ -355,7 +355,8 @@ public interface AdversarialContract extends LockFixture {
                     .isEmpty();
         }
         await().atMost(Timing.scale(crashReleaseBound().multipliedBy(2)))
-                .until(() -> entries("mixed").isEmpty());
+                .untilAsserted(
+                        () -> assertThat(entries("mixed")).as("entries left").isEmpty());
     }
 
     // ---- namespaces
