@@ -328,7 +328,7 @@ class TortureParsingTest {
         assertThat(Primitive.parse("multi").capability()).isEqualTo(io.dlock.Capability.MULTI_LOCK);
         assertThatThrownBy(() -> Primitive.parse("mutex"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("must be exclusive, read-write, semaphore or multi, was 'mutex'");
+                .hasMessageContaining("must be exclusive, read-write, semaphore, multi or election, was 'mutex'");
         assertThatThrownBy(() -> config(true).with(Primitive.READ_WRITE, 101, 1, 3))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> config(true).with(Primitive.MULTI, 50, 1, 9))
