@@ -33,9 +33,11 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>With {@code --primitive election}, a candidate on Curator's {@code LeaderLatch}, as its
  * documentation shows: {@code start()}, {@code await(time, unit)}, {@code hasLeadership()} and a
- * {@code LeaderLatchListener}. A term is numbered by the sequence number of the latch's own node
- * (the lowest leads; a new node is numbered above every node of the latch so far), which a user
- * can pass to a resource as a fencing token; the run fences with it.
+ * {@code LeaderLatchListener}. Curator gives a term no number; the run numbers it by the creation
+ * zxid of the latch's own node (the lowest node leads), which a user can read and pass to a
+ * resource as a fencing token, and fences with it. Not by the node's sequence number: that counts
+ * from the parent's child changes, and the parent is a container node ZooKeeper deletes once it is
+ * empty (after every candidate's session expired in a server restart), so the numbers start again.
  *
  * <p>Thread-safety: a process entry point.
  */
@@ -91,6 +93,7 @@ public final class CuratorTortureWorker {
         private final CuratorFramework client;
         private final LeaderLatch latch;
         private volatile long term = -1;
+        private @Nullable String numbered; // the node whose number `term` is, read once per node
 
         private LatchAnchor(CuratorFramework client, String lock, String id) {
             this.client = client;
@@ -131,8 +134,15 @@ public final class CuratorTortureWorker {
             if (node == null || !latch.hasLeadership() || !node.equals(latch.getOurPath())) {
                 return Optional.empty(); // the latch moved on between the calls
             }
-            long number = Long.parseLong(node.substring(node.length() - 10)); // the sequence suffix
-            term = number;
+            if (!node.equals(numbered)) {
+                Stat stat = client.checkExists().forPath(node);
+                if (stat == null) {
+                    return Optional.empty(); // deleted meanwhile: the latch will reset
+                }
+                term = stat.getCzxid();
+                numbered = node;
+            }
+            long number = term;
             return Optional.of(new TortureWorker.AnchorTerm() {
                 @Override
                 public long token() {

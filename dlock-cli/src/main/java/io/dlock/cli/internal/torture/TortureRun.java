@@ -616,7 +616,11 @@ public final class TortureRun {
         Injected done = fault.done();
         FaultKind kind = fault.kind();
         long at = fault.at();
-        long blocked = recovery < 0 ? -1 : firstNewerWrite(done.start());
+        long blocked = recovery < 0
+                ? -1
+                : config.primitive() == Primitive.ELECTION && kind == FaultKind.SERVER_RESTART
+                        ? longestGap(done.start(), done.clearedAt() + recovery * 1_000_000)
+                        : firstNewerWrite(done.start());
         FaultRecord record = new FaultRecord(
                 kind,
                 done.target(),
@@ -954,6 +958,27 @@ public final class TortureRun {
             }
         }
         return -1;
+    }
+
+    /**
+     * An election's time without a leader through a server restart: the longest stretch without an
+     * accepted write from {@code since} until {@code until} (the recovery). A leader whose term
+     * outlives the outage keeps writing from the start of it, so the time to the first write says
+     * nothing; the gap is where no leader acted.
+     */
+    private long longestGap(Mark since, long until) {
+        long last = since.nanoTime();
+        long longest = 0;
+        for (FencedStore.Access a : store.accesses(since.accesses())) {
+            if (a.nanoTime() - until > 0) {
+                break;
+            }
+            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.nanoTime() - last > 0) {
+                longest = Math.max(longest, a.nanoTime() - last);
+                last = a.nanoTime();
+            }
+        }
+        return Math.max(longest, until - last) / 1_000_000;
     }
 
     /**
