@@ -407,8 +407,8 @@ public record TortureResult(
         if (config.primitive() == Primitive.ELECTION) {
             t.append(String.format(
                     Locale.ROOT,
-                    "%ntime without a leader (from the fault to the next leader's first write), against the"
-                            + " crash-release bound (%s %d ms):%n",
+                    "%ntime without a leader (the longest stretch without an accepted write, from the fault"
+                            + " until recovery), against the crash-release bound (%s %d ms):%n",
                     backend.equals("zookeeper") ? "session timeout" : "lease time",
                     config.sessionTimeout().toMillis()));
             t.append(String.format(Locale.ROOT, "%-16s %13s %13s%n", "fault", "median", "max"));

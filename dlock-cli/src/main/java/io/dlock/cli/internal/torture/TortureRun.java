@@ -618,7 +618,7 @@ public final class TortureRun {
         long at = fault.at();
         long blocked = recovery < 0
                 ? -1
-                : config.primitive() == Primitive.ELECTION && kind == FaultKind.SERVER_RESTART
+                : config.primitive() == Primitive.ELECTION
                         ? longestGap(done.start(), done.clearedAt() + recovery * 1_000_000)
                         : firstNewerWrite(done.start());
         FaultRecord record = new FaultRecord(
@@ -961,10 +961,11 @@ public final class TortureRun {
     }
 
     /**
-     * An election's time without a leader through a server restart: the longest stretch without an
-     * accepted write from {@code since} until {@code until} (the recovery). A leader whose term
-     * outlives the outage keeps writing from the start of it, so the time to the first write says
-     * nothing; the gap is where no leader acted.
+     * An election's time without a leader through a fault: the longest stretch without an accepted
+     * write from {@code since} until {@code until} (the recovery). After a kill or a pause of the
+     * leader that is the time to the next leader's first write; a leader cut off, or one whose term
+     * outlives a server's outage, keeps writing for a while after the fault began, so the time to the
+     * first write would say nothing: the gap is where no leader acted.
      */
     private long longestGap(Mark since, long until) {
         long last = since.nanoTime();
