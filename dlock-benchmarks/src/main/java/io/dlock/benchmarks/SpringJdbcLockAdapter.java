@@ -1,12 +1,6 @@
 package io.dlock.benchmarks;
 
 import com.zaxxer.hikari.HikariDataSource;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import org.springframework.integration.jdbc.lock.DefaultLockRepository;
 import org.springframework.integration.jdbc.lock.JdbcLockRegistry;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -27,7 +21,7 @@ final class SpringJdbcLockAdapter implements BenchClient {
     SpringJdbcLockAdapter(String jdbcUrl) {
         this.pool = SqlPool.open(jdbcUrl, 10, "spring-jdbc-lock");
         try {
-            createTable(SqlPool.mariadb(jdbcUrl) ? "mysql" : "postgresql");
+            SqlPool.createSpringLockTable(pool, jdbcUrl);
             this.repository = new DefaultLockRepository(pool);
             repository.setTransactionManager(new DataSourceTransactionManager(pool));
             repository.afterPropertiesSet();
@@ -36,32 +30,6 @@ final class SpringJdbcLockAdapter implements BenchClient {
         } catch (RuntimeException e) {
             pool.close();
             throw e;
-        }
-    }
-
-    private void createTable(String db) {
-        String path = "org/springframework/integration/jdbc/schema-" + db + ".sql";
-        String ddl;
-        try (InputStream in = DefaultLockRepository.class.getClassLoader().getResourceAsStream(path)) {
-            if (in == null) {
-                throw new IllegalStateException("spring-integration-jdbc has no " + path);
-            }
-            ddl = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-        int start = ddl.indexOf("CREATE TABLE INT_LOCK");
-        int end = ddl.indexOf(';', start);
-        String create =
-                ddl.substring(start, end).replace("CREATE TABLE INT_LOCK", "CREATE TABLE IF NOT EXISTS INT_LOCK");
-        try (Connection c = pool.getConnection();
-                Statement s = c.createStatement()) {
-            s.execute(create);
-        } catch (SQLException e) {
-            if (!String.valueOf(e.getSQLState()).startsWith("23")
-                    && !String.valueOf(e.getSQLState()).equals("42P07")) {
-                throw new IllegalStateException("cannot create INT_LOCK: " + e, e); // else: a racing worker made it
-            }
         }
     }
 

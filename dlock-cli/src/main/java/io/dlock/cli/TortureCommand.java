@@ -76,7 +76,7 @@ public final class TortureCommand implements Callable<Integer> {
             description =
                     "embedded (a ZooKeeper the torture starts), embedded:zookeeper, embedded:zookeeper-ensemble"
                             + " (3 servers; server-restart kills the leader), embedded:redis, embedded:redis-volatile"
-                            + " (no persistence), embedded:etcd, embedded:postgres, embedded:memcached, or"
+                            + " (no persistence), embedded:etcd, embedded:postgres, embedded:mariadb, embedded:memcached, or"
                             + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
     private String uri;
 
@@ -87,7 +87,8 @@ public final class TortureCommand implements Callable<Integer> {
             description = "What the workers take: exclusive (one lock), read-write (read or write locks, see"
                     + " --read-percent; readers may overlap readers, never a writer), semaphore (one permit each"
                     + " of --permits; never more inside) or multi (a multi-lock over --parts names, each part's"
-                    + " store fenced with that part's token). The backend must support it"
+                    + " store fenced with that part's token) or election (each worker a candidate; the leader"
+                    + " writes with its term number). The backend must support it"
                     + " (default: ${DEFAULT-VALUE}).")
     private String primitive;
 
@@ -122,9 +123,11 @@ public final class TortureCommand implements Callable<Integer> {
             names = "--library",
             paramLabel = "LIB",
             defaultValue = "dlock",
-            description = "Whose lock the workers take: dlock, or for comparison curator (InterProcessMutex, on"
-                    + " ZooKeeper) or redisson (RLock, on Redis); the last two need the anchors' jar:"
-                    + " ./dlock torture --library ... runs from dlock-benchmarks (default: ${DEFAULT-VALUE}).")
+            description = "Whose lock the workers take: dlock, or for comparison curator (InterProcessMutex, or"
+                    + " LeaderLatch with --primitive election, on ZooKeeper), redisson (RLock, on Redis) or spring"
+                    + " (LockRegistryLeaderInitiator on a JdbcLockRegistry, --primitive election --no-fenced, on"
+                    + " PostgreSQL); these need the anchors' jar: ./dlock torture --library ... runs from"
+                    + " dlock-benchmarks (default: ${DEFAULT-VALUE}).")
     private String library;
 
     @Option(
@@ -355,8 +358,16 @@ public final class TortureCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw bad("--library", e.getMessage());
         }
-        if (lib != Library.DLOCK && chosen != Primitive.EXCLUSIVE) {
-            throw bad("--library", lib.cliName() + " workers take an exclusive lock only; drop --primitive");
+        if (!lib.primitives().contains(chosen)) {
+            throw bad(
+                    "--library",
+                    lib.cliName() + " workers take " + lib.primitivesText() + ", not --primitive " + chosen.cliName());
+        }
+        if (lib == Library.SPRING && fenced) {
+            throw bad(
+                    "--fenced",
+                    "spring's leader election has no term number to fence with: run it with --no-fenced (the"
+                            + " store then refuses nothing and counts the overlaps and stale writes it let through)");
         }
         if (readPercent < 0 || readPercent > 100) {
             throw bad("--read-percent", "must be between 0 and 100, was " + readPercent);

@@ -44,11 +44,11 @@ class TortureCommandTest {
                 "--server-downtime|soon|Invalid value for option '--server-downtime': 'soon' is not a duration or MIN..MAX",
                 "--server-downtime|1s..2s..3s|'1s..2s..3s' is not a duration or MIN..MAX",
                 "--network|wifi|Invalid value for option '--network': must be auto, iptables or proxy, was 'wifi'",
-                "--primitive|mutex|Invalid value for option '--primitive': must be exclusive, read-write, semaphore or multi, was 'mutex'",
+                "--primitive|mutex|Invalid value for option '--primitive': must be exclusive, read-write, semaphore, multi or election, was 'mutex'",
                 "--read-percent|101|Invalid value for option '--read-percent': must be between 0 and 100, was 101",
                 "--permits|0|Invalid value for option '--permits': must be between 1 and 16, was 0",
                 "--parts|9|Invalid value for option '--parts': must be between 1 and 8, was 9",
-                "--library|hazelcast|Invalid value for option '--library': must be dlock, curator or redisson, was 'hazelcast'",
+                "--library|hazelcast|Invalid value for option '--library': must be dlock, curator, redisson or spring, was 'hazelcast'",
             })
     void torture_invalidOption_usageErrorNamingIt(String option, String value, String message) {
         String[] args = option.equals("--uri") && value.startsWith("zookeeper://")
@@ -67,7 +67,18 @@ class TortureCommandTest {
 
         assertThat(status).isEqualTo(CommandLine.ExitCode.USAGE);
         assertThat(err.toString())
-                .contains("Invalid value for option '--library': curator workers take an exclusive lock only");
+                .contains("Invalid value for option '--library': curator workers take --primitive exclusive or"
+                        + " election, not --primitive read-write");
+    }
+
+    @Test
+    void torture_springWithExclusivePrimitive_usageError() {
+        int status = execute("torture", "--library", "spring", "--uri", "embedded:postgres");
+
+        assertThat(status).isEqualTo(CommandLine.ExitCode.USAGE);
+        assertThat(err.toString())
+                .contains("Invalid value for option '--library': spring workers take --primitive election, not"
+                        + " --primitive exclusive");
     }
 
     @Test

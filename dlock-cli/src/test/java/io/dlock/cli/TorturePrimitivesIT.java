@@ -10,9 +10,11 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Read-write locks, semaphores and multi-locks under every fault kind, on ZooKeeper and Redis.
+ * Read-write locks, semaphores and multi-locks under every fault kind, on ZooKeeper and Redis; leader
+ * elections under pauses and kills of the leader on every backend.
  */
 @Tag("torture")
 class TorturePrimitivesIT {
@@ -82,5 +84,58 @@ class TorturePrimitivesIT {
             assertThat(number(json, kind)).as("%s injected\n%s", kind, output).isPositive();
         }
         assertThat(json).as(output).contains("\"passed\":true");
+    }
+
+    /**
+     * A leader election on every backend: the leader is paused past its session (lease) and killed
+     * while it writes, short (20 s, 1 s sessions: one pause and one kill). At most one term is valid
+     * at a time (no interleaved accepted terms, no term refused while its leader called it valid),
+     * terms rise, the paused leader's late write is refused, and a new leader writes within the
+     * crash-release bound plus the margin after each fault.
+     */
+    @ParameterizedTest(name = "election on {0}")
+    @ValueSource(
+            strings = {
+                "embedded",
+                "embedded:redis",
+                "embedded:postgres",
+                "embedded:mariadb",
+                "embedded:etcd",
+                "embedded:memcached"
+            })
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void torture_electionLeaderPausedAndKilled_oneValidTermAtATime(String uri) {
+        Run run = torture(
+                "--uri",
+                uri,
+                "--primitive",
+                "election",
+                "--workers",
+                "3",
+                "--duration",
+                "20s",
+                "--faults",
+                "pause,kill",
+                "--session-timeout",
+                "1s",
+                // Memcached: a dead leader's key lives the lease rounded up to a second, plus one.
+                "--recovery-margin",
+                uri.endsWith(":memcached") ? "3s" : "2s",
+                "--seed",
+                "7",
+                "--report",
+                "none");
+
+        String json = TortureRuns.assertPassedFenced(run);
+        String output = run.output();
+        assertThat(json).as(output).contains("\"primitive\":\"election\"");
+        assertThat(number(json, "terms")).as(output).isGreaterThanOrEqualTo(2);
+        assertThat(number(json, "termsNotRising")).as(output).isZero();
+        assertThat(number(json, "overlappingValidTerms")).as(output).isZero();
+        assertThat(number(json, "acceptedOverlaps")).as(output).isZero();
+        assertThat(number(json, "refusedWhileValid")).as(output).isZero();
+        assertThat(number(json, "stuckWorkers")).as(output).isZero();
+        assertThat(number(json, "pause")).as(output).isPositive();
+        assertThat(number(json, "kill")).as(output).isPositive();
     }
 }

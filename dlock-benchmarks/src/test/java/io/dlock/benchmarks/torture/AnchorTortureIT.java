@@ -11,6 +11,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
 /**
@@ -53,6 +55,51 @@ class AnchorTortureIT {
         assertThat(stale).as(output).isPositive();
         assertThat(json).as(output).contains("\"staleAcceptedByFault\":{\"pause\":" + stale + "}");
         assertThat(number(json, "leftovers")).as(output).isZero();
+        assertThat(number(json, "stuckWorkers")).as(output).isZero();
+    }
+
+    /**
+     * The election anchors run the election torture: Curator's {@code LeaderLatch} fenced by its
+     * node's sequence number, Spring's {@code LockRegistryLeaderInitiator} on PostgreSQL unfenced
+     * (it has no term number). A leader is paused and killed; the figures are the run's to report,
+     * so only that it ran and counted is asserted (and, fenced, that the fence held).
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"curator, embedded, --fenced", "spring, embedded:postgres, --no-fenced"})
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void torture_electionAnchorUnderPauseAndKill_countsTermsAndOverlaps(String library, String uri, String fencing) {
+        Run run = torture(
+                "--library",
+                library,
+                "--primitive",
+                "election",
+                "--uri",
+                uri,
+                "--workers",
+                "3",
+                "--duration",
+                "20s",
+                "--faults",
+                "pause,kill",
+                fencing,
+                "--session-timeout",
+                "1s",
+                "--seed",
+                "7",
+                "--report",
+                "none");
+
+        String output = run.output();
+        assertThat(output).contains(library + " workers (for comparison)");
+        String json = run.json();
+        assertThat(json).as(output).contains("\"library\":\"" + library + "\"", "\"primitive\":\"election\"");
+        assertThat(number(json, "operations")).as(output).isPositive();
+        assertThat(number(json, "terms")).as(output).isGreaterThanOrEqualTo(2);
+        assertThat(number(json, "kill")).as(output).isPositive();
+        assertThat(number(json, "overlappingValidTerms")).as(output).isNotNegative();
+        if (fencing.equals("--fenced")) {
+            assertThat(number(json, "staleWritesAccepted")).as(output).isZero();
+        }
         assertThat(number(json, "stuckWorkers")).as(output).isZero();
     }
 

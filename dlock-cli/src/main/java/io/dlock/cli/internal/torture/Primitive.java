@@ -19,7 +19,13 @@ public enum Primitive {
     /** A semaphore: the store checks that never more than the permits are inside. */
     SEMAPHORE("semaphore", Capability.SEMAPHORE),
     /** A multi-lock over several names: every part's store sees fenced writes with that part's token. */
-    MULTI("multi", Capability.MULTI_LOCK);
+    MULTI("multi", Capability.MULTI_LOCK),
+    /**
+     * A leader election: each worker is one candidate; while it holds a valid term it
+     * read-modify-writes the fenced store with the term number, and it keeps candidating after a
+     * term ends. The store's sections are terms (a worker and its term number).
+     */
+    ELECTION("election", Capability.EXCLUSIVE);
 
     private final String cliName;
     private final Capability capability;
@@ -52,7 +58,8 @@ public enum Primitive {
      *
      * <p>On failure: {@link IllegalArgumentException} naming the accepted values.
      *
-     * @param text {@code exclusive}, {@code read-write}, {@code semaphore} or {@code multi}
+     * @param text {@code exclusive}, {@code read-write}, {@code semaphore}, {@code multi} or {@code
+     *     election}
      * @return the primitive
      * @throws IllegalArgumentException for any other text
      */
@@ -63,6 +70,7 @@ public enum Primitive {
                 return p;
             }
         }
-        throw new IllegalArgumentException("must be exclusive, read-write, semaphore or multi, was '" + text + "'");
+        throw new IllegalArgumentException(
+                "must be exclusive, read-write, semaphore, multi or election, was '" + text + "'");
     }
 }

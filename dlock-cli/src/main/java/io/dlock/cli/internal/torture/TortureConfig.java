@@ -97,9 +97,9 @@ public record TortureConfig(
         }
         Objects.requireNonNull(primitive, "primitive");
         Objects.requireNonNull(library, "library");
-        if (library != Library.DLOCK && primitive != Primitive.EXCLUSIVE) {
+        if (!library.primitives().contains(primitive)) {
             throw new IllegalArgumentException(
-                    library.cliName() + " workers take an exclusive lock only, not " + primitive.cliName());
+                    library.cliName() + " workers take " + library.primitivesText() + ", not " + primitive.cliName());
         }
         if (readPercent < 0 || readPercent > 100) {
             throw new IllegalArgumentException("readPercent must be 0 to 100, was " + readPercent);

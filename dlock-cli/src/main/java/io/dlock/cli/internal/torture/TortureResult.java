@@ -40,6 +40,7 @@ import org.jspecify.annotations.Nullable;
  *     none} before the first fault); empty when there were none or for a semaphore's journal
  * @param skippedWrites writes the workers skipped because {@code isValid()} said the lease was gone
  *     ({@code --check-valid})
+ * @param terms for an election, the terms the workers led; {@link Terms#NONE} otherwise
  */
 public record TortureResult(
         TortureConfig config,
@@ -58,7 +59,53 @@ public record TortureResult(
         Duration elapsed,
         OccupancyStore.@Nullable Report occupancy,
         Map<String, Long> staleByFault,
-        long skippedWrites) {
+        long skippedWrites,
+        Terms terms) {
+
+    /**
+     * The terms of an election run ({@code --primitive election}), from the workers' {@code ELECTED}
+     * lines and the store.
+     *
+     * @param elected terms the workers led (one {@code ELECTED} line each)
+     * @param notRising terms whose number was not above every term elected before it (by when each
+     *     leader began to write; a number elected twice counts): must be 0
+     * @param overlappingValid terms that wrote while another's term was valid: sections of accepted
+     *     accesses interleaved in the store, plus terms the store refused while the worker still
+     *     called them valid
+     */
+    public record Terms(long elected, long notRising, long overlappingValid) {
+        /** Not an election. */
+        public static final Terms NONE = new Terms(0, 0, 0);
+
+        /**
+         * Reads the terms from the workers' lines: {@code ELECTED <term> <nanoTime>}, and {@code
+         * REFUSED <kind> <term> true} for a term refused while valid.
+         */
+        static Terms of(Map<String, List<String>> workerLines, FencingChecker.Report check) {
+            List<long[]> elected = new ArrayList<>(); // {nanoTime, term}
+            java.util.Set<String> refusedValid = new java.util.HashSet<>();
+            for (Map.Entry<String, List<String>> worker : workerLines.entrySet()) {
+                for (String line : worker.getValue()) {
+                    String[] f = line.split(" ");
+                    if (f[0].equals(TortureWorker.ELECTED) && f.length == 3) {
+                        elected.add(new long[] {Long.parseLong(f[2]), Long.parseLong(f[1])});
+                    } else if (f[0].equals(TortureWorker.REFUSED) && f.length == 4 && f[3].equals("true")) {
+                        refusedValid.add(worker.getKey() + " " + f[2]);
+                    }
+                }
+            }
+            elected.sort((a, b) -> Long.compare(a[0] - b[0], 0));
+            long notRising = 0;
+            long highest = Long.MIN_VALUE;
+            for (long[] e : elected) {
+                if (e[1] <= highest) {
+                    notRising++;
+                }
+                highest = Math.max(highest, e[1]);
+            }
+            return new Terms(elected.size(), notRising, check.acceptedOverlaps() + refusedValid.size());
+        }
+    }
 
     /** Copies the map. */
     public TortureResult {
@@ -89,7 +136,8 @@ public record TortureResult(
                 elapsed,
                 occupancy,
                 byFault,
-                skippedWrites);
+                skippedWrites,
+                terms);
     }
 
     /**
@@ -212,6 +260,16 @@ public record TortureResult(
         if (!leftovers.isEmpty()) {
             problems.add(leftovers.size() + " queue entries left behind: " + leftovers);
         }
+        Terms terms = Terms.NONE;
+        if (config.primitive() == Primitive.ELECTION) {
+            terms = Terms.of(workerLines, check);
+            if (terms.elected() == 0) {
+                problems.add("no candidate was elected: the workload did not run");
+            }
+            if (terms.notRising() > 0 && config.library() == Library.DLOCK) {
+                problems.add(terms.notRising() + " terms not above every term elected before them");
+            }
+        }
         return new TortureResult(
                 config,
                 backend,
@@ -229,7 +287,8 @@ public record TortureResult(
                 elapsed,
                 occupancy,
                 Map.of(),
-                skipped);
+                skipped,
+                terms);
     }
 
     /**
@@ -275,14 +334,15 @@ public record TortureResult(
     }
 
     /** Recovery figures of one fault kind. */
-    private record Recovery(int count, int recovered, long p50, long max, long blockedMax, int cutShort) {}
+    private record Recovery(
+            int count, int recovered, long p50, long max, long blockedP50, long blockedMax, int cutShort) {}
 
     private Map<FaultKind, Recovery> recoveries() {
         Map<FaultKind, Recovery> byKind = new EnumMap<>(FaultKind.class);
         for (FaultKind kind : FaultKind.values()) {
             List<Long> times = new ArrayList<>();
             int count = 0;
-            long blockedMax = -1;
+            List<Long> blocked = new ArrayList<>();
             int cutShort = 0;
             for (FaultRecord f : faults) {
                 if (f.kind() == kind) {
@@ -290,7 +350,9 @@ public record TortureResult(
                     if (f.cutShort() && !f.recoveredInTime()) {
                         cutShort++;
                     }
-                    blockedMax = Math.max(blockedMax, f.blockedMillis());
+                    if (f.blockedMillis() >= 0) {
+                        blocked.add(f.blockedMillis());
+                    }
                     if (f.recoveryMillis() >= 0) {
                         times.add(f.recoveryMillis());
                     }
@@ -299,7 +361,10 @@ public record TortureResult(
             times.sort(null);
             long p50 = times.isEmpty() ? -1 : times.get((times.size() - 1) / 2);
             long max = times.isEmpty() ? -1 : times.get(times.size() - 1);
-            byKind.put(kind, new Recovery(count, times.size(), p50, max, blockedMax, cutShort));
+            blocked.sort(null);
+            long blockedP50 = blocked.isEmpty() ? -1 : blocked.get((blocked.size() - 1) / 2);
+            long blockedMax = blocked.isEmpty() ? -1 : blocked.get(blocked.size() - 1);
+            byKind.put(kind, new Recovery(count, times.size(), p50, max, blockedP50, blockedMax, cutShort));
         }
         return byKind;
     }
@@ -339,7 +404,31 @@ public record TortureResult(
                     ms(config.recoveryBound(e.getKey()).toMillis()),
                     ms(r.blockedMax())));
         }
+        if (config.primitive() == Primitive.ELECTION) {
+            t.append(String.format(
+                    Locale.ROOT,
+                    "%ntime without a leader (the longest stretch without an accepted write, from the fault"
+                            + " until recovery), against the crash-release bound (%s %d ms):%n",
+                    backend.equals("zookeeper") ? "session timeout" : "lease time",
+                    config.sessionTimeout().toMillis()));
+            t.append(String.format(Locale.ROOT, "%-16s %13s %13s%n", "fault", "median", "max"));
+            for (Map.Entry<FaultKind, Recovery> e : recoveries().entrySet()) {
+                if (e.getValue().count() > 0) {
+                    t.append(String.format(
+                            Locale.ROOT,
+                            "%-16s %13s %13s%n",
+                            e.getKey().cliName(),
+                            ms(e.getValue().blockedP50()),
+                            ms(e.getValue().blockedMax())));
+                }
+            }
+        }
         t.append(System.lineSeparator());
+        if (config.primitive() == Primitive.ELECTION) {
+            row(t, "terms elected", terms.elected());
+            row(t, "terms not rising", terms.notRising());
+            row(t, "overlapping valid terms", terms.overlappingValid());
+        }
         String mode = config.fenced() ? "" : " (unfenced: expected)";
         row(t, "operations (writes accepted)", check.acceptedWrites());
         row(t, "critical sections seen by the store", check.sections());
@@ -417,6 +506,14 @@ public record TortureResult(
             case SEMAPHORE -> field(j, "permits", Integer.toString(config.permits()))
                     .append(',');
             case MULTI -> field(j, "parts", Integer.toString(config.parts())).append(',');
+            case ELECTION -> field(
+                            j,
+                            "election",
+                            "{\"terms\":" + terms.elected() + ",\"termsNotRising\":" + terms.notRising()
+                                    + ",\"overlappingValidTerms\":" + terms.overlappingValid()
+                                    + ",\"crashReleaseBoundMs\":"
+                                    + config.sessionTimeout().toMillis() + "}")
+                    .append(',');
             case EXCLUSIVE -> {}
         }
         field(j, "server", quote(description)).append(',');
@@ -455,7 +552,8 @@ public record TortureResult(
                     e.getKey().cliName(),
                     "{\"recovered\":" + r.recovered() + ",\"inBound\":" + inBound(e.getKey()) + ",\"cutShort\":"
                             + r.cutShort() + ",\"p50\":" + r.p50() + ",\"max\":" + r.max() + ",\"boundMs\":"
-                            + config.recoveryBound(e.getKey()).toMillis() + ",\"blockedMax\":" + r.blockedMax()
+                            + config.recoveryBound(e.getKey()).toMillis() + ",\"blockedP50\":" + r.blockedP50()
+                            + ",\"blockedMax\":" + r.blockedMax()
                             + "}");
         }
         field(j, "faults", injected.append('}').toString()).append(',');

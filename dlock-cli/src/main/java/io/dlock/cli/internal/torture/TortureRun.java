@@ -409,7 +409,7 @@ public final class TortureRun {
     /** Connects once, straight to the server, and refuses a primitive the backend cannot do. */
     private void checkCapability() {
         Primitive p = config.primitive();
-        if (p == Primitive.EXCLUSIVE) {
+        if (p == Primitive.EXCLUSIVE || p == Primitive.ELECTION) { // every backend has both
             return;
         }
         InetSocketAddress address = target.serverAddress();
@@ -461,7 +461,7 @@ public final class TortureRun {
     /** The stores the primitive needs: see {@link Primitive} and {@link TortureWorker}. */
     private void startStores() {
         switch (config.primitive()) {
-            case EXCLUSIVE -> store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
+            case EXCLUSIVE, ELECTION -> store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
             case READ_WRITE -> {
                 store = config.fenced() ? FencedStore.fenced() : FencedStore.unfenced();
                 occupancy = config.fenced() ? OccupancyStore.fencedReadWrite() : OccupancyStore.readWrite();
@@ -501,6 +501,7 @@ public final class TortureRun {
             case READ_WRITE -> "read-write lock (" + config.readPercent() + "% reads) on ";
             case SEMAPHORE -> "semaphore (" + config.permits() + " permits, 1 per holder) on ";
             case MULTI -> "multi-lock over " + config.parts() + " names on ";
+            case ELECTION -> "leader election (each worker a candidate, the leader writes) on ";
         };
     }
 
@@ -557,8 +558,7 @@ public final class TortureRun {
             out.flush();
             return;
         }
-        long recovery = awaitRecovery(
-                done.clearedAt(), done.clear().accesses(), done.clear().highest(), bound(kind));
+        long recovery = awaitRecovery(done.clear(), bound(kind));
         long boundMillis = bound(kind);
         String note = "";
         if (kind == FaultKind.KILL && recovery > boundMillis) {
@@ -616,7 +616,11 @@ public final class TortureRun {
         Injected done = fault.done();
         FaultKind kind = fault.kind();
         long at = fault.at();
-        long blocked = recovery < 0 ? -1 : firstNewerWrite(done.start());
+        long blocked = recovery < 0
+                ? -1
+                : config.primitive() == Primitive.ELECTION
+                        ? longestGap(done.start(), done.clearedAt() + recovery * 1_000_000)
+                        : firstNewerWrite(done.start());
         FaultRecord record = new FaultRecord(
                 kind,
                 done.target(),
@@ -666,18 +670,16 @@ public final class TortureRun {
         }
         Pending last = pending.get(pending.size() - 1);
         Injected l = last.done();
-        awaitRecovery(l.clearedAt(), l.clear().accesses(), l.clear().highest(), bound(last.kind()));
+        awaitRecovery(l.clear(), bound(last.kind()));
         out.println("recoveries:");
         for (int i = 0; i < pending.size(); i++) {
             Pending p = pending.get(i);
             Injected d = p.done();
             long recoveredAt = 0;
             boolean recovered = false;
+            Usable usable = new Usable(d.clear(), true);
             for (FencedStore.Access a : store.accesses(d.clear().accesses())) {
-                if (a.accepted()
-                        && a.kind() == FencedStore.Kind.WRITE
-                        && a.token() > d.clear().highest()
-                        && a.nanoTime() - d.clearedAt() >= 0) {
+                if (usable.shows(a)) {
                     recoveredAt = a.nanoTime();
                     recovered = true;
                     break;
@@ -747,7 +749,7 @@ public final class TortureRun {
     }
 
     private Injected pause() {
-        Worker w = pick();
+        Worker w = pickHolder(pick());
         boolean holding = holdAndWait(w);
         long pauseMs = faultLength();
         Mark start = mark();
@@ -762,7 +764,7 @@ public final class TortureRun {
     }
 
     private Injected kill() {
-        Worker w = pick();
+        Worker w = pickHolder(pick());
         boolean holding = holdAndWait(w);
         Mark start = mark();
         w.jvm.kill();
@@ -787,7 +789,11 @@ public final class TortureRun {
 
     private Injected partition() {
         Worker w = pick();
-        boolean holding = random.nextBoolean() && holdAndWait(w);
+        boolean aimAtHolder = random.nextBoolean();
+        if (aimAtHolder) {
+            w = pickHolder(w);
+        }
+        boolean holding = aimAtHolder && holdAndWait(w);
         FaultProxy.Direction direction =
                 switch (random.nextInt(5)) {
                     case 0 -> FaultProxy.Direction.UPSTREAM;
@@ -829,6 +835,35 @@ public final class TortureRun {
         return live.get(random.nextInt(live.size()));
     }
 
+    /**
+     * The worker a fault aimed at a holder strikes: any worker (each takes the lock in turn), or in
+     * an election the leader, the live worker whose write the store accepted last (waiting for one
+     * up to {@link #waitMs()}); {@code any} if none writes.
+     */
+    private Worker pickHolder(Worker any) {
+        if (config.primitive() != Primitive.ELECTION) {
+            return any;
+        }
+        long deadline = System.nanoTime() + waitMs() * 1_000_000;
+        int from = Math.max(0, store.accessCount() - 64);
+        while (System.nanoTime() - deadline < 0) {
+            List<FencedStore.Access> recent = store.accesses(from);
+            for (int i = recent.size() - 1; i >= 0; i--) {
+                FencedStore.Access a = recent.get(i);
+                if (a.accepted() && a.kind() == FencedStore.Kind.WRITE) {
+                    for (Worker w : live) {
+                        if (w.name.equals(a.client())) {
+                            return w;
+                        }
+                    }
+                    break;
+                }
+            }
+            sleepMillis(POLL.toMillis());
+        }
+        return any;
+    }
+
     private long faultLength() {
         double factor = FAULT_MIN + random.nextDouble() * (FAULT_MAX - FAULT_MIN);
         return Math.round(millis(config.sessionTimeout()) * factor);
@@ -854,22 +889,54 @@ public final class TortureRun {
     }
 
     /**
-     * Waits until a write by a grant newer than any the store had seen when the fault cleared is
-     * accepted; returns the time that took in ms, or -1 if it did not happen within the bound plus
-     * the observation window.
+     * Recognises the first access after a {@link Mark} that shows the lock usable again. For a lock,
+     * an accepted write by a grant newer than any the store had seen at the mark. For an election,
+     * an accepted write of a cycle begun after the mark (its term's read came after it): the next
+     * leader's, or the same leader's when its term outlived the fault, but never the held write of a
+     * leader struck between its read and its write. Feed it the accesses from the mark on, in order;
+     * with {@code timed}, those the store decided before the mark's clock reading are passed over.
      */
-    private long awaitRecovery(long clearedAt, int from, long highest, long boundMillis) {
-        long limit = clearedAt
+    private final class Usable {
+        private final Mark since;
+        private final boolean timed;
+        private final java.util.Set<String> readSince = new java.util.HashSet<>();
+
+        Usable(Mark since, boolean timed) {
+            this.since = since;
+            this.timed = timed;
+        }
+
+        boolean shows(FencedStore.Access a) {
+            if (!a.accepted() || (timed && a.nanoTime() - since.nanoTime() < 0)) {
+                return false;
+            }
+            if (config.primitive() != Primitive.ELECTION) {
+                return a.kind() == FencedStore.Kind.WRITE && a.token() > since.highest();
+            }
+            String term = a.client() + " " + a.token();
+            if (a.kind() == FencedStore.Kind.READ) {
+                readSince.add(term);
+                return false;
+            }
+            return readSince.contains(term);
+        }
+    }
+
+    /**
+     * Waits until the store shows the lock usable again after {@code cleared} ({@link Usable});
+     * returns the time that took in ms, or -1 if it did not happen within the bound plus the
+     * observation window.
+     */
+    private long awaitRecovery(Mark cleared, long boundMillis) {
+        long limit = cleared.nanoTime()
                 + Duration.ofMillis(boundMillis).plus(RECOVERY_OBSERVATION).toNanos();
-        int index = from;
+        Usable usable = new Usable(cleared, true);
+        int index = cleared.accesses();
         while (true) {
             for (FencedStore.Access a : store.accesses(index)) {
                 index = (int) a.sequence() + 1;
-                if (a.accepted()
-                        && a.kind() == FencedStore.Kind.WRITE
-                        && a.token() > highest
-                        && a.nanoTime() - clearedAt >= 0) {
-                    return (a.nanoTime() - clearedAt) / 1_000_000;
+                if (usable.shows(a)) {
+                    return (a.nanoTime() - cleared.nanoTime()) / 1_000_000;
                 }
             }
             if (System.nanoTime() - limit > 0) {
@@ -880,16 +947,39 @@ public final class TortureRun {
     }
 
     /**
-     * Returns how long after {@code since} the first write by a grant newer than any the store had
-     * seen then was accepted, in ms, or -1 if none was (yet).
+     * Returns how long after {@code since} the store first showed the lock usable ({@link Usable}),
+     * in ms, or -1 if it did not (yet): in an election, the time without a leader.
      */
     private long firstNewerWrite(Mark since) {
+        Usable usable = new Usable(since, false);
         for (FencedStore.Access a : store.accesses(since.accesses())) {
-            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.token() > since.highest()) {
+            if (usable.shows(a)) {
                 return Math.max(0, (a.nanoTime() - since.nanoTime()) / 1_000_000);
             }
         }
         return -1;
+    }
+
+    /**
+     * An election's time without a leader through a fault: the longest stretch without an accepted
+     * write from {@code since} until {@code until} (the recovery). After a kill or a pause of the
+     * leader that is the time to the next leader's first write; a leader cut off, or one whose term
+     * outlives a server's outage, keeps writing for a while after the fault began, so the time to the
+     * first write would say nothing: the gap is where no leader acted.
+     */
+    private long longestGap(Mark since, long until) {
+        long last = since.nanoTime();
+        long longest = 0;
+        for (FencedStore.Access a : store.accesses(since.accesses())) {
+            if (a.nanoTime() - until > 0) {
+                break;
+            }
+            if (a.accepted() && a.kind() == FencedStore.Kind.WRITE && a.nanoTime() - last > 0) {
+                longest = Math.max(longest, a.nanoTime() - last);
+                last = a.nanoTime();
+            }
+        }
+        return Math.max(longest, until - last) / 1_000_000;
     }
 
     /**

@@ -3,6 +3,7 @@ package io.dlock.cli.internal.torture;
 import io.dlock.DistributedLock;
 import io.dlock.DistributedReadWriteLock;
 import io.dlock.DistributedSemaphore;
+import io.dlock.LeaderElection;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.cli.internal.WorkerArgs;
@@ -25,8 +26,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.Function;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The main class of one {@code dlock torture} worker JVM: a lock client that, until told to stop,
@@ -46,6 +47,13 @@ import org.jspecify.annotations.Nullable;
  * multi-lock {@code --lock} and {@code --store-port} are comma-separated lists, one store per part;
  * {@code --check-valid true} checks {@code isValid()} right before each write and skips it ({@code
  * SKIPPED <token>}) when the lease is no longer valid.
+ *
+ * <p>An election ({@code --primitive election}): the worker is one candidate of the election
+ * {@code --lock}; while it holds a valid term it read-modify-writes the store with the term number,
+ * cycle after cycle, and stops writing when the term ends (it checks its leadership before each
+ * cycle, never between the read and the write); the election rejoins by itself. It prints {@code
+ * ELECTED <term> <nanoTime>} before its first cycle in each term and {@code REVOKED <term>} when the
+ * term ends. Anchor libraries' elections do the same ({@link #runAnchorElection}).
  *
  * <p>Shared primitives (read-write, semaphore) enter the store's occupancy checker with their
  * token before their work ({@code REFUSED enter} when it refuses them as stale, {@code VIOLATION}
@@ -79,8 +87,12 @@ public final class TortureWorker {
     static final String STOP = "STOP";
     static final String VIOLATION = "VIOLATION";
     static final String SKIPPED = "SKIPPED";
+    static final String ELECTED = "ELECTED";
+    static final String REVOKED = "REVOKED";
 
     private static final long ERROR_BACKOFF_MS = 50;
+    /** How long a candidate waits for leadership before it looks at {@code STOP} again. */
+    private static final Duration LEADERSHIP_POLL = Duration.ofMillis(250);
 
     private static volatile boolean stop;
     private static final AtomicLong holdMs = new AtomicLong();
@@ -98,7 +110,7 @@ public final class TortureWorker {
      * @param args {@code --name value} pairs
      */
     public static void main(String[] args) {
-        start(args, null);
+        start(args, TortureWorker::run);
     }
 
     /**
@@ -150,7 +162,66 @@ public final class TortureWorker {
      * @param open makes the lock (and its client) from the parsed options
      */
     public static void runAnchor(String[] args, Function<Map<String, String>, AnchorLock> open) {
-        start(args, Objects.requireNonNull(open, "open"));
+        Objects.requireNonNull(open, "open");
+        start(args, o -> runAnchor(o, open));
+    }
+
+    /**
+     * A leader election of another library, joined by an anchor worker (in dlock-benchmarks) for
+     * {@code --primitive election}. Used from the worker's one loop thread; the library elects on
+     * its own threads.
+     */
+    public interface AnchorElection extends AutoCloseable {
+        /**
+         * Waits for this candidate to lead.
+         *
+         * @param wait the longest wait
+         * @return the current term, or empty if this candidate did not lead within {@code wait}
+         * @throws Exception whatever the library throws (counted as a failed operation)
+         */
+        Optional<AnchorTerm> awaitLeadership(Duration wait) throws Exception;
+
+        /** Leaves the election and closes the library's client; never throws. */
+        @Override
+        void close();
+    }
+
+    /** One term of an {@link AnchorElection}. */
+    public interface AnchorTerm {
+        /** The number the writes of this term carry: rises with every term, if the library has one. */
+        long token();
+
+        /** Whether the library still calls this candidate the leader of this term. */
+        boolean stillHeld();
+    }
+
+    /**
+     * Runs an anchor library's candidate for {@code --primitive election}: the same options, input
+     * and output as {@link #main}, with {@code open} joining the election from the options ({@code
+     * --uri}, {@code --lock}).
+     *
+     * <p>Blocking: as {@link #main}. Thread-safety: a process entry point. On failure: as {@link
+     * #main}.
+     *
+     * @param args {@code --name value} pairs
+     * @param open joins the election (and makes the library's client) from the parsed options
+     */
+    public static void runAnchorElection(String[] args, Function<Map<String, String>, AnchorElection> open) {
+        Objects.requireNonNull(open, "open");
+        start(args, o -> {
+            if (Primitive.parse(o.getOrDefault("primitive", Primitive.ELECTION.cliName())) != Primitive.ELECTION) {
+                throw new IllegalArgumentException("an anchor election worker takes --primitive election only");
+            }
+            Counters c = new Counters();
+            try (FencedStoreServer.Client store = FencedStoreServer.Client.connect(
+                            storeHost(o), Integer.parseInt(required(o, "store-port")), required(o, "client"));
+                    AnchorElection election = open.apply(o)) {
+                startStdinReader();
+                emit(READY);
+                lead(election::awaitLeadership, store, Long.parseLong(o.get("work-ms")), c);
+            }
+            emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
+        });
     }
 
     /**
@@ -162,7 +233,7 @@ public final class TortureWorker {
         emit(LOST + " " + token);
     }
 
-    private static void start(String[] args, @Nullable Function<Map<String, String>, AnchorLock> anchor) {
+    private static void start(String[] args, Consumer<Map<String, String>> body) {
         Map<String, String> options;
         try {
             options = parse(args);
@@ -174,11 +245,7 @@ public final class TortureWorker {
         startWatchdog(Long.parseLong(options.get("max-runtime-ms")));
         int status;
         try {
-            if (anchor == null) {
-                run(options);
-            } else {
-                runAnchor(options, anchor);
-            }
+            body.accept(options);
             status = 0;
         } catch (RuntimeException e) {
             emit(FATAL + " " + oneLine(e));
@@ -210,6 +277,11 @@ public final class TortureWorker {
             for (int port : ports) {
                 stores.add(FencedStoreServer.Client.connect(storeHost(o), port, name));
             }
+            if (primitive == Primitive.ELECTION) {
+                runElection(client, lockNames.get(0), stores.get(0), workMs, c);
+                emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
+                return;
+            }
             DistributedLock exclusive = null;
             DistributedReadWriteLock rw = null;
             DistributedSemaphore semaphore = null;
@@ -218,6 +290,7 @@ public final class TortureWorker {
                 case READ_WRITE -> rw = client.readWriteLock(lockNames.get(0));
                 case SEMAPHORE -> semaphore = client.semaphore(lockNames.get(0), permits);
                 case MULTI -> exclusive = client.multiLock(lockNames);
+                case ELECTION -> throw new IllegalStateException("an election is run by runElection");
             }
             startStdinReader();
             emit(READY);
@@ -260,6 +333,7 @@ public final class TortureWorker {
                                 c);
                         case SEMAPHORE -> shared(stores.get(0), lease, token, OccupancyStore.Mode.PERMITS, workMs, c);
                         case MULTI -> multi(client, lockNames, stores, lease, workMs, c);
+                        case ELECTION -> throw new IllegalStateException("an election is run by runElection");
                     }
                 } catch (RuntimeException e) {
                     c.errors++;
@@ -325,6 +399,87 @@ public final class TortureWorker {
             }
         }
         emit(DONE + " " + c.operations + " " + c.writes + " " + c.refused + " " + c.errors);
+    }
+
+    /** A candidate's wait for leadership: dlock's {@code awaitLeadership}, or an anchor's. */
+    private interface Leadership {
+        Optional<AnchorTerm> await(Duration wait) throws Exception;
+    }
+
+    /** dlock's election: one candidate of {@code name}, left when the loop ends. */
+    private static void runElection(
+            LockClient client, String name, FencedStoreServer.Client store, long workMs, Counters c) {
+        try (LeaderElection election = client.leaderElection(name)
+                .onRevoked(term -> emit(REVOKED + " " + term.fencingToken()))
+                .start()) {
+            startStdinReader();
+            emit(READY);
+            lead(
+                    wait -> election.awaitLeadership(wait).map(term -> new AnchorTerm() {
+                        @Override
+                        public long token() {
+                            return term.fencingToken();
+                        }
+
+                        @Override
+                        public boolean stillHeld() {
+                            return term.isValid();
+                        }
+                    }),
+                    store,
+                    workMs,
+                    c);
+        }
+    }
+
+    /**
+     * A candidate's loop until {@code STOP}: while it leads, read-modify-write cycles with the term's
+     * number; {@code ELECTED} before the first cycle of each term. Leadership is asked before each
+     * cycle, never between its read and its write (the worst case, as for locks).
+     */
+    private static void lead(Leadership leadership, FencedStoreServer.Client store, long workMs, Counters c) {
+        long current = Long.MIN_VALUE;
+        while (!stop) {
+            Optional<AnchorTerm> term;
+            try {
+                term = leadership.await(LEADERSHIP_POLL);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            } catch (Exception e) {
+                c.errors++;
+                emit(ERROR + " leadership: " + oneLine(e));
+                sleep(ERROR_BACKOFF_MS);
+                continue;
+            }
+            if (term.isEmpty()) {
+                continue;
+            }
+            AnchorTerm t = term.get();
+            if (t.token() != current) {
+                current = t.token();
+                emit(ELECTED + " " + current + " " + System.nanoTime());
+            }
+            c.operations++;
+            try {
+                if (!readModifyWrite(store, t::stillHeld, t.token(), workMs, c)) {
+                    sleep(ERROR_BACKOFF_MS); // refused: the term is over, whatever the library says yet
+                }
+            } catch (RuntimeException e) {
+                c.errors++;
+                emit(ERROR + " " + oneLine(e));
+                sleep(ERROR_BACKOFF_MS);
+            }
+        }
+    }
+
+    /**
+     * Prints {@code REVOKED <term>}: an anchor library told its candidate the term is over.
+     *
+     * @param term the term's number
+     */
+    public static void revoked(long term) {
+        emit(REVOKED + " " + term);
     }
 
     /** What one worker did, for its DONE line. */

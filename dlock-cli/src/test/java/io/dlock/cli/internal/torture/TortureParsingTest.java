@@ -328,7 +328,7 @@ class TortureParsingTest {
         assertThat(Primitive.parse("multi").capability()).isEqualTo(io.dlock.Capability.MULTI_LOCK);
         assertThatThrownBy(() -> Primitive.parse("mutex"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("must be exclusive, read-write, semaphore or multi, was 'mutex'");
+                .hasMessageContaining("must be exclusive, read-write, semaphore, multi or election, was 'mutex'");
         assertThatThrownBy(() -> config(true).with(Primitive.READ_WRITE, 101, 1, 3))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> config(true).with(Primitive.MULTI, 50, 1, 9))
@@ -349,6 +349,84 @@ class TortureParsingTest {
         assertThat(TortureRun.writesWorkerLog(true, "false")).isFalse();
         assertThat(TortureRun.writesWorkerLog(true, "true")).isTrue();
         assertThat(TortureRun.writesWorkerLog(true, " TRUE ")).isTrue();
+    }
+
+    @Test
+    void verdict_electionTermNotRisingOrRefusedWhileValid_countedAndFails() {
+        FencedStore store = FencedStore.fenced();
+        store.read("w1", 10);
+        store.write("w1", 10, 1);
+        store.read("w2", 20);
+        store.write("w2", 20, 2);
+        store.write("w1", 10, 3); // the ex-leader, refused
+        TortureConfig base = config(true);
+        TortureConfig election = new TortureConfig(
+                base.uri(),
+                base.workers(),
+                base.duration(),
+                base.faults(),
+                true,
+                base.seed(),
+                base.sessionTimeout(),
+                base.recoveryMargin(),
+                base.workMs(),
+                base.maxFaults(),
+                false,
+                base.downtimeMin(),
+                base.downtimeMax(),
+                base.restartMargin(),
+                Primitive.ELECTION,
+                base.readPercent(),
+                base.permits(),
+                base.parts(),
+                false,
+                Library.DLOCK);
+        FaultRecord kill = new FaultRecord(FaultKind.KILL, "w1", "SIGKILL", 1_000, 0, 2_100, 2_050, 4_000);
+        TortureResult good = TortureResult.of(
+                election,
+                "zookeeper",
+                "test",
+                List.of(kill),
+                store.check(),
+                Map.of(
+                        "w1", List.of("READY", "ELECTED 10 100", "REVOKED 10", "REFUSED write 10 false"),
+                        "w2", List.of("READY", "ELECTED 20 200")),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2),
+                false,
+                null);
+        assertThat(good.passed()).as("%s", good.problems()).isTrue();
+        assertThat(good.terms()).isEqualTo(new TortureResult.Terms(2, 0, 0));
+        assertThat(good.json())
+                .contains("\"election\":{\"terms\":2,\"termsNotRising\":0,\"overlappingValidTerms\":0,"
+                        + "\"crashReleaseBoundMs\":2000}")
+                .contains("\"blockedP50\":2100");
+        assertThat(good.table()).contains("time without a leader", "terms elected");
+
+        TortureResult bad = TortureResult.of(
+                election,
+                "zookeeper",
+                "test",
+                List.of(kill),
+                store.check(),
+                Map.of(
+                        "w1", List.of("ELECTED 10 100", "REFUSED write 10 true"),
+                        "w2", List.of("ELECTED 20 200"),
+                        "w3", List.of("ELECTED 15 300")),
+                List.of(),
+                List.of(),
+                List.of(),
+                Duration.ofSeconds(1),
+                Duration.ofSeconds(2),
+                false,
+                null);
+        assertThat(bad.terms()).isEqualTo(new TortureResult.Terms(3, 1, 1));
+        assertThat(bad.problems())
+                .anyMatch(p -> p.contains("1 terms not above every term elected before them"))
+                .anyMatch(p -> p.contains("while its lease was still valid"));
     }
 
     private static TortureConfig config(boolean fenced) {
