@@ -206,8 +206,7 @@ abstract class RegistryContract {
             return got;
         });
         waiting.await();
-        Thread.sleep(100); // the waiter is queued (or about to be); the result is the same either way
-        assertThat(waiter).isNotDone();
+        await().during(Duration.ofMillis(100)).atMost(Duration.ofSeconds(5)).until(() -> !waiter.isDone());
         lock.unlock();
         assertThat(waiter.get(30, TimeUnit.SECONDS)).isTrue();
     }
@@ -252,8 +251,7 @@ abstract class RegistryContract {
                 return e;
             }
         });
-        await().until(() -> waiterThread.get() != null);
-        Thread.sleep(100);
+        await().until(() -> waiterThread.get() != null && parked(waiterThread.get()));
         waiterThread.get().interrupt();
         assertThat(waiter.get(30, TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
         assertThat(heldAfter).isFalse();
@@ -291,11 +289,12 @@ abstract class RegistryContract {
             lock.unlock();
             return flag;
         });
-        await().until(() -> waiterThread.get() != null);
-        Thread.sleep(100);
+        await().until(() -> waiterThread.get() != null && parked(waiterThread.get()));
         waiterThread.get().interrupt();
-        Thread.sleep(200);
-        assertThat(waiter).as("lock() waits through an interrupt").isNotDone();
+        await("lock() waits through an interrupt")
+                .during(Duration.ofMillis(200))
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> !waiter.isDone());
         lock.unlock();
         assertThat(waiter.get(30, TimeUnit.SECONDS))
                 .as("interrupt flag restored")
@@ -378,8 +377,7 @@ abstract class RegistryContract {
                     return true;
                 },
                 threads);
-        Thread.sleep(300);
-        assertThat(other).isNotDone();
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(5)).until(() -> !other.isDone());
         lock.unlock();
         assertThat(other.get(30, TimeUnit.SECONDS)).isTrue();
     }
@@ -520,5 +518,11 @@ abstract class RegistryContract {
         } finally {
             pair.stop();
         }
+    }
+
+    /** Whether {@code t} waits (parked in the lock), not still on its way to it. */
+    private static boolean parked(Thread t) {
+        Thread.State st = t.getState();
+        return st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING;
     }
 }
