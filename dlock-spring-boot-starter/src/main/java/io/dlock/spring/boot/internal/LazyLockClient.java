@@ -321,10 +321,20 @@ public final class LazyLockClient implements LockClient {
         }
     }
 
+    /**
+     * How long a call made during the first attempt waits for it. The attempt is several requests
+     * (connect, handshake, the backend's setup), each bounded by connectTimeout, in a JVM that is
+     * often still loading the client's classes; waiting for one connectTimeout only failed calls
+     * that would have succeeded a moment later.
+     */
+    private Duration firstAttemptBudget() {
+        return options.connectTimeout().multipliedBy(3);
+    }
+
     private LockClient connected(@Nullable String lockName) {
         if (state.get() == State.CONNECTING) {
             try {
-                firstAttempt.await(options.connectTimeout().toNanos(), TimeUnit.NANOSECONDS);
+                firstAttempt.await(firstAttemptBudget().toNanos(), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 if (lockName != null) {
@@ -343,8 +353,11 @@ public final class LazyLockClient implements LockClient {
         Throwable cause = lastError;
         String detail = s == State.FAILED
                 ? redactedUri + " was refused while connecting; fix dlock.uri and restart"
-                : "not connected to " + redactedUri + " yet (connecting in the background, " + attempts.get()
-                        + " attempts)" + (cause == null ? "" : ": " + cause);
+                : s == State.CONNECTING && firstAttempt.getCount() > 0
+                        ? "not connected to " + redactedUri
+                                + " yet: the first connection attempt is still running after " + firstAttemptBudget()
+                        : "not connected to " + redactedUri + " yet (connecting in the background, " + attempts.get()
+                                + " attempts)" + (cause == null ? "" : ": " + cause);
         return throwBackend(lockName, detail, cause);
     }
 
@@ -516,7 +529,7 @@ public final class LazyLockClient implements LockClient {
             throw new IllegalArgumentException("election name is " + name.length() + " characters long; at most "
                     + (LockNames.MAX_LENGTH - LockNames.ELECTION_PREFIX.length()) + " are allowed");
         }
-        awaitFirstAttempt(options.connectTimeout());
+        awaitFirstAttempt(firstAttemptBudget());
         LockClient c = ifConnected();
         if (c != null) {
             return c.leaderElection(name);
