@@ -21,6 +21,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -342,6 +343,54 @@ public interface ExclusiveLockContract extends LockFixture {
         }
         await().atMost(Timing.scale(Duration.ofSeconds(5)))
                 .until(() -> entries("cancel-race").isEmpty());
+    }
+
+    @Test
+    default void acquireAsync_parkedWaiterCancelledAsTheHolderReleases_leavesNothingBehind() throws Exception {
+        LockClient holder = newClient();
+        LockClient waiter = newClient();
+        LockClient probe = newClient();
+        int granted = 0;
+        for (int round = 0; round < 30; round++) {
+            Lease held = holder.lock("parked-race").acquire();
+            CompletableFuture<Lease> async = waiter.lock("parked-race").acquireAsync(Duration.ofMinutes(1));
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .until(() -> entries("parked-race").size() == 2);
+            // The cancel from half a millisecond before the release is sent to five after it, around
+            // the moment the hand-over reaches the parked waiter.
+            long skewMicros = ThreadLocalRandom.current().nextLong(-500, 5000);
+            boolean asyncForms = round % 2 == 1; // as a reactive adapter does: cancel(false), closeAsync
+            CompletableFuture<Boolean> cancel = CompletableFuture.supplyAsync(() -> {
+                spinMicros(skewMicros);
+                return async.cancel(!asyncForms);
+            });
+            spinMicros(-skewMicros);
+            if (asyncForms) {
+                var unused = held.closeAsync();
+            } else {
+                held.close();
+            }
+            if (!cancel.get(10, TimeUnit.SECONDS)) {
+                granted++;
+                async.get(10, TimeUnit.SECONDS).close(); // the grant won the race: the caller's to close
+            }
+            int r = round;
+            // A hand-over that raced the withdrawal must be given back at once, not left to its lease.
+            await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                    .alias("round " + r + " (skew " + skewMicros + " us): entries gone")
+                    .until(() -> entries("parked-race").isEmpty());
+        }
+        Optional<Lease> after = probe.lock("parked-race").tryAcquire(Duration.ZERO);
+        assertThat(after).isPresent();
+        after.get().close();
+        System.out.printf("%s: parked cancel race, %d of 30 rounds granted first%n", backendName(), granted);
+    }
+
+    private static void spinMicros(long micros) {
+        long end = System.nanoTime() + micros * 1000;
+        while (System.nanoTime() < end) {
+            Thread.onSpinWait();
+        }
     }
 
     @Test
