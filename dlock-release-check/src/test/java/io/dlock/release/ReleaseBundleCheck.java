@@ -55,6 +55,20 @@ class ReleaseBundleCheck {
     }
 
     @Test
+    void bom_declaresThePublisher_soDeployPutsItInTheBundle() {
+        // The BOM has no parent: without its own publisher, 'deploy' would run maven-deploy-plugin there.
+        Element bom = Reactor.parse(Reactor.published("dlock-bom").dir().resolve("pom.xml"));
+        Set<String> excluded = Reactor.descendants(bom, "plugin").stream()
+                .filter(plugin -> Reactor.text(plugin, "artifactId").equals(Reactor.PUBLISHER))
+                .flatMap(plugin -> Reactor.descendants(plugin, "excludeArtifact").stream())
+                .map(element -> element.getTextContent().trim())
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertThat(excluded)
+                .as("dlock-bom's %s excludeArtifacts (the same as the root's)", Reactor.PUBLISHER)
+                .isEqualTo(new TreeSet<>(Reactor.excludedFromRelease()));
+    }
+
+    @Test
     void bom_listsExactlyThePublishedJars() {
         Element bom = Reactor.parse(Reactor.published("dlock-bom").dir().resolve("pom.xml"));
         Set<String> listed = Reactor.descendants(Reactor.child(bom, "dependencyManagement"), "artifactId").stream()
