@@ -1,12 +1,14 @@
 package io.dlock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.dlock.DistributedLock;
 import io.dlock.Lease;
 import io.dlock.LockClient;
 import io.dlock.testkit.MutualExclusionChecker;
+import io.dlock.testkit.NewDeployment;
 import io.dlock.testkit.RedisServer;
 import io.lettuce.core.cluster.SlotHash;
 import java.time.Duration;
@@ -142,6 +144,45 @@ class RedisClusterIT {
         long slot = (Long) nodes.get(0).command("CLUSTER", "KEYSLOT", key);
         assertThat(slot).isEqualTo(SlotHash.getSlot(key));
         return owner((int) slot);
+    }
+
+    @Test
+    void init_marksEverySlotOnEveryMaster_thenAllGrantAtOnce_andASecondInitRefuses() throws Exception {
+        String prefix = "init";
+        String uri = "redis-cluster://"
+                + String.join(",", nodes.stream().map(n -> n.connectString()).toList()) + "?keyPrefix=" + prefix
+                + "&leaseTime=5s";
+        assertThat(NewDeployment.mark(uri)).isNotBlank();
+        for (int slot : new int[] {0, 5460, 5461, 10922, 10923, 16383}) {
+            assertThat(nodes.get(owner(slot)).command("GET", RedisLockProtocol.epochKey(prefix, slot)))
+                    .as("slot %d's epoch marker on its master", slot)
+                    .isNotNull();
+        }
+        // One name per master, all held at once, each granted without waiting for a fence.
+        List<String> names = new ArrayList<>();
+        boolean[] covered = new boolean[3];
+        for (int i = 0; names.size() < 3; i++) {
+            int master = owner(SlotHash.getSlot(prefix + ":{n" + i + "}:x"));
+            if (!covered[master]) {
+                covered[master] = true;
+                names.add("n" + i);
+            }
+        }
+        try (LockClient client = LockClient.connect(uri)) {
+            List<Lease> held = new ArrayList<>();
+            for (String name : names) {
+                held.add(client.lock(name)
+                        .tryAcquire(Duration.ZERO)
+                        .orElseThrow(() -> new AssertionError("not granted at once after init: " + name)));
+            }
+            assertThat(held).allMatch(Lease::isValid);
+            for (Lease lease : held) {
+                lease.close();
+            }
+        }
+        assertThatThrownBy(() -> NewDeployment.mark(uri))
+                .as("a namespace that granted locks is not new")
+                .isInstanceOf(IllegalStateException.class);
     }
 
     private static int owner(int slot) {
