@@ -13,8 +13,9 @@ import java.util.Map;
 /**
  * The self-contained HTML report of {@code dlock bench}: per workload, a bar chart of every
  * implementation's figure (dlock, the floors and the anchors, coloured by role) and a chart of its
- * latency percentiles (p50 and p99), then the run's header and the table. The SVG is drawn here: no
- * script, no font, nothing fetched. Every string from the run goes through {@link #escape}.
+ * latency percentiles (p50 and p99), then the run's header and the table. The SVG is drawn here with
+ * {@link SvgBars}, as the per-backend charts are: no script, no font, nothing fetched. Every string
+ * from the run goes through {@link SvgBars#escape}.
  *
  * <p>Size: one bar per result and two per latency, so the page grows with the number of results
  * (tens), never with the operations measured.
@@ -29,28 +30,8 @@ final class HtmlReport {
 
     private HtmlReport() {}
 
-    static String escape(String text) {
-        StringBuilder out = new StringBuilder(text.length() + 16);
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            switch (c) {
-                case '&' -> out.append("&amp;");
-                case '<' -> out.append("&lt;");
-                case '>' -> out.append("&gt;");
-                case '"' -> out.append("&quot;");
-                case '\'' -> out.append("&#39;");
-                default -> out.append(c);
-            }
-        }
-        return out.toString();
-    }
-
-    static String colour(LockImpl.Role role) {
-        return switch (role) {
-            case DLOCK -> "#1e88e5";
-            case ANCHOR -> "#8e24aa";
-            case FLOOR -> "#9e9e9e";
-        };
+    private static String escape(String text) {
+        return SvgBars.escape(text);
     }
 
     /**
@@ -71,7 +52,7 @@ final class HtmlReport {
                 .append("</style></head><body>\n<h1>dlock bench</h1>\n<p>");
         for (LockImpl.Role role : LockImpl.Role.values()) {
             b.append("<span class=\"swatch\" style=\"background:")
-                    .append(colour(role))
+                    .append(SvgBars.colour(role))
                     .append("\"></span>")
                     .append(role.name().toLowerCase(Locale.ROOT));
         }
@@ -133,29 +114,22 @@ final class HtmlReport {
                 rows.size()));
         for (int i = 0; i < rows.size(); i++) {
             Result r = rows.get(i);
-            double w = max <= 0 || !Double.isFinite(r.primary()) ? 0 : r.primary() / max * CHART;
+            double w = SvgBars.length(r.primary(), max, CHART);
             int y = i * ROW;
             String name = r.impl().backend().label() + " " + r.impl().label();
-            s.append(String.format(
-                    Locale.ROOT,
-                    "<text x=\"0\" y=\"%d\">%s</text><rect class=\"bar %s\" data-impl=\"%s\" x=\"%d\" y=\"%d\""
-                            + " width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>%s: %s %s</title></rect>"
-                            + "<text x=\"%.1f\" y=\"%d\">%s</text>\n",
-                    y + 14,
-                    escape(name),
-                    r.impl().role().name().toLowerCase(Locale.ROOT),
-                    escape(r.impl().label()),
-                    LABEL,
-                    y + 2,
-                    Math.max(1, w),
-                    ROW - 5,
-                    colour(r.impl().role()),
-                    escape(name),
-                    escape(Report.format(r.primary())),
-                    escape(unit),
-                    LABEL + Math.max(1, w) + 4,
-                    y + 14,
-                    escape(Report.format(r.primary()))));
+            s.append(SvgBars.text(0, y + 14, "", name))
+                    .append(SvgBars.rect(
+                            SvgBars.role(r.impl().role()),
+                            "data-impl=\"" + escape(r.impl().label()) + "\"",
+                            LABEL,
+                            y + 2,
+                            w,
+                            ROW - 5,
+                            SvgBars.colour(r.impl().role()),
+                            "",
+                            name + ": " + Report.format(r.primary()) + " " + unit))
+                    .append(SvgBars.text(LABEL + Math.max(1, w) + 4, y + 14, "", Report.format(r.primary())))
+                    .append('\n');
         }
         s.append(String.format(
                 Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text>\n</svg>\n", LABEL, height - 4, escape(unit)));
@@ -182,31 +156,28 @@ final class HtmlReport {
             Result r = rows.get(i);
             int y = i * row;
             String name = r.impl().backend().label() + " " + r.impl().label();
-            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\">%s</text>", y + 14, escape(name)));
+            s.append(SvgBars.text(0, y + 14, "", name));
             double[] values = {r.p50us(), r.p99us()};
             String[] names = {"p50", "p99"};
             for (int k = 0; k < 2; k++) {
-                double w = max <= 0 || !Double.isFinite(values[k]) ? 0 : values[k] / max * CHART;
+                double w = SvgBars.length(values[k], max, CHART);
                 int yy = y + 2 + k * (ROW - 2);
-                s.append(String.format(
-                        Locale.ROOT,
-                        "<rect class=\"bar %s\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\""
-                                + " opacity=\"%s\"><title>%s %s: %s us</title></rect><text x=\"%.1f\" y=\"%d\">%s %s"
-                                + " us</text>\n",
-                        names[k],
-                        LABEL,
-                        yy,
-                        Math.max(1, w),
-                        ROW - 6,
-                        colour(r.impl().role()),
-                        k == 0 ? "1" : "0.55",
-                        escape(name),
-                        names[k],
-                        escape(Report.format(values[k])),
-                        LABEL + Math.max(1, w) + 4,
-                        yy + 11,
-                        names[k],
-                        escape(Report.format(values[k]))));
+                s.append(SvgBars.rect(
+                                names[k],
+                                "",
+                                LABEL,
+                                yy,
+                                w,
+                                ROW - 6,
+                                SvgBars.colour(r.impl().role()),
+                                k == 0 ? "1" : "0.55",
+                                name + " " + names[k] + ": " + Report.format(values[k]) + " us"))
+                        .append(SvgBars.text(
+                                LABEL + Math.max(1, w) + 4,
+                                yy + 11,
+                                "",
+                                names[k] + " " + Report.format(values[k]) + " us"))
+                        .append('\n');
             }
         }
         s.append(String.format(
