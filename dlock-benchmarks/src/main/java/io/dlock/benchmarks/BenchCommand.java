@@ -4,7 +4,6 @@ import io.dlock.spi.BackendUri;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,7 +57,7 @@ import picocli.CommandLine.Spec;
         exitCodeList = {
             "0:every workload ran and mutual exclusion held",
             "1:a workload failed, or overlapping critical sections were seen",
-            "2:invalid options"
+            "2:invalid options, or a --from-json file that cannot be read (nothing is written)"
         })
 public final class BenchCommand implements Callable<Integer> {
 
@@ -245,8 +244,26 @@ public final class BenchCommand implements Callable<Integer> {
                     + " (overrides those options).")
     private boolean quick;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "Also write the JSON lines to FILE.")
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description = "Also write the run to FILE as JSON lines: the header (date, machine, sizes, this"
+                    + " command's arguments), then every result with its per-round figures; --from-json reads it back.")
     private Path jsonFile;
+
+    @Option(
+            names = "--charts",
+            paramLabel = "DIR",
+            description = "Also write one SVG chart per backend, DIR/<backend>.svg: a panel per workload, a bar per"
+                    + " implementation, dlock's ratios to the best anchor and the floor, and the command.")
+    private Path charts;
+
+    @Option(
+            names = "--from-json",
+            paramLabel = "FILE",
+            description = "Run nothing: read a run that --json saved and print its table, and write its --report"
+                    + " and --charts (only those, --quiet and --help go with it).")
+    private Path fromJson;
 
     @Option(
             names = "--report",
@@ -307,6 +324,9 @@ public final class BenchCommand implements Callable<Integer> {
      */
     @Override
     public Integer call() {
+        if (fromJson != null) {
+            return render(fromJson);
+        }
         RunConfig config = validate();
         List<Backend> chosenBackends = parseBackends();
         List<LockImpl> chosen = chooseImpls(chosenBackends);
@@ -319,6 +339,7 @@ public final class BenchCommand implements Callable<Integer> {
         Map<LockImpl, BenchClient> clients = new EnumMap<>(LockImpl.class);
         int status = 0;
         Map<String, Object> header = header(config, chosen);
+        header.put("args", List.copyOf(spec.commandLine().getParseResult().expandedArgs()));
         if (chosenBackends.contains(Backend.ZOOKEEPER)) {
             header.put("zooKeeperForceSync", zooKeeperFsync);
         }
@@ -371,16 +392,12 @@ public final class BenchCommand implements Callable<Integer> {
         lines.forEach(out::println);
         out.flush();
         if (jsonFile != null) {
-            List<String> all = new ArrayList<>();
-            all.add(Report.toJson(Map.of("run", header)));
-            all.addAll(lines);
-            try {
-                Files.write(jsonFile, all, StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot write " + jsonFile, e);
-            }
+            new RunFile(header, results, failure).write(jsonFile);
         }
         writeReport(header, results, failure, out);
+        if (charts != null && !writeCharts(charts, header, results, failure, out)) {
+            status = 1;
+        }
         long overlaps = results.stream().mapToLong(Result::overlaps).sum();
         if (overlaps > 0) {
             err.println("MUTUAL EXCLUSION VIOLATED: " + overlaps + " overlapping critical sections");
@@ -390,17 +407,83 @@ public final class BenchCommand implements Callable<Integer> {
         return status;
     }
 
-    private void writeReport(Map<String, Object> header, List<Result> results, String failure, PrintWriter out) {
-        if (report.equalsIgnoreCase("none")) {
-            return;
+    /** The options {@code --from-json} goes with: the rest shape a run, and it runs nothing. */
+    private static final java.util.Set<String> RENDER_OPTIONS =
+            java.util.Set.of("--from-json", "--charts", "--report", "--quiet", "--help", "--version");
+
+    /**
+     * {@code --from-json}: reads the whole file first (a bad line writes nothing), then prints the
+     * table and writes the report and charts that were asked for.
+     */
+    private int render(Path file) {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        for (CommandLine.Model.OptionSpec o :
+                spec.commandLine().getParseResult().matchedOptions()) {
+            if (!RENDER_OPTIONS.contains(o.longestName())) {
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(),
+                        "--from-json draws a saved run and runs nothing, so " + o.longestName()
+                                + " does not go with it; it takes only --charts, --report and --quiet");
+            }
         }
+        RunFile run;
+        try {
+            run = RunFile.read(file);
+        } catch (IllegalArgumentException | UncheckedIOException e) {
+            err.println("dlock bench: " + e.getMessage());
+            err.println("dlock bench: nothing written");
+            err.flush();
+            return 2;
+        }
+        out.println("dlock bench " + Report.toJson(run.header()));
+        Report.table(out, run.results());
+        out.println();
+        out.println("read " + run.results().size() + " results from " + file);
+        out.flush();
+        int status = 0;
+        if (spec.commandLine().getParseResult().hasMatchedOption("--report")
+                && !writeReport(run.header(), run.results(), run.failure(), out)) {
+            status = 1;
+        }
+        if (charts != null && !writeCharts(charts, run.header(), run.results(), run.failure(), out)) {
+            status = 1;
+        }
+        return status;
+    }
+
+    private static boolean writeCharts(
+            Path dir, Map<String, Object> header, List<Result> results, String failure, PrintWriter out) {
+        try {
+            List<Path> written = Charts.write(dir, header, results, failure);
+            out.println("charts: "
+                    + (written.isEmpty()
+                            ? "none (no charted results)"
+                            : String.join(
+                                    ", ", written.stream().map(Path::toString).toList())));
+            out.flush();
+            return true;
+        } catch (UncheckedIOException | java.nio.file.InvalidPathException e) {
+            out.println("dlock bench: no charts: " + e.getMessage());
+            out.flush();
+            return false;
+        }
+    }
+
+    private boolean writeReport(Map<String, Object> header, List<Result> results, String failure, PrintWriter out) {
+        if (report.equalsIgnoreCase("none")) {
+            return true;
+        }
+        boolean ok = true;
         try {
             Path written = HtmlReport.write(Path.of(report), header, results, failure);
             out.println("report: " + written + " (" + results.size() + " results)");
         } catch (UncheckedIOException | java.nio.file.InvalidPathException e) {
             out.println("dlock bench: no report: " + e.getMessage());
+            ok = false;
         }
         out.flush();
+        return ok;
     }
 
     private void runWorkloads(Workloads w, List<LockImpl> chosen, List<Result> results, BenchProgress progress)
@@ -594,6 +677,8 @@ public final class BenchCommand implements Callable<Integer> {
         h.put("date", Instant.now().toString());
         h.put("cpus", Runtime.getRuntime().availableProcessors());
         h.put("cpu", cpuModel());
+        h.put("memoryGiB", memoryGiB());
+        h.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
         h.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
         h.put("impls", impls.stream().map(LockImpl::label).toList());
         h.put("warmup", c.warmup().toString());
@@ -607,7 +692,21 @@ public final class BenchCommand implements Callable<Integer> {
         h.put("w4Locks", c.w4Locks());
         h.put("w4Threads", c.w4Threads());
         h.put("costCycles", c.costCycles());
+        h.put("w5Threads", c.w5Threads());
+        h.put("w5Names", c.w5Names());
+        h.put("w6Threads", c.w6Threads());
+        h.put("w6Locks", c.w6Locks());
+        h.put("scaleThreads", c.scaleThreads());
         return h;
+    }
+
+    /** The machine's memory in GiB, rounded, or 0 where the JVM cannot tell. */
+    private static long memoryGiB() {
+        if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os) {
+            return Math.round(os.getTotalMemorySize() / (double) (1L << 30));
+        }
+        return 0;
     }
 
     private static String cpuModel() {

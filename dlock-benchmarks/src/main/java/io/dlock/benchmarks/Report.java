@@ -167,7 +167,8 @@ final class Report {
         return line.toString();
     }
 
-    private static Map<String, Double> medians(Map<String, List<Double>> byRound) {
+    /** The median of each list, by the same key. */
+    static Map<String, Double> medians(Map<String, List<Double>> byRound) {
         Map<String, Double> out = new LinkedHashMap<>();
         byRound.forEach((k, v) -> out.put(k, Workloads.median(v)));
         return out;
