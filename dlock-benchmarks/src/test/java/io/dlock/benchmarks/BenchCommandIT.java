@@ -4,12 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -68,6 +71,54 @@ class BenchCommandIT {
                     .isZero();
         }
         assertThat(seen).containsExactlyElementsOf(expected);
+    }
+
+    @Test
+    void call_quickW1OnZooKeeperWithCharts_writesZookeeperSvgThatFromJsonDrawsAgain(@TempDir Path dir)
+            throws Exception {
+        Path charts = dir.resolve("charts");
+        Path saved = dir.resolve("run.jsonl");
+        Run run = bench(
+                "--quick",
+                "--quiet",
+                "--backends",
+                "zookeeper",
+                "--workloads",
+                "W1",
+                "--report",
+                "none",
+                "--json",
+                saved.toString(),
+                "--charts",
+                charts.toString());
+
+        Path svg = charts.resolve("zookeeper.svg");
+        assertThat(run.out()).contains("charts: " + svg.toAbsolutePath());
+        assertThat(Files.list(charts)).containsExactly(svg);
+        String drawn = Files.readString(svg);
+        org.w3c.dom.Document doc = ChartsTest.parse(drawn);
+        org.w3c.dom.NodeList rects = doc.getElementsByTagNameNS("http://www.w3.org/2000/svg", "rect");
+        List<String> bars = new ArrayList<>();
+        for (int i = 0; i < rects.getLength(); i++) {
+            org.w3c.dom.Element rect = (org.w3c.dom.Element) rects.item(i);
+            if (rect.getAttribute("class").startsWith("bar ")) {
+                assertThat(rect.getAttribute("data-workload")).isEqualTo("W1");
+                assertThat(Double.parseDouble(rect.getAttribute("data-value"))).isPositive();
+                bars.add(rect.getAttribute("data-impl"));
+            }
+        }
+        assertThat(bars)
+                .containsExactlyElementsOf(Arrays.stream(LockImpl.values())
+                        .filter(i -> i.backend() == Backend.ZOOKEEPER && i.inDefaultSet())
+                        .map(LockImpl::label)
+                        .toList());
+        assertThat(drawn).containsPattern("[0-9.]+× curator · [0-9.]+× zk-floor");
+
+        Path again = dir.resolve("again");
+        bench("--from-json", saved.toString(), "--charts", again.toString());
+        assertThat(Files.readString(again.resolve("zookeeper.svg")))
+                .as("drawn again from the saved run")
+                .isEqualTo(drawn);
     }
 
     @Test
