@@ -38,6 +38,13 @@ import picocli.CommandLine.Spec;
  * contended workload also checks mutual exclusion (overlapping critical sections are counted and
  * must be 0).
  *
+ * <p>Output: the table and one JSON line per result on standard output, and the HTML report ({@code
+ * --report}). {@code --json FILE} saves the run (a header with the date, the machine, the sizes and
+ * this command's arguments, then every result with its role and per-round figures: {@link
+ * RunFile}); {@code --charts DIR} writes one SVG per backend ({@link Charts}). {@code --from-json
+ * FILE} runs nothing: it reads a saved run whole, then prints its table and writes the report and
+ * charts asked for, so that charts can be drawn again without running the benchmark.
+ *
  * <p>Run it alone with {@code java -cp dlock-benchmarks/target/benchmarks.jar
  * io.dlock.benchmarks.BenchCommand [options]}. Exit status: 0 when every workload ran and no
  * overlap was seen; 1 when a workload failed or an overlap was seen; 2 for bad options.

@@ -49,6 +49,8 @@ final class Charts {
     private static final int LINE = 15;
     /** Characters of 11-12 px sans-serif that fit across the chart, with room to spare. */
     private static final int WRAP = 130;
+    /** The same for 11 px ratio lines, which start at the bars. */
+    private static final int RATIO_WRAP = 110;
 
     private static final Pattern SCALE = Pattern.compile("SCALE j=(\\d+) n=(\\d+)");
     private static final Pattern PLAIN_ARG = Pattern.compile("[A-Za-z0-9_@%+=:,./-]+");
@@ -243,16 +245,22 @@ final class Charts {
                         figure))
                 .append('\n');
         String ratios = ratioLine(r, all);
+        int next = y;
         if (ratios.isEmpty()) {
-            return y;
+            return next;
         }
-        int next = y + RATIO_ROW;
-        body.append(SvgBars.text(
-                        MARGIN + LABEL,
-                        next - 4,
-                        "class=\"ratios\" data-impl=\"" + impl + "\" font-size=\"11\" fill=\"#333333\"",
-                        ratios))
-                .append('\n');
+        // COST's client CPU on a line of its own; a long line (many anchors and floors) wrapped.
+        for (String part : ratios.split("; ")) {
+            for (String line : wrap(part, RATIO_WRAP)) {
+                next += RATIO_ROW;
+                body.append(SvgBars.text(
+                                MARGIN + LABEL,
+                                next - 4,
+                                "class=\"ratios\" data-impl=\"" + impl + "\" font-size=\"11\" fill=\"#333333\"",
+                                line))
+                        .append('\n');
+            }
+        }
         return next;
     }
 

@@ -153,6 +153,20 @@ class ChartsTest {
                         .toList());
     }
 
+    /** The ratio lines under one implementation's bar in a panel, joined by "; ". */
+    private static String ratios(Element panel, String impl) {
+        List<String> lines = new ArrayList<>();
+        NodeList all = panel.getElementsByTagNameNS(SVG, "text");
+        for (int i = 0; i < all.getLength(); i++) {
+            Element e = (Element) all.item(i);
+            if (e.getAttribute("class").equals("ratios")
+                    && e.getAttribute("data-impl").equals(impl)) {
+                lines.add(e.getTextContent());
+            }
+        }
+        return String.join("; ", lines);
+    }
+
     private static Element child(Element parent, String cssClass, String impl) {
         NodeList all = parent.getElementsByTagNameNS(SVG, "*");
         for (int i = 0; i < all.getLength(); i++) {
@@ -253,9 +267,9 @@ class ChartsTest {
         }
         Element w1 = panels.get(0);
         assertThat(child(w1, "figure", "dlock-zk").getTextContent()).isEqualTo("2,700");
-        assertThat(child(w1, "ratios", "dlock-zk").getTextContent()).isEqualTo("1.50× curator · 1.20× zk-floor");
+        assertThat(ratios(w1, "dlock-zk")).isEqualTo("1.50× curator · 1.20× zk-floor");
         assertThat(child(panels.get(3), "figure", "dlock-zk").getTextContent()).isEqualTo("2.00 · client CPU 191 µs");
-        assertThat(child(panels.get(3), "ratios", "dlock-zk").getTextContent())
+        assertThat(ratios(panels.get(3), "dlock-zk"))
                 .isEqualTo("requests 0.67× curator · 1.00× zk-floor; client CPU 0.76× curator · 1.10× zk-floor");
         assertThat(text(doc, "command"))
                 .startsWith("./dlock bench --backends zookeeper,redis --impls dlock-zk,")
@@ -282,7 +296,7 @@ class ChartsTest {
                             || r.impl().role() != LockImpl.Role.DLOCK) {
                         continue;
                     }
-                    String line = child(panel, "ratios", r.impl().label()).getTextContent();
+                    String line = ratios(panel, r.impl().label());
                     Map<String, Double> ratios = Report.ratios(r, results);
                     assertThat(ratios).isNotEmpty();
                     for (Map.Entry<String, Double> e : ratios.entrySet()) {
@@ -302,8 +316,7 @@ class ChartsTest {
             }
         }
         Document redis = parse(Charts.svg(Backend.REDIS, header(), results, ""));
-        assertThat(child(elements(redis, "g", "panel").get(0), "ratios", "dlock-redis")
-                        .getTextContent())
+        assertThat(ratios(elements(redis, "g", "panel").get(0), "dlock-redis"))
                 .as("Spring's registry is the faster anchor here; both floors follow")
                 .isEqualTo("0.83× spring-redis (best anchor) · 0.90× redis-floor · 1.02× redis-fenced-floor");
     }
@@ -318,6 +331,46 @@ class ChartsTest {
                         : Double.compare(b.primary(), a.primary()))
                 .orElseThrow()
                 .impl();
+    }
+
+    @Test
+    void svg_costWithEveryRedisAnchorAndFloor_everyLineFitsTheWidth() throws Exception {
+        List<Result> results = new ArrayList<>();
+        for (LockImpl impl : List.of(
+                LockImpl.DLOCK_REDIS,
+                LockImpl.DLOCK_REDIS_NO_LOCAL_QUEUE,
+                LockImpl.REDISSON,
+                LockImpl.REDISSON_FAIR,
+                LockImpl.SPRING_REDIS,
+                LockImpl.REDIS_FLOOR,
+                LockImpl.REDIS_FENCED_FLOOR)) {
+            results.add(result(
+                    "COST",
+                    impl,
+                    2.0 + impl.ordinal() % 3,
+                    Map.of(
+                            "clientCpuUsPerCycle",
+                            141.0,
+                            Report.CLIENT_CPU_ROUNDS,
+                            List.of(141.0 + impl.ordinal(), 150.0, 160.0))));
+        }
+
+        Document doc = parse(Charts.svg(Backend.REDIS, header(), results, ""));
+
+        Element panel = elements(doc, "g", "panel").get(0);
+        assertThat(ratios(panel, "dlock-redis"))
+                .startsWith("requests ")
+                .contains("; client CPU ")
+                .contains("(best anchor)")
+                .contains("redis-floor")
+                .contains("redis-fenced-floor");
+        for (Element text : elements(doc, "text", "")) {
+            double size = text.hasAttribute("font-size") ? Double.parseDouble(text.getAttribute("font-size")) : 12;
+            // About 0.55 em a character in sans-serif; the bold title is short.
+            double end = Double.parseDouble(text.getAttribute("x"))
+                    + 0.55 * size * text.getTextContent().length();
+            assertThat(end).as(text.getTextContent()).isLessThanOrEqualTo(Charts.WIDTH);
+        }
     }
 
     @Test
