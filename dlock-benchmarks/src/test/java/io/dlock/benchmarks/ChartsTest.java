@@ -220,6 +220,15 @@ class ChartsTest {
                 .isEqualTo(direct.get(Backend.ZOOKEEPER));
         assertThat(Files.readString(charts.resolve("redis.svg"), StandardCharsets.UTF_8))
                 .isEqualTo(direct.get(Backend.REDIS));
+
+        Path report = dir.resolve("report.html");
+        Run page = bench("--from-json", saved.toString(), "--report", report.toString());
+        assertThat(page.status()).as(page.err()).isZero();
+        assertThat(Files.readString(report, StandardCharsets.UTF_8))
+                .as("the HTML report of the saved run")
+                .isEqualTo(HtmlReport.page(
+                        RunFile.read(saved).header(), RunFile.read(saved).results(), ""))
+                .contains("<section class=\"workload\" data-workload=\"W4\"");
     }
 
     @Test
