@@ -446,6 +446,22 @@ class ChartsTest {
     }
 
     @Test
+    void fromJson_chartsDirectoryUnwritable_exits1SayingSo(@TempDir Path dir) throws Exception {
+        Path saved = dir.resolve("run.jsonl");
+        new RunFile(header(), results(), "").write(saved);
+        Path file = Files.writeString(dir.resolve("a-file"), "");
+
+        Run run = bench(
+                "--from-json",
+                saved.toString(),
+                "--charts",
+                file.resolve("charts").toString());
+
+        assertThat(run.status()).isEqualTo(1);
+        assertThat(run.out()).contains("dlock bench: no charts: cannot write the charts to " + file.resolve("charts"));
+    }
+
+    @Test
     void fromJson_withAnOptionThatShapesARun_exits2NamingIt(@TempDir Path dir) {
         Run run = bench("--from-json", dir.resolve("run.jsonl").toString(), "--rounds", "5");
 
