@@ -53,7 +53,7 @@ class RedisOutageIT {
     /** The request timeout (Lettuce's command timeout is the connect timeout). */
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
     /** What a failure may take beyond the wait and one request timeout on a loaded machine. */
-    private static final Duration MARGIN = Timing.scale(Duration.ofMillis(1500));
+    private static final Duration MARGIN = Timing.scale(Duration.ofSeconds(2));
 
     private static final String JOB = "tick";
 
