@@ -18,8 +18,8 @@ import org.jspecify.annotations.Nullable;
  * Each acquisition as a Micrometer observation named {@code dlock.acquire}: started on the calling
  * thread, so that it is a child of the caller's current observation (its span, with a tracing
  * handler), and stopped with the {@code outcome} key on whichever thread learned the outcome.
- * Errors (a backend failure, anything but an answer) are set as the observation's error; a timeout (someone
- * else holds the lock) and a cancelled attempt are not.
+ * Errors (a backend failure, anything but an answer) are set as the observation's error; a
+ * timeout (someone else holds the lock) and a cancelled attempt are not.
  * The key values are built once per client; only the lock name, when asked for, is per call.
  *
  * <p>Concurrency: the registry and observations are thread-safe; one observation is started by the
