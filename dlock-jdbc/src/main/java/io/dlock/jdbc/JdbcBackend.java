@@ -88,6 +88,8 @@ final class JdbcBackend implements LockBackend {
 
     final ScheduledThreadPoolExecutor timer;
     private final JdbcLockProtocol protocol;
+    /** MariaDB/MySQL in lease mode: the waiters' doorbell; else null. */
+    final @Nullable MariaDbDoorbell doorbell;
     /** Session mode's protocol, or null in lease mode. */
     private final @Nullable PgSessionProtocol sessions;
 
@@ -155,6 +157,9 @@ final class JdbcBackend implements LockBackend {
             caps.add(Capability.FAIR);
         }
         this.capabilities = Set.copyOf(caps);
+        this.doorbell = uri.dialect() == JdbcDialect.MARIADB && !uri.sessionMode()
+                ? new MariaDbDoorbell(this, sql, uri.maxConnections())
+                : null;
         this.protocol = new JdbcLockProtocol(this);
         this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
         this.inspector = new JdbcInspector(this);
@@ -603,6 +608,10 @@ final class JdbcBackend implements LockBackend {
         PgSessionProtocol s = sessions;
         if (s != null) {
             s.close();
+        }
+        MariaDbDoorbell bells = doorbell;
+        if (bells != null) {
+            bells.close();
         }
         try {
             // The client's waiter rows (the engine released its leases before closing us).
