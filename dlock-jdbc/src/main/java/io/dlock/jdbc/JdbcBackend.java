@@ -372,6 +372,21 @@ final class JdbcBackend implements LockBackend {
     }
 
     /**
+     * Runs {@code work} on the calling thread on {@code c}, a dedicated connection the caller uses
+     * alone (a doorbell's); blocks for the statement. A failure completes the future; the caller
+     * finds out about a broken connection by its own next statement.
+     */
+    static <T> CompletableFuture<T> runOn(Connection c, Work<T> work) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        try {
+            f.complete(work.run(c));
+        } catch (SQLException | RuntimeException e) {
+            f.completeExceptionally(e);
+        }
+        return f;
+    }
+
+    /**
      * Runs {@code work} on the calling thread when {@code callerWaits} (the caller only waits for
      * the result: see {@code LockProtocol#enqueue(LockRequest, boolean)}) and a slot and an open
      * idle connection of dlock's own are free at once; else as {@link #submit(Work)}. The caller is then spared two thread hand-offs,

@@ -564,6 +564,14 @@ final class JdbcLockProtocol implements LockProtocol {
          * waiter row, and tries once more after it, since the holder may have left in between.
          */
         void check() {
+            check(null);
+        }
+
+        /**
+         * As {@link #check()}; with {@code own}, the attempt runs at once on that connection (a
+         * doorbell's, on its thread, which has just been rung): a worker hand-off less per hand-off.
+         */
+        void check(@Nullable Connection own) {
             long bound;
             boolean insert;
             CompletableFuture<Void> answered;
@@ -587,32 +595,32 @@ final class JdbcLockProtocol implements LockProtocol {
             String name = entry.lockName();
             String acq = entry.acquisitionId();
             SharedQueue.Request sh = shared;
-            backend.submit(c -> {
-                        if (sh != null) {
-                            return sharedAttempt(c, acq, sh, true);
-                        }
-                        long s = insert ? insertWaiter(c, name, acq) : bound;
-                        Long token = grant(c, name, acq, s);
-                        if (token != null) {
-                            if (backend.doorbell == null) {
-                                deleteGrantedWaiter(c, name, acq);
-                            } else {
-                                // After the caller has its grant (see deleteLater), while it holds.
-                                deleting.put(acq, Boolean.TRUE);
-                            }
-                        }
-                        return new Outcome(token, s);
-                    })
-                    .whenComplete((outcome, error) -> {
-                        try {
-                            onReply(outcome, error, t0);
-                        } finally {
-                            answered.complete(null);
-                            if (deleting.containsKey(acq)) {
-                                deleteLater(name, acq);
-                            }
-                        }
-                    });
+            JdbcBackend.Work<Outcome> attempt = c -> {
+                if (sh != null) {
+                    return sharedAttempt(c, acq, sh, true);
+                }
+                long s = insert ? insertWaiter(c, name, acq) : bound;
+                Long token = grant(c, name, acq, s);
+                if (token != null) {
+                    if (backend.doorbell == null) {
+                        deleteGrantedWaiter(c, name, acq);
+                    } else {
+                        // After the caller has its grant (see deleteLater), while it holds.
+                        deleting.put(acq, Boolean.TRUE);
+                    }
+                }
+                return new Outcome(token, s);
+            };
+            (own == null ? backend.submit(attempt) : JdbcBackend.runOn(own, attempt)).whenComplete((outcome, error) -> {
+                try {
+                    onReply(outcome, error, t0);
+                } finally {
+                    answered.complete(null);
+                    if (deleting.containsKey(acq)) {
+                        deleteLater(name, acq);
+                    }
+                }
+            });
         }
 
         private void onReply(@Nullable Outcome outcome, @Nullable Throwable error, long t0) {

@@ -15,6 +15,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -231,7 +232,7 @@ final class MariaDbDoorbell {
         private long seq;
 
         @GuardedBy("this")
-        private @Nullable Runnable onRing;
+        private @Nullable Consumer<Connection> onRing;
 
         @GuardedBy("this")
         private @Nullable BooleanSupplier waiting;
@@ -282,14 +283,15 @@ final class MariaDbDoorbell {
         }
 
         /**
-         * Watches the waiter's predecessor: runs {@code ring} (a grant attempt) when the
-         * predecessor's bell is released, or at once if nobody is ahead. Called again after each
+         * Watches the waiter's predecessor: runs {@code ring} (a grant attempt, on the bell's
+         * connection, which it is given) on the bell's thread when the predecessor's bell is
+         * released, or at once if nobody is ahead. Called again after each
          * failed grant attempt; a watch in progress looks its predecessor up once more when it
          * returns. Never blocks.
          *
          * @param stillWaiting false once the acquisition stopped waiting: the watch ends
          */
-        void watch(String name, long waiterSeq, Runnable ring, BooleanSupplier stillWaiting) {
+        void watch(String name, long waiterSeq, Consumer<Connection> ring, BooleanSupplier stillWaiting) {
             long gen;
             synchronized (this) {
                 lockName = name;
@@ -310,7 +312,7 @@ final class MariaDbDoorbell {
             while (true) {
                 String name;
                 long s;
-                Runnable ring;
+                Consumer<Connection> ring;
                 synchronized (this) {
                     again = false;
                     BooleanSupplier w = waiting;
@@ -334,7 +336,7 @@ final class MariaDbDoorbell {
         }
 
         /** One look-up and wait; true to look again (the wait timed out). */
-        private boolean listenOnce(String name, long s, Runnable ring) throws SQLException {
+        private boolean listenOnce(String name, long s, Consumer<Connection> ring) throws SQLException {
             Connection c = connection();
             String predecessor;
             boolean inUse;
@@ -350,7 +352,7 @@ final class MariaDbDoorbell {
                 }
             }
             if (predecessor == null) {
-                ring.run(); // nobody ahead and the lock free (or its lease run out): try now
+                ring.accept(c); // nobody ahead and the lock free (or its lease run out): try now
                 return false;
             }
             if (!inUse || bellName(predecessor).length() > MAX_NAME) {
@@ -373,7 +375,7 @@ final class MariaDbDoorbell {
             if (got != 1) {
                 return true; // still held: look again (the predecessor may have changed meanwhile)
             }
-            ring.run();
+            ring.accept(c); // the grant attempt, on this connection: no hop to a worker
             try (PreparedStatement ps = c.prepareStatement("DO RELEASE_LOCK(?)")) {
                 ps.setString(1, bellName(predecessor));
                 ps.execute();
