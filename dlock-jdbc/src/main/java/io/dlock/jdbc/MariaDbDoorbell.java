@@ -275,6 +275,12 @@ final class MariaDbDoorbell {
                         }
                     },
                     () -> armedNow.complete(null));
+            if (connection == null) {
+                // A new bell opens its connection first, which a pool that has none free may make a
+                // long wait: the waiter goes on meanwhile (a successor that comes before the bell is
+                // armed finds it unused, and polls).
+                armedNow.complete(null);
+            }
         }
 
         /** Completes once the bell's own user lock is taken, or that failed; never exceptionally. */
