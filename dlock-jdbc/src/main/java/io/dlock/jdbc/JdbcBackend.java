@@ -152,7 +152,7 @@ final class JdbcBackend implements LockBackend {
             caps.add(Capability.FAIR);
         }
         if (uri.sessionMode()) {
-            // Advisory locks: exclusive only; PostgreSQL's lock queue is FIFO whatever 'fair' says.
+            // Advisory and user locks: exclusive only; the server's lock queue is FIFO whatever 'fair' says.
             caps.removeAll(EnumSet.of(Capability.READ_WRITE, Capability.SEMAPHORE));
             caps.add(Capability.FAIR);
         }
@@ -163,7 +163,8 @@ final class JdbcBackend implements LockBackend {
         this.protocol = new JdbcLockProtocol(this);
         this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
         this.inspector = new JdbcInspector(this);
-        this.sessionInspector = uri.sessionMode() ? new PgSessionInspector(this) : null;
+        this.sessionInspector =
+                uri.sessionMode() && uri.dialect() == JdbcDialect.POSTGRESQL ? new PgSessionInspector(this) : null;
     }
 
     /**
@@ -592,6 +593,10 @@ final class JdbcBackend implements LockBackend {
     @Override
     public Optional<LockInspector> inspector() {
         PgSessionInspector s = sessionInspector;
+        if (s == null && uri.sessionMode()) {
+            // MariaDB's user locks list neither holders nor waiters without the metadata_lock_info plugin.
+            return Optional.empty();
+        }
         return Optional.of(s != null ? s : inspector);
     }
 
