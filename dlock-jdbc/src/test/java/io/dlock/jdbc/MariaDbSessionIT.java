@@ -152,6 +152,60 @@ class MariaDbSessionIT extends MariaDbTestSupport implements ExclusiveLockContra
         }
     }
 
+    /**
+     * The holder's host is cut off: every packet of its pinned connection is dropped (iptables on
+     * the loopback interface, this one flow only), no FIN, no RST. The server must end that silent
+     * session (its wait_timeout: 4 s with a 4 s lease, counted from the holder's last check) and the
+     * waiter be granted after the dead holder's window (2.25 s), never while the old lease is valid.
+     */
+    @Test
+    void holdersHostCutOff_serverEndsTheSilentSession_waiterGrantedWithinTheBound() throws Exception {
+        LockClient holder = client("leaseTime=4s");
+        Lease lease = holder.lock("cut").acquire();
+        var pending = client("leaseTime=4s").lock("cut").acquireAsync(Duration.ofMinutes(1));
+        var oldValidAtGrant = pending.thenApply(l -> lease.isValid());
+        await().atMost(Timing.scale(Duration.ofSeconds(5)))
+                .until(() -> entries("cut").size() == 2);
+        long id = id(entries("cut").get(0));
+        String host = mariadb.sql("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = " + id);
+        String clientPort = host.substring(host.lastIndexOf(':') + 1);
+        String serverPort = Integer.toString(mariadb.port());
+        List<List<String>> rules = List.of(
+                List.of("INPUT", "-i", "lo", "-p", "tcp", "--sport", clientPort, "--dport", serverPort, "-j", "DROP"),
+                List.of("INPUT", "-i", "lo", "-p", "tcp", "--sport", serverPort, "--dport", clientPort, "-j", "DROP"));
+        long cutAt = System.nanoTime();
+        try {
+            for (List<String> rule : rules) {
+                iptables("-I", rule);
+            }
+            Lease next = pending.get(Timing.scale(Duration.ofSeconds(20)).toMillis(), TimeUnit.MILLISECONDS);
+            long grantedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutAt);
+            assertThat(oldValidAtGrant.get())
+                    .as("the old lease's isValid() at the next grant (%d ms after the cut)", grantedAfterMs)
+                    .isFalse();
+            assertThat(sessionAlive(id)).as("the cut-off holder's session").isFalse();
+            assertThat(next.fencingToken()).isGreaterThan(lease.fencingToken());
+            // wait_timeout (4 s) + the window (2.25 s) and its 1% + 10 ms: 6.3 s; asserted with 1.5 s more.
+            assertThat(grantedAfterMs)
+                    .isLessThan(Timing.scale(Duration.ofMillis(7_800)).toMillis());
+            next.close();
+        } finally {
+            for (List<String> rule : rules) {
+                iptables("-D", rule);
+            }
+        }
+        lease.close();
+    }
+
+    private static void iptables(String op, List<String> rule) throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(List.of("iptables", "-w", op));
+        cmd.addAll(rule);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as("%s: %s", cmd, out).isZero();
+    }
+
     /** A waiter cancelled while blocked in GET_LOCK has its session ended, never kept idle holding a lock. */
     @Test
     void aWaiterWithdrawnWhileBlocked_hasItsSessionEnded_notKeptIdle() throws Exception {
