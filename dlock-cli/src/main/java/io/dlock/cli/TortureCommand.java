@@ -76,7 +76,8 @@ public final class TortureCommand implements Callable<Integer> {
             description =
                     "embedded (a ZooKeeper the torture starts), embedded:zookeeper, embedded:zookeeper-ensemble"
                             + " (3 servers; server-restart kills the leader), embedded:redis, embedded:redis-volatile"
-                            + " (no persistence), embedded:etcd, embedded:postgres, embedded:mariadb, embedded:memcached, or"
+                            + " (no persistence), embedded:etcd, embedded:postgres, embedded:mariadb, embedded:mariadb-session,"
+                            + " embedded:memcached, or"
                             + " zookeeper://host:port[/path] (an existing server; no server-restart) (default: ${DEFAULT-VALUE}).")
     private String uri;
 

@@ -88,6 +88,8 @@ final class JdbcBackend implements LockBackend {
 
     final ScheduledThreadPoolExecutor timer;
     private final JdbcLockProtocol protocol;
+    /** MariaDB/MySQL in lease mode: the waiters' doorbell; else null. */
+    final @Nullable MariaDbDoorbell doorbell;
     /** Session mode's protocol, or null in lease mode. */
     private final @Nullable PgSessionProtocol sessions;
 
@@ -150,15 +152,19 @@ final class JdbcBackend implements LockBackend {
             caps.add(Capability.FAIR);
         }
         if (uri.sessionMode()) {
-            // Advisory locks: exclusive only; PostgreSQL's lock queue is FIFO whatever 'fair' says.
+            // Advisory and user locks: exclusive only; the server's lock queue is FIFO whatever 'fair' says.
             caps.removeAll(EnumSet.of(Capability.READ_WRITE, Capability.SEMAPHORE));
             caps.add(Capability.FAIR);
         }
         this.capabilities = Set.copyOf(caps);
+        this.doorbell = uri.dialect() == JdbcDialect.MARIADB && !uri.sessionMode()
+                ? new MariaDbDoorbell(this, sql, uri.maxConnections())
+                : null;
         this.protocol = new JdbcLockProtocol(this);
         this.sessions = uri.sessionMode() ? new PgSessionProtocol(this) : null;
         this.inspector = new JdbcInspector(this);
-        this.sessionInspector = uri.sessionMode() ? new PgSessionInspector(this) : null;
+        this.sessionInspector =
+                uri.sessionMode() && uri.dialect() == JdbcDialect.POSTGRESQL ? new PgSessionInspector(this) : null;
     }
 
     /**
@@ -362,6 +368,21 @@ final class JdbcBackend implements LockBackend {
             });
         } catch (RejectedExecutionException e) {
             f.completeExceptionally(closedException());
+        }
+        return f;
+    }
+
+    /**
+     * Runs {@code work} on the calling thread on {@code c}, a dedicated connection the caller uses
+     * alone (a doorbell's); blocks for the statement. A failure completes the future; the caller
+     * finds out about a broken connection by its own next statement.
+     */
+    static <T> CompletableFuture<T> runOn(Connection c, Work<T> work) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        try {
+            f.complete(work.run(c));
+        } catch (SQLException | RuntimeException e) {
+            f.completeExceptionally(e);
         }
         return f;
     }
@@ -572,6 +593,10 @@ final class JdbcBackend implements LockBackend {
     @Override
     public Optional<LockInspector> inspector() {
         PgSessionInspector s = sessionInspector;
+        if (s == null && uri.sessionMode()) {
+            // MariaDB's user locks list neither holders nor waiters without the metadata_lock_info plugin.
+            return Optional.empty();
+        }
         return Optional.of(s != null ? s : inspector);
     }
 
@@ -603,6 +628,10 @@ final class JdbcBackend implements LockBackend {
         PgSessionProtocol s = sessions;
         if (s != null) {
             s.close();
+        }
+        MariaDbDoorbell bells = doorbell;
+        if (bells != null) {
+            bells.close();
         }
         try {
             // The client's waiter rows (the engine released its leases before closing us).

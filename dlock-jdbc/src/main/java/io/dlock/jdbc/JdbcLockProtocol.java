@@ -125,6 +125,9 @@ final class JdbcLockProtocol implements LockProtocol {
      */
     private final java.util.Set<String> waited = ConcurrentHashMap.newKeySet();
 
+    /** Granted acquisitions whose waiter row is still to be deleted ({@link #deleteLater}). */
+    private final Map<String, Boolean> deleting = new ConcurrentHashMap<>();
+
     @GuardedBy("this")
     private @Nullable ScheduledFuture<?> pollTimer;
 
@@ -303,12 +306,15 @@ final class JdbcLockProtocol implements LockProtocol {
     /** {@code withdrawn}: a waiting entry's withdrawal, which is seldom the owner. */
     private void releaseHeld(Connection c, String name, String acquisition, boolean withdrawn) throws SQLException {
         String handOver = sql.handOver;
+        boolean queued = waited.remove(acquisition) || withdrawn;
+        if (deleting.remove(acquisition) != null) {
+            deleteWaiter(c, acquisition); // released before its deferred delete ran
+        }
         if (fair && handOver != null) {
             String alone = sql.releaseAlone;
             // Granted at its first try, so probably no one queues behind it: the plain update first,
             // which releases only if that is so (about 50 us of the database's time less per cycle
             // than the hand-over statement, measured). One that waited hands over directly.
-            boolean queued = waited.remove(acquisition) || withdrawn;
             if (!queued && alone != null) {
                 try (PreparedStatement ps = c.prepareStatement(alone)) {
                     ps.setString(1, name);
@@ -558,6 +564,14 @@ final class JdbcLockProtocol implements LockProtocol {
          * waiter row, and tries once more after it, since the holder may have left in between.
          */
         void check() {
+            check(null);
+        }
+
+        /**
+         * As {@link #check()}; with {@code own}, the attempt runs at once on that connection (a
+         * doorbell's, on its thread, which has just been rung): a worker hand-off less per hand-off.
+         */
+        void check(@Nullable Connection own) {
             long bound;
             boolean insert;
             CompletableFuture<Void> answered;
@@ -581,24 +595,32 @@ final class JdbcLockProtocol implements LockProtocol {
             String name = entry.lockName();
             String acq = entry.acquisitionId();
             SharedQueue.Request sh = shared;
-            backend.submit(c -> {
-                        if (sh != null) {
-                            return sharedAttempt(c, acq, sh, true);
-                        }
-                        long s = insert ? insertWaiter(c, name, acq) : bound;
-                        Long token = grant(c, name, acq, s);
-                        if (token != null) {
-                            deleteGrantedWaiter(c, name, acq);
-                        }
-                        return new Outcome(token, s);
-                    })
-                    .whenComplete((outcome, error) -> {
-                        try {
-                            onReply(outcome, error, t0);
-                        } finally {
-                            answered.complete(null);
-                        }
-                    });
+            JdbcBackend.Work<Outcome> attempt = c -> {
+                if (sh != null) {
+                    return sharedAttempt(c, acq, sh, true);
+                }
+                long s = insert ? insertWaiter(c, name, acq) : bound;
+                Long token = grant(c, name, acq, s);
+                if (token != null) {
+                    if (backend.doorbell == null) {
+                        deleteGrantedWaiter(c, name, acq);
+                    } else {
+                        // After the caller has its grant (see deleteLater), while it holds.
+                        deleting.put(acq, Boolean.TRUE);
+                    }
+                }
+                return new Outcome(token, s);
+            };
+            (own == null ? backend.submit(attempt) : JdbcBackend.runOn(own, attempt)).whenComplete((outcome, error) -> {
+                try {
+                    onReply(outcome, error, t0);
+                } finally {
+                    answered.complete(null);
+                    if (deleting.containsKey(acq)) {
+                        deleteLater(name, acq);
+                    }
+                }
+            });
         }
 
         private void onReply(@Nullable Outcome outcome, @Nullable Throwable error, long t0) {
@@ -651,6 +673,12 @@ final class JdbcLockProtocol implements LockProtocol {
             if (done == null) {
                 if (runAgain) {
                     check();
+                } else if (token == null && error == null && outcome != null && outcome.seq() >= 0) {
+                    MariaDbDoorbell bells = backend.doorbell;
+                    MariaDbDoorbell.Bell bell = bells == null ? null : bells.assigned(entry.acquisitionId());
+                    if (bell != null) {
+                        bell.watch(entry.lockName(), outcome.seq(), this::check, this::awaiting);
+                    }
                 }
                 return;
             }
@@ -677,9 +705,25 @@ final class JdbcLockProtocol implements LockProtocol {
                 kicked = false;
             }
             schedulePoll(MIN_POLL_MS, true);
-            if (now) {
+            if (!now) {
+                return;
+            }
+            MariaDbDoorbell.Bell bell = bell();
+            if (bell != null) {
+                // Its own bell is held before its row is written: a waiter that queues behind it finds
+                // it in use and blocks on it.
+                bell.armed().whenComplete((x, e) -> check());
+            } else {
                 check();
             }
+        }
+
+        /** This exclusive waiter's doorbell (MariaDB/MySQL), or null: then only the poll wakes it. */
+        private MariaDbDoorbell.@Nullable Bell bell() {
+            MariaDbDoorbell bells = backend.doorbell;
+            return bells == null || shared != null
+                    ? null
+                    : bells.bell(entry.acquisitionId(), JdbcLockProtocol.this::live);
         }
 
         /**
@@ -879,6 +923,33 @@ final class JdbcLockProtocol implements LockProtocol {
         }
     }
 
+    /**
+     * Deletes the waiter row of an acquisition granted by its own attempt, off the hand-off's path
+     * (MariaDB: one commit less between a release and the next holder's return). Until it is gone,
+     * the row only stands behind its own owner (nobody can be granted anyway); a release that comes
+     * first deletes it itself ({@link #releaseHeld}).
+     */
+    private void deleteLater(String name, String acq) {
+        backend.submit(c -> {
+                    if (deleting.containsKey(acq)) {
+                        deleteGrantedWaiter(c, name, acq);
+                    }
+                    return null;
+                })
+                .whenComplete((x, e) -> deleting.remove(acq));
+    }
+
+    /** Whether an acquisition may keep its doorbell: it waits, or holds after waiting. */
+    private boolean live(String acquisition) {
+        return waiters.containsKey(acquisition) || waited.contains(acquisition);
+    }
+
+    /** Whether the waiter is blocked on its predecessor's doorbell, which then wakes it. */
+    private boolean listening(String acquisition) {
+        MariaDbDoorbell bells = backend.doorbell;
+        return bells != null && bells.listening(acquisition);
+    }
+
     // ---- the poller: one per client, one query for all its waiters
 
     private long maxPollMs() {
@@ -1033,7 +1104,7 @@ final class JdbcLockProtocol implements LockProtocol {
         } else {
             String before = w.lastOwner;
             w.lastOwner = owner;
-            if (before != null && !before.equals(owner) && !backend.notified()) {
+            if (before != null && !before.equals(owner) && !backend.notified() && !listening(acq)) {
                 // The lock changed hands since the last poll: it is busy, and without NOTIFY the next
                 // release is only seen by a poll. Poll at the shortest interval while that goes on.
                 return MIN_POLL_MS;
@@ -1257,6 +1328,11 @@ final class JdbcLockProtocol implements LockProtocol {
     public CompletionStage<Void> release(QueueEntry entry, boolean callerWaits) {
         Waiter w = waiters.remove(entry.acquisitionId());
         CompletableFuture<Void> done = new CompletableFuture<>();
+        MariaDbDoorbell bells = backend.doorbell;
+        if (bells != null) {
+            // After the release (or withdrawal) is committed, or failed: the waiter behind it tries now.
+            done.whenComplete((x, e) -> bells.ring(entry.acquisitionId()));
+        }
         if (w == null) {
             release(entry, false, done, 0, ticker.read(), callerWaits);
             return done;

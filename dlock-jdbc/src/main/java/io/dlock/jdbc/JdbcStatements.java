@@ -101,6 +101,13 @@ final class JdbcStatements {
     final String sharedStatus;
     /** PostgreSQL only. Params: channel, payload. */
     final @Nullable String notify;
+    /**
+     * MariaDB/MySQL only ({@link MariaDbDoorbell}). Params: name, seq, name. Rows: one, the
+     * acquisition whose bell a waiter of that seq waits on (the live waiter just ahead of it, else
+     * the owner of an unexpired lease; null: nobody, try now) and whether that bell is in use
+     * (null: no one holds it). A plain read: it takes no row lock.
+     */
+    final @Nullable String bellPredecessor;
 
     JdbcStatements(JdbcDialect dialect, String table) {
         this.dialect = dialect;
@@ -219,6 +226,14 @@ final class JdbcStatements {
                         + now + " FROM " + waiters + " q WHERE q.name IN (SELECT w.name FROM " + waiters
                         + " w WHERE w.client = ? AND w.token = 0 AND w.kind <> 'X') ORDER BY q.name, q.seq";
         notify = dialect == JdbcDialect.POSTGRESQL ? "SELECT pg_notify(?, ?)" : null;
+        bellPredecessor = dialect == JdbcDialect.MARIADB
+                ? "SELECT x.p, IS_USED_LOCK(CONCAT('" + MariaDbDoorbell.PREFIX + "', x.p)) FROM (SELECT COALESCE("
+                        + "(SELECT w.acquisition FROM " + waiters + " w WHERE w.name = ? AND w.kind = 'X'"
+                        + " AND w.token = 0 AND w.seq < ? AND w.expires_ms >= " + now
+                        + " ORDER BY w.seq DESC LIMIT 1),"
+                        + " (SELECT l.owner FROM " + table + " l WHERE l.name = ? AND l.expires_ms >= " + now
+                        + ")) AS p) x"
+                : null;
     }
 
     /**

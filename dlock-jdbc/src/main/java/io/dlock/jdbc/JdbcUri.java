@@ -27,8 +27,8 @@ import org.jspecify.annotations.Nullable;
  * @param createTable whether to create missing tables
  * @param maxConnections how many connections dlock opens for its statements (PostgreSQL: plus one
  *     for LISTEN)
- * @param sessionMode PostgreSQL's session mode ({@code mode=session}): advisory locks on a
- *     connection per held lock instead of leases in the table
+ * @param sessionMode session mode ({@code mode=session}): PostgreSQL's advisory locks or MariaDB's
+ *     and MySQL's {@code GET_LOCK} on a connection per held lock instead of leases in the table
  * @param options the client's options
  */
 record JdbcUri(
@@ -152,9 +152,9 @@ record JdbcUri(
                     default -> throw new IllegalArgumentException(
                             "parameter 'mode' must be lease or session: '" + params.get("mode") + "'");
                 };
-        if (session && dialect != JdbcDialect.POSTGRESQL) {
-            throw new IllegalArgumentException(
-                    "parameter 'mode=session' needs PostgreSQL (advisory locks), not " + dialect.id);
+        if (session && dialect == JdbcDialect.H2) {
+            throw new IllegalArgumentException("parameter 'mode=session' needs PostgreSQL (advisory locks) or"
+                    + " MariaDB/MySQL (GET_LOCK), not " + dialect.id);
         }
         return new JdbcUri(dialect, jdbcUrl, password, table, create, max, session, options);
     }

@@ -35,7 +35,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * PostgreSQL session mode ({@code ?mode=session}): each exclusive lock is a {@code
+ * Session mode ({@code ?mode=session}) on PostgreSQL, and with {@code GET_LOCK} on MariaDB/MySQL (a
+ * paragraph below): each exclusive lock is a {@code
  * pg_advisory_lock} held by a connection of its own, for as long as that connection's session
  * lives. The server drops the lock the moment the session ends (a client killed, a connection
  * closed), and grants it to the next session waiting in its lock queue (FIFO, one waiter woken).
@@ -95,6 +96,21 @@ import org.slf4j.LoggerFactory;
  * next holder's fence, a cut-off holder's lock is granted again within about D + 1 s (probe
  * granularity) + its window after its last packet: for the default 30 s lease about 31 s.
  *
+ * <p>MariaDB and MySQL ({@code jdbc:mariadb:}, {@code jdbc:mysql:}): the same design on {@code
+ * GET_LOCK}, a user lock of the session, named {@code dlock:} and a 256-bit hash of the table and the
+ * lock name ({@link #lockName}; the server takes 64 characters); the counter rows are {@code
+ * my/<name>}. The waiter blocks in {@code GET_LOCK} with a timeout of a year and no network timeout
+ * (a timed-out call would leave the server's queue). The token is a read of the previous record and
+ * an upsert ({@code LAST_INSERT_ID(token + 1)}); the unlock clears the record, commits, and only
+ * then runs {@code RELEASE_LOCK}, so the next holder reads it as cleared. A check is {@code
+ * IS_USED_LOCK(name) = CONNECTION_ID()}: it fails if the session is gone or no longer holds the
+ * lock. A cancelled wait is a {@code KILL QUERY} (the driver's {@code Statement.cancel}), and the
+ * session is then closed as on PostgreSQL. In place of the keepalive settings each pinned session
+ * sets {@code wait_timeout} (and {@code net_write_timeout}) to the longer of D and the window, in
+ * whole seconds, plus one: a live holder's checks come sooner, so a server- or account-level
+ * timeout cannot end its session, and a cut-off holder's session ends once its lease is no longer
+ * valid.
+ *
  * <p>Concurrency: each connection is used by one thread at a time: the waiting thread (blocked in
  * {@code pg_advisory_lock}), then the renewals and the release, which the engine never overlaps. A
  * waiter withdrawn while blocked has its connection aborted from the releasing thread, which ends
@@ -119,6 +135,16 @@ final class PgSessionProtocol implements LockProtocol {
     private final long keepaliveCount;
     private final String tokenSql;
     private final String unlockSql;
+    /** MariaDB/MySQL: GET_LOCK instead of advisory locks (see the MariaDB paragraph above). */
+    private final boolean mariadb;
+    /** The counter rows' prefix: {@code pg/} (PostgreSQL) or {@code my/} (MariaDB/MySQL). */
+    private final String rowPrefix;
+    /** MariaDB: the session's {@code wait_timeout}, in whole seconds. */
+    private final long idleTimeoutS;
+
+    private final String myPrevSql;
+    private final String myTokenSql;
+    private final String myClearSql;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
     private final BlockingQueue<Connection> idle;
     private final ExecutorService threads;
@@ -130,6 +156,8 @@ final class PgSessionProtocol implements LockProtocol {
     private static final class Session {
         final QueueEntry entry;
         final long key;
+        /** MariaDB: the user lock's name ({@link #lockName}). */
+        final String lockKey;
         /** Set by the first step; read by later steps of the lane only. */
         volatile @Nullable Connection connection;
         /** Whether the session holds the advisory lock (set and cleared on the lane). */
@@ -152,9 +180,10 @@ final class PgSessionProtocol implements LockProtocol {
         @GuardedBy("this")
         CompletableFuture<?> tail = CompletableFuture.completedFuture(null);
 
-        Session(QueueEntry entry, long key) {
+        Session(QueueEntry entry, long key, String lockKey) {
             this.entry = entry;
             this.key = key;
+            this.lockKey = lockKey;
         }
     }
 
@@ -176,6 +205,12 @@ final class PgSessionProtocol implements LockProtocol {
         this.keepaliveCount =
                 Math.max(1, (deadPeerMs / 1_000 - keepaliveIdleS + keepaliveIntervalS - 1) / keepaliveIntervalS);
         String table = backend.uri.table();
+        this.mariadb = backend.uri.dialect() == JdbcDialect.MARIADB;
+        this.rowPrefix = mariadb ? "my/" : "pg/";
+        // Longer than the holder's checks are apart (a third of the lease), and than its window: the
+        // session of a live holder is never idle that long, and the lease of one cut off is no longer
+        // valid when its session ends (with renewal=false: the lease time, plus a second).
+        this.idleTimeoutS = (Math.max(deadPeerMs, windowMs) + 999) / 1_000 + 1;
         // The grant's record for the operator (PgSessionInspector): token, client and pid@host <grant ms>;
         // and for the next holder: this holder's window. The previous client and window decide the
         // fence. FOR UPDATE: the previous holder's unlock frees the advisory lock before its statement
@@ -198,6 +233,21 @@ final class PgSessionProtocol implements LockProtocol {
         this.unlockSql = "WITH c AS (UPDATE " + table
                 + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ? RETURNING 1)"
                 + " SELECT pg_advisory_unlock(?) FROM (SELECT count(*) FROM c) x";
+        if (mariadb) {
+            // MariaDB's user locks are freed by RELEASE_LOCK, a statement of its own, after the record
+            // was cleared and committed: the next holder reads the row as cleared (no fence needed).
+            // Only the session holding the user lock writes the row, so no row lock is needed to read
+            // the previous holder's record before the token's upsert.
+            myPrevSql = "SELECT client, expires_ms FROM " + table + " WHERE name = ?";
+            myTokenSql = "INSERT INTO " + table + " (name, token, client, holder, expires_ms) VALUES (?,"
+                    + " LAST_INSERT_ID(1), ?, " + JdbcStatements.stamp(JdbcDialect.MARIADB, "?") + ", ?)"
+                    + " ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1), client = VALUES(client),"
+                    + " holder = VALUES(holder), expires_ms = VALUES(expires_ms)";
+            myClearSql = "UPDATE " + table
+                    + " SET client = NULL, holder = NULL, expires_ms = NULL WHERE name = ? AND token = ?";
+        } else {
+            myPrevSql = myTokenSql = myClearSql = "";
+        }
         this.idle = new ArrayBlockingQueue<>(backend.uri.maxConnections());
         AtomicInteger n = new AtomicInteger();
         // A thread per waiting or working session: a waiter blocks in pg_advisory_lock.
@@ -232,6 +282,21 @@ final class PgSessionProtocol implements LockProtocol {
             byte[] digest =
                     MessageDigest.getInstance("SHA-256").digest((table + "/" + name).getBytes(StandardCharsets.UTF_8));
             return ByteBuffer.wrap(digest).getLong();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required by every Java platform", e);
+        }
+    }
+
+    /**
+     * MariaDB/MySQL: the user lock of a lock, {@code dlock:} and 256 bits of SHA-256 over the table
+     * and the name in base64url (49 characters, within the 64 that GET_LOCK takes): a hash so long
+     * that two names never merge into one lock; the counter row keeps the full name.
+     */
+    static String lockName(String table, String name) {
+        try {
+            byte[] digest =
+                    MessageDigest.getInstance("SHA-256").digest((table + "/" + name).getBytes(StandardCharsets.UTF_8));
+            return "dlock:" + java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required by every Java platform", e);
         }
@@ -276,8 +341,9 @@ final class PgSessionProtocol implements LockProtocol {
         }
         String name = request.lockName();
         QueueEntry entry =
-                new QueueEntry(name, request.acquisitionId(), "pg/" + name + "#" + request.acquisitionId(), 0, 0);
-        Session s = new Session(entry, key(backend.uri.table(), name));
+                new QueueEntry(name, request.acquisitionId(), rowPrefix + name + "#" + request.acquisitionId(), 0, 0);
+        Session s =
+                new Session(entry, key(backend.uri.table(), name), mariadb ? lockName(backend.uri.table(), name) : "");
         sessions.put(entry.acquisitionId(), s);
         long t0 = ticker.read();
         CompletableFuture<Position> f = onLane(s, "acquire", () -> {
@@ -302,7 +368,7 @@ final class PgSessionProtocol implements LockProtocol {
                 }
             }
             if (!got) {
-                return Position.waiting(entry, "pg_advisory_lock");
+                return Position.waiting(entry, mariadb ? "GET_LOCK" : "pg_advisory_lock");
             }
             s.locked = true;
             return Position.granted(grant(s, t0));
@@ -324,6 +390,20 @@ final class PgSessionProtocol implements LockProtocol {
      */
     private Connection newConnection() throws SQLException {
         Connection c = backend.dedicatedConnection();
+        if (mariadb) {
+            try (java.sql.Statement st = c.createStatement()) {
+                // A holder is idle between its checks; the server's or the account's wait_timeout
+                // could end its session and free its lock, and a holder cut off without FIN or RST
+                // would keep its session until TCP keepalive gives up (hours). So the session ends
+                // after idleTimeoutS of silence: later than a live holder's checks come, and after a
+                // cut-off holder's lease has run out.
+                st.execute("SET SESSION wait_timeout = " + idleTimeoutS + ", net_write_timeout = " + idleTimeoutS);
+            } catch (SQLException e) {
+                discard(c);
+                throw e;
+            }
+            return c;
+        }
         try {
             int major = c.getMetaData().getDatabaseMajorVersion();
             StringBuilder sql = new StringBuilder("SELECT 1");
@@ -375,13 +455,36 @@ final class PgSessionProtocol implements LockProtocol {
         return c;
     }
 
-    private static boolean tryLock(Session s) throws SQLException {
+    private boolean tryLock(Session s) throws SQLException {
+        if (mariadb) {
+            return getLock(s, 0);
+        }
         try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_try_advisory_lock(?)")) {
             ps.setLong(1, s.key);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);
             }
+        }
+    }
+
+    /** MariaDB: GET_LOCK for up to {@code seconds}; true if held. NULL (an error, a kill) is a failure. */
+    private static boolean getLock(Session s, long seconds) throws SQLException {
+        try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT GET_LOCK(?, " + seconds + ")")) {
+            if (seconds > 0) {
+                s.waiting = ps;
+            }
+            ps.setString(1, s.lockKey);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                int got = rs.getInt(1);
+                if (rs.wasNull()) {
+                    throw new SQLException("GET_LOCK returned NULL (its query was killed)", "70100");
+                }
+                return got == 1;
+            }
+        } finally {
+            s.waiting = null;
         }
     }
 
@@ -392,21 +495,55 @@ final class PgSessionProtocol implements LockProtocol {
     private Grant grant(Session s, long t0) throws SQLException {
         long token;
         long fenceMs = -1;
-        String name = "pg/" + s.entry.lockName();
-        try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
-            ps.setString(1, name);
-            ps.setString(2, name);
-            ps.setString(3, backend.clientId);
-            ps.setString(4, backend.holder);
-            ps.setLong(5, windowMs);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                token = rs.getLong(1);
-                if (rs.getString(2) != null) {
-                    long previous = rs.getLong(3);
-                    // An older version's holder recorded no window: its lease was its lease time. A
-                    // window of 0 is a forced release's: the operator let the next holder in at once.
-                    fenceMs = rs.wasNull() ? leaseMs : previous;
+        String name = rowPrefix + s.entry.lockName();
+        if (mariadb) {
+            String prevClient = null;
+            long prevWindow = -1;
+            try (PreparedStatement ps = connectionOf(s).prepareStatement(myPrevSql)) {
+                ps.setString(1, name);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next()) {
+                        prevClient = rs.getString(1);
+                        prevWindow = rs.getLong(2);
+                        if (rs.wasNull()) {
+                            prevWindow = leaseMs;
+                        }
+                    }
+                }
+            }
+            if (prevClient != null) {
+                fenceMs = prevWindow;
+            }
+            try (PreparedStatement ps =
+                    connectionOf(s).prepareStatement(myTokenSql, java.sql.Statement.RETURN_GENERATED_KEYS)) {
+                ps.setString(1, name);
+                ps.setString(2, backend.clientId);
+                ps.setString(3, backend.holder);
+                ps.setLong(4, windowMs);
+                ps.executeUpdate();
+                try (ResultSet rs = ps.getGeneratedKeys()) {
+                    if (!rs.next()) {
+                        throw new SQLException("the token's upsert did not return LAST_INSERT_ID()");
+                    }
+                    token = rs.getLong(1);
+                }
+            }
+        } else {
+            try (PreparedStatement ps = connectionOf(s).prepareStatement(tokenSql)) {
+                ps.setString(1, name);
+                ps.setString(2, name);
+                ps.setString(3, backend.clientId);
+                ps.setString(4, backend.holder);
+                ps.setLong(5, windowMs);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    token = rs.getLong(1);
+                    if (rs.getString(2) != null) {
+                        long previous = rs.getLong(3);
+                        // An older version's holder recorded no window: its lease was its lease time. A
+                        // window of 0 is a forced release's: the operator let the next holder in at once.
+                        fenceMs = rs.wasNull() ? leaseMs : previous;
+                    }
                 }
             }
         }
@@ -460,10 +597,16 @@ final class PgSessionProtocol implements LockProtocol {
                 }
                 s.blocked = true;
             }
-            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_advisory_lock(?)")) {
-                s.waiting = ps;
-                ps.setLong(1, s.key);
-                ps.executeQuery().close();
+            try {
+                if (mariadb) {
+                    waitForUserLock(s);
+                } else {
+                    try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_advisory_lock(?)")) {
+                        s.waiting = ps;
+                        ps.setLong(1, s.key);
+                        ps.executeQuery().close();
+                    }
+                }
                 s.locked = true;
             } catch (SQLException e) {
                 // Even a wait cancelled by a withdrawal (57014) may hold the lock: when the cancel
@@ -490,6 +633,28 @@ final class PgSessionProtocol implements LockProtocol {
             // The validity counts from the grant's own reading: the wait itself guarantees nothing.
             return Position.granted(grant(s, ticker.read()));
         });
+    }
+
+    /**
+     * MariaDB: waits in GET_LOCK for as long as it takes (the server queues it, FIFO), with the
+     * connection's network timeout lifted meanwhile: a wait is silence on the socket.
+     */
+    private static void waitForUserLock(Session s) throws SQLException {
+        Connection c = connectionOf(s);
+        int before = c.getNetworkTimeout();
+        c.setNetworkTimeout(Runnable::run, 0);
+        try {
+            // A year per statement: a timed-out GET_LOCK would leave the server's queue and lose its place.
+            while (!getLock(s, 31_536_000L)) {
+                synchronized (s) {
+                    if (s.withdrawn) {
+                        throw new EntryLostException(s.entry, "it was withdrawn");
+                    }
+                }
+            }
+        } finally {
+            c.setNetworkTimeout(Runnable::run, before);
+        }
     }
 
     @Override
@@ -560,9 +725,26 @@ final class PgSessionProtocol implements LockProtocol {
         if (c == null) {
             return;
         }
-        if (s.locked && !s.broken) {
+        if (s.locked && !s.broken && mariadb) {
+            try {
+                try (PreparedStatement ps = c.prepareStatement(myClearSql)) {
+                    ps.setString(1, rowPrefix + s.entry.lockName());
+                    ps.setLong(2, s.token);
+                    ps.executeUpdate();
+                }
+                try (PreparedStatement ps = c.prepareStatement("SELECT RELEASE_LOCK(?)")) {
+                    ps.setString(1, s.lockKey);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        s.locked = !(rs.next() && rs.getInt(1) == 1);
+                    }
+                }
+            } catch (SQLException e) {
+                s.broken = true;
+                log.debug("[lock={} state=RELEASING] unlock: {}", s.entry.lockName(), backend.message(e));
+            }
+        } else if (s.locked && !s.broken) {
             try (PreparedStatement ps = c.prepareStatement(unlockSql)) {
-                ps.setString(1, "pg/" + s.entry.lockName());
+                ps.setString(1, rowPrefix + s.entry.lockName());
                 ps.setLong(2, s.token);
                 ps.setLong(3, s.key);
                 try (ResultSet rs = ps.executeQuery()) {
@@ -591,14 +773,26 @@ final class PgSessionProtocol implements LockProtocol {
         }
         long t0 = ticker.read();
         return onLane(s, "renewal", () -> {
-            try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT 1")) {
-                ps.executeQuery().close();
+            try (PreparedStatement ps = connectionOf(s)
+                    .prepareStatement(mariadb ? "SELECT IS_USED_LOCK(?) = CONNECTION_ID()" : "SELECT 1")) {
+                if (mariadb) {
+                    ps.setString(1, s.lockKey);
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (mariadb && !(rs.next() && rs.getBoolean(1))) {
+                        s.broken = true;
+                        throw new EntryLostException(
+                                grant.entry(), "its session no longer holds the user lock " + s.lockKey);
+                    }
+                }
                 return new Grant(grant.entry(), grant.fencingToken(), t0 + windowNanos - marginNanos);
             } catch (SQLException e) {
                 s.broken = true;
                 throw new EntryLostException(
                         grant.entry(),
-                        "its session ended, and PostgreSQL dropped the advisory lock with it (" + backend.message(e)
+                        "its session ended, and "
+                                + (mariadb ? "MariaDB dropped the user lock" : "PostgreSQL dropped the advisory lock")
+                                + " with it (" + backend.message(e)
                                 + ")");
             }
         });

@@ -155,7 +155,7 @@ class JdbcUriTest {
     }
 
     @Test
-    void parse_mode_sessionOnPostgresOnly_otherValuesRefusedByName() {
+    void parse_mode_sessionOnPostgresAndMariaDb_notOnH2_otherValuesRefusedByName() {
         assertThat(JdbcUri.parse("jdbc:postgresql://db/app?mode=session", LockOptions.defaults())
                         .sessionMode())
                 .isTrue();
@@ -165,10 +165,16 @@ class JdbcUriTest {
         assertThat(JdbcUri.parse("jdbc:postgresql://db/app", LockOptions.defaults())
                         .sessionMode())
                 .isFalse();
-        assertThatThrownBy(() -> JdbcUri.parse("jdbc:mariadb://h/db?mode=session", LockOptions.defaults()))
+        assertThat(JdbcUri.parse("jdbc:mariadb://h/db?mode=session", LockOptions.defaults())
+                        .sessionMode())
+                .isTrue();
+        assertThat(JdbcUri.parse("jdbc:mysql://h/db?mode=session", LockOptions.defaults())
+                        .sessionMode())
+                .isTrue();
+        assertThatThrownBy(() -> JdbcUri.parse("jdbc:h2:mem:x?mode=session", LockOptions.defaults()))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("mode=session")
-                .hasMessageContaining("mariadb");
+                .hasMessageContaining("h2");
         assertThatThrownBy(() -> JdbcUri.parse("jdbc:postgresql://db/app?mode=Session", LockOptions.defaults()))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("'mode'")

@@ -69,7 +69,8 @@ public final class BackendTargets {
             case "redis-sentinel-wait" -> RedisSentinelTarget.embedded(1);
             case "etcd" -> EtcdTarget.embedded();
             case "postgres" -> PostgresTarget.embedded();
-            case "mariadb" -> MariaDbTarget.embedded();
+            case "mariadb" -> MariaDbTarget.embedded(false);
+            case "mariadb-session" -> MariaDbTarget.embedded(true);
             case "memcached" -> MemcachedTarget.embedded();
             default -> throw new IllegalArgumentException("no torture target for backend " + backend);
         };
@@ -107,6 +108,9 @@ public final class BackendTargets {
         if (u.equals(EMBEDDED + ":mariadb")) {
             return "mariadb";
         }
+        if (u.equals(EMBEDDED + ":mariadb-session")) {
+            return "mariadb-session";
+        }
         if (u.equals(EMBEDDED + ":memcached")) {
             return "memcached";
         }
@@ -117,7 +121,8 @@ public final class BackendTargets {
                 + " master, a replica and a Sentinel; server-restart is a failover; no partition),"
                 + " 'embedded:redis-sentinel-wait' (the same, clients with waitReplicas=1),"
                 + " 'embedded:etcd' (an etcd the torture starts), 'embedded:postgres' (a PostgreSQL the torture"
-                + " starts), 'embedded:mariadb' (a MariaDB the torture starts), 'embedded:memcached' (a memcached the"
+                + " starts), 'embedded:mariadb' (a MariaDB the torture starts), 'embedded:mariadb-session' (the same,"
+                + " clients in mode=session), 'embedded:memcached' (a memcached the"
                 + " torture starts)"
                 + " or 'zookeeper://host:port[/path]'");
     }

@@ -22,13 +22,16 @@ final class MariaDbTarget implements BackendTarget {
             "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
 
     private final MariaDbServer server;
+    /** Clients in session mode ({@code GET_LOCK} on a pinned connection) instead of lease mode. */
+    private final boolean session;
 
-    private MariaDbTarget(MariaDbServer server) {
+    private MariaDbTarget(MariaDbServer server, boolean session) {
         this.server = server;
+        this.session = session;
     }
 
-    static MariaDbTarget embedded() {
-        return new MariaDbTarget(MariaDbServer.start());
+    static MariaDbTarget embedded(boolean session) {
+        return new MariaDbTarget(MariaDbServer.start(), session);
     }
 
     @Override
@@ -38,7 +41,7 @@ final class MariaDbTarget implements BackendTarget {
 
     @Override
     public String description() {
-        return "MariaDB (embedded mariadbd on 127.0.0.1:" + server.port() + ")";
+        return "MariaDB (embedded mariadbd on 127.0.0.1:" + server.port() + (session ? ", mode=session" : "") + ")";
     }
 
     @Override
@@ -50,7 +53,8 @@ final class MariaDbTarget implements BackendTarget {
     public String clientUri(String proxy, String namespace, Duration expiry) {
         return "jdbc:mariadb://" + proxy + "/" + MariaDbServer.DATABASE + "?user=" + MariaDbServer.USER
                 + "&password=" + MariaDbServer.PASSWORD + "&dlockTable=" + PostgresTarget.table(namespace)
-                + "&createTable=true&leaseTime=" + DurationConverter.toParameter(expiry);
+                + "&createTable=true&leaseTime=" + DurationConverter.toParameter(expiry)
+                + (session ? "&mode=session" : "");
     }
 
     @Override
