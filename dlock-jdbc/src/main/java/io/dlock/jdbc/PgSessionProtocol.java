@@ -601,11 +601,7 @@ final class PgSessionProtocol implements LockProtocol {
                 if (mariadb) {
                     waitForUserLock(s);
                 } else {
-                    try (PreparedStatement ps = connectionOf(s).prepareStatement("SELECT pg_advisory_lock(?)")) {
-                        s.waiting = ps;
-                        ps.setLong(1, s.key);
-                        ps.executeQuery().close();
-                    }
+                    waitForAdvisoryLock(s);
                 }
                 s.locked = true;
             } catch (SQLException e) {
@@ -633,6 +629,26 @@ final class PgSessionProtocol implements LockProtocol {
             // The validity counts from the grant's own reading: the wait itself guarantees nothing.
             return Position.granted(grant(s, ticker.read()));
         });
+    }
+
+    /**
+     * PostgreSQL: waits in pg_advisory_lock for as long as it takes, with the connection's network
+     * timeout lifted meanwhile, as for MariaDB's GET_LOCK: the wait is silence on the socket, and the
+     * driver's socketTimeout (30 s or more) ended every longer wait with an I/O error. A dead server
+     * or a cut-off path is still noticed, by the session's TCP keepalive and user timeout; a
+     * withdrawal cancels the statement.
+     */
+    private static void waitForAdvisoryLock(Session s) throws SQLException {
+        Connection c = connectionOf(s);
+        int before = c.getNetworkTimeout();
+        c.setNetworkTimeout(Runnable::run, 0);
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_lock(?)")) {
+            s.waiting = ps;
+            ps.setLong(1, s.key);
+            ps.executeQuery().close();
+        } finally {
+            c.setNetworkTimeout(Runnable::run, before);
+        }
     }
 
     /**

@@ -16,6 +16,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -56,6 +57,24 @@ class MariaDbSessionIT extends MariaDbTestSupport implements ExclusiveLockContra
 
     private static long id(String entry) {
         return Long.parseLong(entry.split(" ")[1]);
+    }
+
+    @Test
+    void waiterBlockedLongerThanTheSocketTimeout_isGrantedWhenTheHolderReleases() throws Exception {
+        // dlock's connections read with a socket timeout of max(3 x connectTimeout, 30 s); a session
+        // waiter is silent for as long as GET_LOCK blocks, which may be far longer.
+        LockClient holder = client("leaseTime=5s&connectTimeout=1s");
+        LockClient waiter = client("leaseTime=5s&connectTimeout=1s");
+        Lease held = holder.lock("long-wait").acquire();
+        CompletableFuture<Lease> waiting = waiter.lock("long-wait").acquireAsync(Duration.ofSeconds(90));
+        Thread.sleep(36_000); // past the 30 s socket timeout, holding the lock (renewed)
+        assertThat(waiting).isNotDone();
+        assertThat(held.isValid()).isTrue();
+        held.close();
+        try (Lease granted = waiting.get(10, TimeUnit.SECONDS)) {
+            assertThat(granted.isValid()).isTrue();
+            assertThat(granted.fencingToken()).isGreaterThan(held.fencingToken());
+        }
     }
 
     @Test

@@ -16,6 +16,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -119,6 +120,24 @@ class PostgresSessionIT extends PostgresTestSupport implements ExclusiveLockCont
      * the unlock frees the advisory lock before its statement commits the cleared record, and the
      * next grant must read the record as committed.
      */
+    @Test
+    void waiterBlockedLongerThanTheSocketTimeout_isGrantedWhenTheHolderReleases() throws Exception {
+        // dlock's connections read with a socket timeout of max(3 x connectTimeout, 30 s); a session
+        // waiter is silent for as long as pg_advisory_lock blocks, which may be far longer.
+        LockClient holder = client("leaseTime=5s&connectTimeout=1s");
+        LockClient waiter = client("leaseTime=5s&connectTimeout=1s");
+        Lease held = holder.lock("long-wait").acquire();
+        CompletableFuture<Lease> waiting = waiter.lock("long-wait").acquireAsync(Duration.ofSeconds(90));
+        Thread.sleep(36_000); // past the 30 s socket timeout, holding the lock (renewed)
+        assertThat(waiting).isNotDone();
+        assertThat(held.isValid()).isTrue();
+        held.close();
+        try (Lease granted = waiting.get(10, TimeUnit.SECONDS)) {
+            assertThat(granted.isValid()).isTrue();
+            assertThat(granted.fencingToken()).isGreaterThan(held.fencingToken());
+        }
+    }
+
     @Test
     void cleanRelease_nextHolderNotFenced() throws Exception {
         LockClient a = client("leaseTime=10s");
