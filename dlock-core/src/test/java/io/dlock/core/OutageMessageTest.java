@@ -64,6 +64,35 @@ class OutageMessageTest {
     }
 
     @Test
+    void acquire_requestUnanswered_failsAfterConnectTimeoutInsteadOfWaitingForEver() throws Exception {
+        InMemoryBackend b = server.connect();
+        LockClient c = client(b);
+        b.holdEnqueueReplies(true); // a partition: the reply does not come back
+
+        java.util.concurrent.CompletableFuture<io.dlock.Lease> plain =
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return c.lock("orders").acquire();
+                    } catch (InterruptedException e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+
+        assertThat(plain)
+                .failsWithin(Duration.ofSeconds(5))
+                .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                .havingCause()
+                .isInstanceOf(LockBackendException.class)
+                .withMessageContaining("no answer from inmemory://server/session-")
+                .withMessageContaining("within 300 ms");
+        b.holdEnqueueReplies(false);
+        b.deliverHeldReplies();
+        org.awaitility.Awaitility.await()
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> server.totalEntries() == 0); // the late reply withdraws the grant
+    }
+
+    @Test
     void tryAcquireZero_connectionDownAfterAFailedRequest_carriesThatFailureUntilReconnected() throws Exception {
         InMemoryBackend b = server.connect();
         LockClient c = client(b);
