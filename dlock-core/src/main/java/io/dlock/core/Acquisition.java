@@ -484,6 +484,7 @@ final class Acquisition {
     /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
     void armLocalDeadline() {
         if (!timed()) {
+            checkCarrierAnswered();
             return;
         }
         long remaining = deadlineNanos() - client.ticker.read();
@@ -507,6 +508,34 @@ final class Acquisition {
         if (client.connectionDown()) {
             return backendDown();
         }
+        return carrierUnanswered() ? carrierOutage() : timedOut();
+    }
+
+    /**
+     * For an untimed local waiter ({@code acquire()}), which has no deadline: it waits as long as
+     * the lock is busy, but not behind a carrier whose request the backend left unanswered (see
+     * {@link #localTimeout()}), which may never be answered. Checked when it starts waiting and
+     * every connectTimeout after, until it is promoted, handed the grant or cancelled (their {@code
+     * cancelTimer} ends the checks).
+     */
+    private void checkCarrierAnswered() {
+        if (state != LockState.QUEUED || localPhase != LOCAL_WAITING) {
+            return;
+        }
+        if (carrierUnanswered()) {
+            cancel(carrierOutage());
+            return;
+        }
+        try {
+            rare().timer = client.schedule(
+                    this::checkCarrierAnswered, client.options.connectTimeout().toNanos());
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the client is closing: its close cancels this waiter
+        }
+    }
+
+    /** Whether this local waiter's carrier gave up on a request the backend has not answered. */
+    private boolean carrierUnanswered() {
         LocalQueues.Queue q = localQueue();
         Acquisition carrier;
         if (q == null) {
@@ -516,18 +545,19 @@ final class Acquisition {
                 carrier = q.carrier;
             }
         }
-        if (carrier != null
+        return carrier != null
                 && carrier.entry == null
                 && carrier.state == LockState.CANCELLED
-                && carrier.outcomeUnknown()) {
-            return new LockBackendException(
-                    name,
-                    client.backendName,
-                    "an earlier request for this lock from this client is still unanswered by " + client.address
-                            + ", so whether anyone holds the lock is unknown",
-                    client.lastFailure());
-        }
-        return timedOut();
+                && carrier.outcomeUnknown();
+    }
+
+    private LockBackendException carrierOutage() {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "an earlier request for this lock from this client is still unanswered by " + client.address
+                        + ", so whether anyone holds the lock is unknown",
+                client.lastFailure());
     }
 
     /** Whether this acquisition's request went unanswered or failed unseen (see {@link Rare#outcomeUnknown}). */

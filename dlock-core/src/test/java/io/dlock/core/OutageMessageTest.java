@@ -93,6 +93,40 @@ class OutageMessageTest {
     }
 
     @Test
+    void acquire_behindThisClientsUnansweredRequest_failsInsteadOfWaitingForItsReply() throws Exception {
+        InMemoryBackend b = server.connect();
+        LockClient c = client(b);
+        b.holdEnqueueReplies(true);
+        LockBackendException first = catchThrowableOfType(
+                () -> c.lock("orders").tryAcquire(Duration.ofMillis(100)), LockBackendException.class);
+        assertThat(first).hasMessageContaining("no answer from");
+
+        // The unanswered request still stands for this JVM in the local queue; acquire() joins it
+        // there, and must not wait for a reply that may never come.
+        java.util.concurrent.CompletableFuture<io.dlock.Lease> plain =
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return c.lock("orders").acquire();
+                    } catch (InterruptedException e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+        assertThat(plain)
+                .failsWithin(Duration.ofSeconds(5))
+                .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                .havingCause()
+                .isInstanceOf(LockBackendException.class)
+                .withMessageContaining("still unanswered by inmemory://server/session-");
+
+        b.holdEnqueueReplies(false);
+        b.deliverHeldReplies();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> server.totalEntries() == 0);
+        try (io.dlock.Lease next = c.lock("orders").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(next.isValid()).isTrue();
+        }
+    }
+
+    @Test
     void tryAcquireZero_connectionDownAfterAFailedRequest_carriesThatFailureUntilReconnected() throws Exception {
         InMemoryBackend b = server.connect();
         LockClient c = client(b);
