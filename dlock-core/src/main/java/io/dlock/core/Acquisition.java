@@ -308,6 +308,20 @@ final class Acquisition {
     }
 
     /**
+     * A request went unanswered {@code agoNanos} ago and the backend has answered nothing since: an
+     * outage, not a holder. The cause is that request's failure.
+     */
+    private LockBackendException backendSilent(long agoNanos) {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "a request to " + client.address + " went unanswered "
+                        + Duration.ofNanos(agoNanos).toMillis()
+                        + " ms ago and nothing has been answered since, so whether anyone holds the lock is unknown",
+                client.lastFailure());
+    }
+
+    /**
      * A request of this acquisition failed: a {@link LockBackendException} that names the server's
      * address, with the failure as its cause (a backend's own exception that already names the
      * address is kept as it is).
@@ -400,10 +414,13 @@ final class Acquisition {
     private void send() {
         if (timed()) {
             long left = deadlineNanos() - client.ticker.read();
-            if (left <= 0 && client.connectionDown()) {
-                // One attempt and no wait, on a connection known to be down: it could only fail after
-                // connectTimeout. Unreachable is not busy: say so now.
-                if (cancelFrom(LockState.QUEUED, backendDown())) {
+            boolean down = left <= 0 && client.connectionDown();
+            long silentFor = left <= 0 && !down ? client.recentlyUnanswered() : -1;
+            if (down || silentFor >= 0) {
+                // One attempt and no wait, on a connection known to be down (reported so, or a request
+                // left unanswered within connectTimeout and nothing answered since): it could only fail
+                // after connectTimeout. Unreachable is not busy: say so now.
+                if (cancelFrom(LockState.QUEUED, down ? backendDown() : backendSilent(silentFor))) {
                     finishCancelled();
                 }
                 return;
@@ -466,8 +483,8 @@ final class Acquisition {
     private void unansweredOutage(long waitedNanos) {
         rare().outcomeUnknown = true; // before the cancel makes it visible
         LockBackendException outage = unanswered(waitedNanos);
-        // The latest sign of the outage, for the next caller's exception too.
-        client.requestFailed(Objects.requireNonNull(outage.getCause(), "cause"));
+        // The latest sign of the outage, for the next caller's exception and zero-wait attempts too.
+        client.requestUnanswered(Objects.requireNonNull(outage.getCause(), "cause"));
         cancel(outage);
         if (entry == null && state == LockState.CANCELLED) {
             // The request is still unanswered (a partition; the protocol may retry for long).

@@ -96,6 +96,11 @@ final class EngineClient implements LockClient {
      * reported back or a request is answered. Written racily on purpose: any recent failure will do.
      */
     private volatile @Nullable Throwable lastFailure;
+    /**
+     * When ({@link #ticker}) a request last went unanswered for the wait plus connectTimeout, and
+     * nothing was answered since; 0 when not. Cleared with {@link #lastFailure}.
+     */
+    private volatile long unansweredAt;
     /** Completes {@code acquireAsync} futures, so users' continuations run here. */
     final ExecutorService callbacks;
     /** Runs {@code onLost} listeners and nothing else, so users' continuations cannot delay them. */
@@ -525,11 +530,39 @@ final class EngineClient implements LockClient {
         lastFailure = f;
     }
 
+    /**
+     * A request went unanswered for the wait plus connectTimeout ({@code failure} says so): the
+     * backend is silent, whether or not its client library noticed.
+     */
+    void requestUnanswered(Throwable failure) {
+        requestFailed(failure);
+        long now = ticker.read();
+        unansweredAt = now == 0 ? 1 : now;
+    }
+
     /** A request was answered: the connection works, so an older failure no longer explains anything. */
     void requestAnswered() {
         if (lastFailure != null) {
             lastFailure = null;
         }
+        if (unansweredAt != 0) {
+            unansweredAt = 0;
+        }
+    }
+
+    /**
+     * How long ago ({@link #ticker} nanoseconds) a request went unanswered with nothing answered
+     * since, if that was less than connectTimeout ago; -1 otherwise. Within that window a zero-wait
+     * attempt is refused at once, as on a connection known down; after it, the next attempt is sent
+     * and finds out whether the backend is back.
+     */
+    long recentlyUnanswered() {
+        long at = unansweredAt;
+        if (at == 0) {
+            return -1;
+        }
+        long ago = ticker.read() - at;
+        return ago < options.connectTimeout().toNanos() ? ago : -1;
     }
 
     /** The latest request failure since the connection last worked, or null (see {@link #lastFailure}). */
@@ -608,6 +641,7 @@ final class EngineClient implements LockClient {
             }
             case CONNECTED, RECONNECTED -> {
                 lastFailure = null;
+                unansweredAt = 0;
                 suspended.set(false);
                 suspension.incrementAndGet();
             }

@@ -126,6 +126,40 @@ class OutageMessageTest {
         }
     }
 
+    /**
+     * A backend whose client library never reports the connection down (a SQL pool, etcd's gRPC
+     * channel) but left a request unanswered: for connectTimeout after that, a zero-wait attempt on
+     * any lock fails at once and sends nothing; after it, the next attempt is sent (and finds out).
+     */
+    @Test
+    void tryAcquireZero_afterARequestWentUnanswered_failsAtOnceWithinConnectTimeoutThenProbes() throws Exception {
+        InMemoryBackend b = server.connect();
+        LockClient c = client(b);
+        b.holdEnqueueReplies(true);
+        catchThrowableOfType(() -> c.lock("first").tryAcquire(Duration.ZERO), LockBackendException.class);
+        int sent = server.enqueues.get();
+
+        long t0 = System.nanoTime();
+        LockBackendException fast =
+                catchThrowableOfType(() -> c.lock("other").tryAcquire(Duration.ZERO), LockBackendException.class);
+        assertThat(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0))
+                .isLessThan(200);
+        assertThat(fast)
+                .hasMessageContaining("a request to inmemory://server/session-")
+                .hasMessageContaining("went unanswered");
+        assertThat(fast.getCause()).isInstanceOf(TimeoutException.class);
+        assertThat(server.enqueues.get()).isEqualTo(sent);
+
+        Thread.sleep(350); // past connectTimeout (300 ms): the next attempt is sent
+        b.holdEnqueueReplies(false);
+        b.deliverHeldReplies();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> server.totalEntries() == 0);
+        try (io.dlock.Lease l = c.lock("other").tryAcquire(Duration.ZERO).orElseThrow()) {
+            assertThat(l.isValid()).isTrue();
+        }
+        assertThat(server.enqueues.get()).isGreaterThan(sent);
+    }
+
     @Test
     void tryAcquireZero_connectionDownAfterAFailedRequest_carriesThatFailureUntilReconnected() throws Exception {
         InMemoryBackend b = server.connect();
