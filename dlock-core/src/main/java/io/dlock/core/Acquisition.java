@@ -275,26 +275,78 @@ final class Acquisition {
         return state;
     }
 
-    /** No reply to the request within the wait plus connectTimeout: an outage, not a holder. */
+    /**
+     * No reply to the request within the wait plus connectTimeout: an outage, not a holder. The
+     * cause is the last request failure the client saw since its connection last worked, or else a
+     * {@link TimeoutException} for this unanswered request.
+     */
     private LockBackendException unanswered(long waitedNanos) {
+        long ms = Duration.ofNanos(waitedNanos).toMillis();
+        Throwable cause = client.lastFailure();
         return new LockBackendException(
                 name,
                 client.backendName,
-                "no answer from the backend within "
-                        + Duration.ofNanos(waitedNanos).toMillis()
+                "no answer from " + client.address + " within " + ms
                         + " ms (the wait plus connectTimeout " + client.options.connectTimeout()
                         + "): it is unreachable or overloaded, so whether anyone holds the lock is unknown",
-                null);
+                cause != null
+                        ? cause
+                        : new TimeoutException("request to " + client.address + " unanswered after " + ms + " ms"));
     }
 
-    /** The wait ended while the connection was known to be down: an outage, not a holder. */
+    /**
+     * The wait ended while the connection was known to be down: an outage, not a holder. The cause
+     * is the last request failure the client saw since its connection last worked, if any.
+     */
     private LockBackendException backendDown() {
         return new LockBackendException(
                 name,
                 client.backendName,
-                "the connection to the backend is down (reconnecting), so whether anyone holds the lock is"
-                        + " unknown",
-                null);
+                "the connection to " + client.address + " is down (reconnecting), so whether anyone holds the lock"
+                        + " is unknown",
+                client.lastFailure());
+    }
+
+    /**
+     * A request went unanswered {@code agoNanos} ago and the backend has answered nothing since: an
+     * outage, not a holder. The cause is that request's failure.
+     */
+    private LockBackendException backendSilent(long agoNanos) {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "a request to " + client.address + " went unanswered "
+                        + Duration.ofNanos(agoNanos).toMillis()
+                        + " ms ago and nothing has been answered since, so whether anyone holds the lock is unknown",
+                client.lastFailure());
+    }
+
+    /**
+     * A request of this acquisition failed: a {@link LockBackendException} that names the server's
+     * address, with the failure as its cause (a backend's own exception that already names the
+     * address is kept as it is).
+     */
+    private RuntimeException failed(Throwable error) {
+        if (error instanceof IllegalStateException || error instanceof IllegalArgumentException) {
+            return (RuntimeException) error;
+        }
+        String message = String.valueOf(error.getMessage());
+        if (error instanceof LockBackendException lbe && message.contains(client.address)) {
+            return lbe;
+        }
+        String detail;
+        if (error instanceof io.dlock.DistributedLockException) {
+            // Its message starts with the lock and backend this one names again.
+            String lockPrefix = "lock '" + name + "' on " + client.backendName + ": ";
+            String clientPrefix = client.backendName + ": ";
+            detail = message.startsWith(lockPrefix)
+                    ? message.substring(lockPrefix.length())
+                    : message.startsWith(clientPrefix) ? message.substring(clientPrefix.length()) : message;
+        } else {
+            detail = EngineClient.redact(error.toString());
+        }
+        return new LockBackendException(
+                name, client.backendName, "request to " + client.address + " failed: " + detail, error);
     }
 
     private LockTimeoutException timedOut() {
@@ -362,10 +414,13 @@ final class Acquisition {
     private void send() {
         if (timed()) {
             long left = deadlineNanos() - client.ticker.read();
-            if (left <= 0 && client.connectionDown()) {
-                // One attempt and no wait, on a connection known to be down: it could only fail after
-                // connectTimeout. Unreachable is not busy: say so now.
-                if (cancelFrom(LockState.QUEUED, backendDown())) {
+            boolean down = left <= 0 && client.connectionDown();
+            long silentFor = left <= 0 && !down ? client.recentlyUnanswered() : -1;
+            if (down || silentFor >= 0) {
+                // One attempt and no wait, on a connection known to be down (reported so, or a request
+                // left unanswered within connectTimeout and nothing answered since): it could only fail
+                // after connectTimeout. Unreachable is not busy: say so now.
+                if (cancelFrom(LockState.QUEUED, down ? backendDown() : backendSilent(silentFor))) {
                     finishCancelled();
                 }
                 return;
@@ -377,21 +432,64 @@ final class Acquisition {
             rare().timer = client.schedule(
                     () -> {
                         if (entry == null) {
-                            rare().outcomeUnknown = true; // before the cancel makes it visible
-                            cancel(unanswered(backstop));
-                            if (entry == null && state == LockState.CANCELLED) {
-                                // The request is still unanswered (a partition; the protocol may retry for
-                                // long): the caller hears of the timeout now, and the reply, whenever it
-                                // comes, withdraws whatever the request made (onPosition/onFailure).
-                                completeCancelled();
-                            }
+                            unansweredOutage(backstop);
                         }
                     },
                     backstop);
         }
         // The blocking caller's own thread (not a releaser promoting it, not a callback) only waits
         // for this: a protocol whose I/O blocks may run the request on it.
-        client.protocol.enqueue(request(), owner == Thread.currentThread()).whenComplete(this::onPosition);
+        enqueue(owner == Thread.currentThread());
+    }
+
+    /**
+     * Sends the enqueue. An untimed acquisition ({@code acquire()}) waits as long as the lock is
+     * busy, but not through an outage: a request the backend leaves unanswered for connectTimeout
+     * fails it as a timed one's would. Its timer is kept only by the reply's callback, which cancels
+     * it, so a held lock keeps nothing of it (W4); a timed acquisition's backstop is armed by {@link
+     * #send()}.
+     */
+    private void enqueue(boolean callerWaits) {
+        if (timed()) {
+            client.protocol.enqueue(request(), callerWaits).whenComplete(this::onPosition);
+            return;
+        }
+        long backstop = client.options.connectTimeout().toNanos();
+        ScheduledFuture<?> timer;
+        try {
+            timer = client.schedule(
+                    () -> {
+                        if (entry == null) {
+                            unansweredOutage(backstop);
+                        }
+                    },
+                    backstop);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            timer = null; // the client is closing: closedUnder answers the caller
+        }
+        ScheduledFuture<?> armed = timer;
+        client.protocol.enqueue(request(), callerWaits).whenComplete((position, error) -> {
+            if (armed != null) {
+                armed.cancel(false);
+            }
+            onPosition(position, error);
+        });
+    }
+
+    /**
+     * The request went unanswered for {@code waitedNanos}: an outage. The caller hears of it now,
+     * and the reply, whenever it comes, withdraws whatever the request made (onPosition/onFailure).
+     */
+    private void unansweredOutage(long waitedNanos) {
+        rare().outcomeUnknown = true; // before the cancel makes it visible
+        LockBackendException outage = unanswered(waitedNanos);
+        // The latest sign of the outage, for the next caller's exception and zero-wait attempts too.
+        client.requestUnanswered(Objects.requireNonNull(outage.getCause(), "cause"));
+        cancel(outage);
+        if (entry == null && state == LockState.CANCELLED) {
+            // The request is still unanswered (a partition; the protocol may retry for long).
+            completeCancelled();
+        }
     }
 
     /** Becomes a local waiter (QUEUED with no backend entry); false if already cancelled. */
@@ -403,6 +501,7 @@ final class Acquisition {
     /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
     void armLocalDeadline() {
         if (!timed()) {
+            checkCarrierAnswered();
             return;
         }
         long remaining = deadlineNanos() - client.ticker.read();
@@ -426,6 +525,34 @@ final class Acquisition {
         if (client.connectionDown()) {
             return backendDown();
         }
+        return carrierUnanswered() ? carrierOutage() : timedOut();
+    }
+
+    /**
+     * For an untimed local waiter ({@code acquire()}), which has no deadline: it waits as long as
+     * the lock is busy, but not behind a carrier whose request the backend left unanswered (see
+     * {@link #localTimeout()}), which may never be answered. Checked when it starts waiting and
+     * every connectTimeout after, until it is promoted, handed the grant or cancelled (their {@code
+     * cancelTimer} ends the checks).
+     */
+    private void checkCarrierAnswered() {
+        if (state != LockState.QUEUED || localPhase != LOCAL_WAITING) {
+            return;
+        }
+        if (carrierUnanswered()) {
+            cancel(carrierOutage());
+            return;
+        }
+        try {
+            rare().timer = client.schedule(
+                    this::checkCarrierAnswered, client.options.connectTimeout().toNanos());
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the client is closing: its close cancels this waiter
+        }
+    }
+
+    /** Whether this local waiter's carrier gave up on a request the backend has not answered. */
+    private boolean carrierUnanswered() {
         LocalQueues.Queue q = localQueue();
         Acquisition carrier;
         if (q == null) {
@@ -435,18 +562,19 @@ final class Acquisition {
                 carrier = q.carrier;
             }
         }
-        if (carrier != null
+        return carrier != null
                 && carrier.entry == null
                 && carrier.state == LockState.CANCELLED
-                && carrier.outcomeUnknown()) {
-            return new LockBackendException(
-                    name,
-                    client.backendName,
-                    "an earlier request for this lock from this client is still unanswered by the backend, so"
-                            + " whether anyone holds the lock is unknown",
-                    null);
-        }
-        return timedOut();
+                && carrier.outcomeUnknown();
+    }
+
+    private LockBackendException carrierOutage() {
+        return new LockBackendException(
+                name,
+                client.backendName,
+                "an earlier request for this lock from this client is still unanswered by " + client.address
+                        + ", so whether anyone holds the lock is unknown",
+                client.lastFailure());
     }
 
     /** Whether this acquisition's request went unanswered or failed unseen (see {@link Rare#outcomeUnknown}). */
@@ -592,6 +720,7 @@ final class Acquisition {
             onFailure(unwrap(error));
             return;
         }
+        client.requestAnswered();
         entry = position.entry();
         if (state != LockState.QUEUED) {
             // Cancelled while the request was in flight: this path owns the withdrawal.
@@ -646,7 +775,7 @@ final class Acquisition {
             log.debug("[lock={} state=QUEUED] entry lost, enqueueing again: {}", name, error.getMessage());
             entry = null;
             if (state == LockState.QUEUED) {
-                client.protocol.enqueue(request()).whenComplete(this::onPosition);
+                enqueue(false);
                 return;
             }
             // A cancel landed after the first check: it saw the lost entry or none, and nothing new
@@ -656,11 +785,8 @@ final class Acquisition {
             }
             return;
         }
-        Throwable cause = error instanceof LockBackendException
-                        || error instanceof IllegalStateException
-                        || error instanceof IllegalArgumentException
-                ? error
-                : new LockBackendException(name, client.backendName, "acquire failed: " + error, error);
+        client.requestFailed(error);
+        Throwable cause = failed(error);
         if (lostEntry == null) {
             // The enqueue failed: whether it made an entry is unknown until cleanupUnknownEntry
             // looks. Recorded before the cancel makes it visible to local waiters (localTimeout).
@@ -778,6 +904,7 @@ final class Acquisition {
                         finishCancelled();
                         return;
                     }
+                    client.requestFailed(err);
                     if (attempt >= client.options.retryPolicy().maxRetries()) {
                         // The protocol's own lookup retries for as long as the entry's session may
                         // live (ZooKeeper); a lease backend's entry runs out by itself.

@@ -84,6 +84,23 @@ final class EngineClient implements LockClient {
     final LockOptions options;
     final Ticker ticker;
     final String backendName;
+    /**
+     * Where the backend's server is, for outage messages: the address part of the backend's {@code
+     * toString()} with any user info and password taken out ({@link #addressOf}).
+     */
+    final String address;
+    /**
+     * The last failure of a request to the backend (a connection reset, a refused connect, a
+     * request timeout), kept as the cause of an outage the engine reports itself (a request left
+     * unanswered, a wait that ended while the connection was down). Cleared when the connection is
+     * reported back or a request is answered. Written racily on purpose: any recent failure will do.
+     */
+    private volatile @Nullable Throwable lastFailure;
+    /**
+     * When ({@link #ticker}) a request last went unanswered for the wait plus connectTimeout, and
+     * nothing was answered since; 0 when not. Cleared with {@link #lastFailure}.
+     */
+    private volatile long unansweredAt;
     /** Completes {@code acquireAsync} futures, so users' continuations run here. */
     final ExecutorService callbacks;
     /** Runs {@code onLost} listeners and nothing else, so users' continuations cannot delay them. */
@@ -132,6 +149,7 @@ final class EngineClient implements LockClient {
         this.options = options;
         this.ticker = options.ticker();
         this.backendName = backend.name();
+        this.address = addressOf(backend);
         try {
             this.metrics = LockMetrics.of(options, this);
         } catch (RuntimeException | Error e) {
@@ -497,6 +515,96 @@ final class EngineClient implements LockClient {
         return backend.inspector();
     }
 
+    /**
+     * Records a request's failure as the latest sign of an outage (see {@link #lastFailure}). An
+     * entry that is merely gone ({@link EntryLostException}), bad input and a closed client are no
+     * connection error and are not kept.
+     */
+    void requestFailed(Throwable failure) {
+        Throwable f = Acquisition.unwrap(failure);
+        if (f instanceof EntryLostException
+                || f instanceof IllegalArgumentException
+                || f instanceof IllegalStateException) {
+            return;
+        }
+        lastFailure = f;
+    }
+
+    /**
+     * A request went unanswered for the wait plus connectTimeout ({@code failure} says so): the
+     * backend is silent, whether or not its client library noticed.
+     */
+    void requestUnanswered(Throwable failure) {
+        requestFailed(failure);
+        long now = ticker.read();
+        unansweredAt = now == 0 ? 1 : now;
+    }
+
+    /** A request was answered: the connection works, so an older failure no longer explains anything. */
+    void requestAnswered() {
+        if (lastFailure != null) {
+            lastFailure = null;
+        }
+        if (unansweredAt != 0) {
+            unansweredAt = 0;
+        }
+    }
+
+    /**
+     * How long ago ({@link #ticker} nanoseconds) a request went unanswered with nothing answered
+     * since, if that was less than connectTimeout ago; -1 otherwise. Within that window a zero-wait
+     * attempt is refused at once, as on a connection known down; after it, the next attempt is sent
+     * and finds out whether the backend is back.
+     */
+    long recentlyUnanswered() {
+        long at = unansweredAt;
+        if (at == 0) {
+            return -1;
+        }
+        long ago = ticker.read() - at;
+        return ago < options.connectTimeout().toNanos() ? ago : -1;
+    }
+
+    /** The latest request failure since the connection last worked, or null (see {@link #lastFailure}). */
+    @Nullable
+    Throwable lastFailure() {
+        return lastFailure;
+    }
+
+    /**
+     * The server's address for messages, from the backend's {@code toString()}: the part inside its
+     * brackets up to the first {@code ", "} ({@code RedisBackend[redis://h:6379?keyPrefix=p, client
+     * 3]} gives {@code redis://h:6379?keyPrefix=p}), with user info removed and password parameters
+     * masked, so that no credential reaches a message even from a backend that shows them.
+     */
+    static String addressOf(LockBackend backend) {
+        try {
+            return addressOf(String.valueOf(backend.toString()));
+        } catch (RuntimeException e) {
+            return backend.name();
+        }
+    }
+
+    /** {@link #addressOf(LockBackend)} of a backend's {@code toString()}. */
+    static String addressOf(String backendToString) {
+        String s = backendToString;
+        int open = s.indexOf('[');
+        if (open >= 0 && s.endsWith("]")) {
+            s = s.substring(open + 1, s.length() - 1);
+            int comma = s.indexOf(", ");
+            if (comma >= 0) {
+                s = s.substring(0, comma);
+            }
+        }
+        return redact(s);
+    }
+
+    /** Removes user info ({@code user:secret@}) and masks {@code password=}/{@code token=} values. */
+    static String redact(String s) {
+        return s.replaceAll("(?<=//)[^/?#@\\s]*@", "")
+                .replaceAll("(?i)((?:password|passwd|pwd|token|secret)=)[^&;,\\s\\]]*", "$1***");
+    }
+
     /** A wait that ended without a grant, naming a data-loss fence if one held it back. */
     LockTimeoutException timedOut(String name, Duration wait) {
         Optional<DataLossFence> fence = dataLossFence();
@@ -532,6 +640,8 @@ final class EngineClient implements LockClient {
                 }
             }
             case CONNECTED, RECONNECTED -> {
+                lastFailure = null;
+                unansweredAt = 0;
                 suspended.set(false);
                 suspension.incrementAndGet();
             }

@@ -115,6 +115,7 @@ final class Renewer {
             a.endRenewal();
             client.metrics.renewal(a, error == null);
             if (error == null) {
+                client.requestAnswered();
                 a.lastRenewalFailure(null);
                 a.renewed(renewed, sentAt);
                 return;
@@ -126,6 +127,7 @@ final class Renewer {
                         "renewal found the lock gone on the server: " + cause.getMessage(),
                         cause);
             } else {
+                client.requestFailed(cause);
                 a.lastRenewalFailure(cause);
                 log.debug("[lock={} state=HELD] renewal failed, retrying: {}", a.name, cause.toString());
             }

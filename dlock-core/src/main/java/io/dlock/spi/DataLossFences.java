@@ -1,7 +1,13 @@
 package io.dlock.spi;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.time.Clock;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -15,7 +21,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Logging: one WARN per fence, naming its scope, its end and why; where a backend has many scopes
  * (a Redis Cluster has one per hash slot), the first scope's WARN is followed by at most one summary
- * line per second ("fences on N more slots …"), never one line per scope.
+ * line per second ("fences on N more slots …"), never one line per scope. A scope is counted once
+ * per run of fences however often replies report it, and the scopes a summary held back are logged
+ * a second later even if no further notice comes (or before the next run's WARN), so none goes
+ * unsaid.
  *
  * <p>Thread-safety: safe from any thread; every method is short and never blocks.
  */
@@ -26,11 +35,26 @@ public final class DataLossFences {
     private final String backend;
     private final String scopeKind;
     private final Clock clock;
+    /** Runs a deferred summary once its second has come (the JDK's shared delay thread). */
+    private final Executor later;
 
+    @GuardedBy("this")
     private @Nullable DataLossFence latest;
+
+    @GuardedBy("this")
     private long lastSummaryNanos;
-    private int unloggedScopes;
-    private @Nullable String lastScope;
+    /** Every scope noticed during the current run of fences (the first WARN's and the summarised). */
+    @GuardedBy("this")
+    private final Set<String> scopes = new HashSet<>();
+    /** Scopes noticed but not yet in a log line, in the order noticed. */
+    @GuardedBy("this")
+    private final Set<String> unlogged = new LinkedHashSet<>();
+    /** The latest fence among {@link #unlogged}, named by the summary. */
+    @GuardedBy("this")
+    private @Nullable DataLossFence lastUnlogged;
+
+    @GuardedBy("this")
+    private boolean flushScheduled;
 
     /**
      * Creates the record of one backend client.
@@ -46,6 +70,7 @@ public final class DataLossFences {
         this.backend = backend;
         this.scopeKind = scopeKind;
         this.clock = clock;
+        this.later = CompletableFuture.delayedExecutor(SUMMARY_INTERVAL_NANOS, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -65,8 +90,10 @@ public final class DataLossFences {
         }
         DataLossFence fence = new DataLossFence(scope, clock.instant().plusMillis(remainingMillis), reason);
         long now = System.nanoTime();
+        String leftOver = null;
         String warn = null;
         String summary = null;
+        boolean schedule = false;
         synchronized (this) {
             DataLossFence before = latest;
             boolean runOver = before == null || !before.until().isAfter(clock.instant());
@@ -74,26 +101,72 @@ public final class DataLossFences {
                 latest = fence;
             }
             if (runOver) {
+                leftOver = takeSummary(); // the last run's scopes not yet logged: said before the new WARN
+                scopes.clear();
+                scopes.add(scope);
                 lastSummaryNanos = now;
-                unloggedScopes = 0;
-                lastScope = scope;
                 warn = fence.describe();
-            } else if (!scope.equals(lastScope)) {
-                lastScope = scope;
-                unloggedScopes++;
+            } else if (scopes.add(scope)) { // a scope seen again in this run is not counted twice
+                unlogged.add(scope);
+                lastUnlogged = fence;
                 if (now - lastSummaryNanos >= SUMMARY_INTERVAL_NANOS) {
-                    summary = "data-loss fences on " + unloggedScopes + " more " + scopeKind + " (the last " + scope
-                            + " until " + fence.until() + ")";
-                    unloggedScopes = 0;
+                    summary = takeSummary();
                     lastSummaryNanos = now;
+                } else if (!flushScheduled) {
+                    flushScheduled = true;
+                    schedule = true;
                 }
             }
+        }
+        if (leftOver != null) {
+            log.warn("[backend={}] {}", backend, leftOver);
         }
         if (warn != null) {
             log.warn("[backend={}] {}; nothing is granted there until then", backend, warn);
         } else if (summary != null) {
             log.warn("[backend={}] {}", backend, summary);
         }
+        if (schedule) {
+            try {
+                later.execute(this::flush);
+            } catch (RuntimeException e) { // a JVM shutting down: the next notice says it instead
+                synchronized (this) {
+                    flushScheduled = false;
+                }
+            }
+        }
+    }
+
+    /**
+     * Logs the scopes noticed since the last line, if any: run a second after a notice the rate
+     * limit held back, so that the last scopes of a run of fences are said even if no notice follows.
+     */
+    private void flush() {
+        String summary;
+        synchronized (this) {
+            flushScheduled = false;
+            summary = takeSummary();
+            if (summary != null) {
+                lastSummaryNanos = System.nanoTime();
+            }
+        }
+        if (summary != null) {
+            log.warn("[backend={}] {}", backend, summary);
+        }
+    }
+
+    /** The summary line of {@link #unlogged}, which it empties; null when there is nothing to say. */
+    @GuardedBy("this")
+    private @Nullable String takeSummary() {
+        DataLossFence last = lastUnlogged;
+        if (unlogged.isEmpty() || last == null) {
+            return null;
+        }
+        String line = "data-loss fences on " + unlogged.size() + " more " + scopeKind + " (the last " + last.scope()
+                + " until " + last.until() + ")";
+        unlogged.clear();
+        lastUnlogged = null;
+        return line;
     }
 
     /**

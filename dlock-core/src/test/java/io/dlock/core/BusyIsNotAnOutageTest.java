@@ -209,7 +209,7 @@ class BusyIsNotAnOutageTest {
 
         assertThatThrownBy(() -> a.lock("job").tryAcquire(Duration.ofMillis(100)))
                 .isInstanceOf(LockBackendException.class)
-                .hasMessageContaining("no answer from the backend");
+                .hasMessageContaining("no answer from inmemory://server/session-");
         assertThatThrownBy(() -> a.lock("job").tryAcquire(Duration.ZERO))
                 .isInstanceOf(LockBackendException.class)
                 .hasMessageContaining("still unanswered");

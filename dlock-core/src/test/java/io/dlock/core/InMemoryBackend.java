@@ -561,6 +561,6 @@ final class InMemoryBackend implements LockBackend, LockProtocol {
 
     @Override
     public String toString() {
-        return "InMemoryBackend[session " + session + "]";
+        return "InMemoryBackend[inmemory://server/session-" + session + ", test]";
     }
 }

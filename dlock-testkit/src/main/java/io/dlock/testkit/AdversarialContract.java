@@ -40,7 +40,10 @@ import org.junit.jupiter.api.Test;
  *       the inspector, over within a lease; {@code dlock init} ({@link NewDeployment}) marks only a
  *       deployment nobody used;
  *   <li>a server that is down or silent (a {@link FaultProxy} that resets, then blackholes):
- *       acquiring fails with {@link LockBackendException}, never "someone else holds it".
+ *       every acquire form, plain {@code acquire()} included, fails with {@link
+ *       LockBackendException} naming the server's {@code 127.0.0.1:<port>} and no credential (with
+ *       a cause once the connection failed), never "someone else holds it"; a zero wait on a
+ *       connection the client knows is down fails at once.
  * </ul>
  *
  * <p>Data loss and a release that fails past the retry budget need a fault made the backend's own
@@ -209,9 +212,12 @@ public interface AdversarialContract extends LockFixture {
     default void serverDownOrSilent_acquireFailsWithBackendExceptionWithinWaitPlusConnectTimeout() throws Exception {
         Duration connectTimeout = Duration.ofSeconds(2);
         Duration margin = Timing.scale(Duration.ofSeconds(3));
+        ExecutorService plain = Executors.newSingleThreadExecutor();
         try (FaultProxy proxy = FaultProxy.start(serverPort());
                 LockClient c = LockClient.connect(
                         uriAt(proxy.port(), LockFixture.options(shortLease(), "connectTimeout=2s")))) {
+            String uri = uriAt(proxy.port(), LockFixture.options(shortLease(), "connectTimeout=2s"));
+            Outage down = new Outage("stopped", proxy.port(), secretsIn(uri), true);
             c.lock("down")
                     .tryAcquire(Timing.scale(Duration.ofSeconds(10)))
                     .orElseThrow()
@@ -219,44 +225,59 @@ public interface AdversarialContract extends LockFixture {
 
             proxy.refuse(); // the server is down: connections are reset
             proxy.resetConnections();
-            for (Duration wait : List.of(Duration.ZERO, Duration.ofSeconds(1))) {
-                assertOutage(c, "down", wait, connectTimeout.plus(margin));
+            assertEveryFormFails(c, "down", down, connectTimeout, margin);
+            // The client has seen the reset by now: one attempt with no wait is answered at once,
+            // not after a request timeout (connectTimeout is 2 s), on a lock it asked for during
+            // the outage and on ones it did not (which no earlier request of the same lock answers).
+            Duration atOnce = Timing.scale(Duration.ofSeconds(1));
+            for (String name : List.of("down", "down-z0", "down-z1", "down-z2")) {
+                down.assertFails("tryAcquire(ZERO) of '" + name + "', connection known down", atOnce, () -> c.lock(name)
+                        .tryAcquire(Duration.ZERO));
             }
-            assertThat(c.lock("down").acquireAsync(Duration.ofSeconds(1)))
-                    .failsWithin(Duration.ofSeconds(1).plus(connectTimeout).plus(margin))
-                    .withThrowableOfType(java.util.concurrent.ExecutionException.class)
-                    .withCauseInstanceOf(LockBackendException.class);
-            // Every other acquire form says the same, within its wait plus one request timeout.
-            Duration second = Duration.ofSeconds(1);
-            Duration bound = second.plus(connectTimeout).plus(margin);
-            assertOutage("withLock", bound, () -> c.withLock("down", second, () -> "ran"));
-            assertOutage("asJavaLock().tryLock", bound, () -> c.lock("down")
-                    .asJavaLock()
-                    .tryLock(1, TimeUnit.SECONDS));
-            if (c.capabilities().contains(Capability.SEMAPHORE)) {
-                assertOutage("semaphore", bound, () -> c.semaphore("down-s", 2).tryAcquire(1, second));
-            }
-            if (c.capabilities().contains(Capability.MULTI_LOCK)) {
-                assertOutage("multiLock", bound, () -> c.multiLock(List.of("down-a", "down-b"))
-                        .tryAcquire(second));
-            }
+            // acquire() waits as long as the lock is busy, not through an outage: its request fails
+            // (or goes unanswered for connectTimeout) and it says so; behind this client's own
+            // unanswered request for the same lock it says so at once.
+            Duration giveUp = connectTimeout.multipliedBy(3).plus(margin);
+            down.assertFails("acquire()", connectTimeout.plus(margin), () -> plainAcquire(plain, c, "down", giveUp));
+            down.assertFails(
+                    "acquire() of another lock",
+                    connectTimeout.plus(margin),
+                    () -> plainAcquire(plain, c, "down-p", giveUp));
 
             proxy.pass(); // back up
-            await().atMost(Timing.scale(Duration.ofSeconds(30)))
-                    .ignoreException(LockBackendException.class)
-                    .until(() -> {
-                        Optional<Lease> l = c.lock("down").tryAcquire(Duration.ofSeconds(1));
-                        l.ifPresent(Lease::close);
-                        return l.isPresent();
-                    });
+            awaitBackUp(c, "down");
 
             proxy.blackhole(FaultProxy.Direction.BOTH); // silent: nothing comes back, nothing is reset
-            assertOutage(c, "silent", Duration.ofMillis(500), connectTimeout.plus(margin));
+            Outage silent = new Outage("blackholed", proxy.port(), secretsIn(uri), false);
+            silent.assertFails(
+                    "tryAcquire(500 ms)",
+                    Duration.ofMillis(500).plus(connectTimeout).plus(margin),
+                    () -> c.lock("silent").tryAcquire(Duration.ofMillis(500)));
+            assertEveryFormFails(c, "silent", silent, connectTimeout, margin);
+            silent.assertFails(
+                    "acquire()", connectTimeout.plus(margin), () -> plainAcquire(plain, c, "silent", giveUp));
+            silent.assertFails(
+                    "acquire() of another lock",
+                    connectTimeout.plus(margin),
+                    () -> plainAcquire(plain, c, "silent-p", giveUp));
             proxy.pass();
+        } finally {
+            plain.shutdownNow();
         }
         // A request the server ran while its reply was lost leaves a grant nobody took: it goes with
         // its (short) lease, and the next holder finds the lock free.
-        for (String name : List.of("down", "silent")) {
+        for (String name : List.of(
+                "down",
+                "silent",
+                "down-p",
+                "silent-p",
+                "down-z0",
+                "down-z1",
+                "down-z2",
+                "down-a",
+                "down-b",
+                "silent-a",
+                "silent-b")) {
             client(patient())
                     .lock(name)
                     .tryAcquire(Timing.scale(crashReleaseBound().multipliedBy(2)))
@@ -265,45 +286,129 @@ public interface AdversarialContract extends LockFixture {
         }
     }
 
-    /**
-     * Asserts that {@code form} fails with {@link LockBackendException} within {@code bound}, and
-     * does not answer (a lease, an empty Optional, false, a timeout) as if someone held the lock.
-     */
-    private static void assertOutage(String form, Duration bound, java.util.concurrent.Callable<?> attempt) {
-        long t0 = System.nanoTime();
-        Object answer;
-        try {
-            answer = attempt.call();
-        } catch (LockBackendException e) {
-            assertThat(Duration.ofNanos(System.nanoTime() - t0))
-                    .as("%s with the backend down: %s", form, e.getMessage())
-                    .isLessThan(bound);
-            return;
-        } catch (Exception e) {
-            throw new AssertionError(form + " with the backend down threw " + e + ", not LockBackendException", e);
-        }
-        if (answer instanceof Optional<?> o) {
-            o.ifPresent(l -> ((Lease) l).close());
-        }
-        fail("backend down, %s answered %s instead of failing", form, answer);
+    /** Waits until {@code name} can be acquired again through {@code c}, after the proxy passes. */
+    private static void awaitBackUp(LockClient c, String name) {
+        await().atMost(Timing.scale(Duration.ofSeconds(30)))
+                .ignoreException(LockBackendException.class)
+                .until(() -> {
+                    Optional<Lease> l = c.lock(name).tryAcquire(Duration.ofSeconds(1));
+                    l.ifPresent(Lease::close);
+                    return l.isPresent();
+                });
     }
 
     /**
-     * Asserts that {@code tryAcquire(wait)} on a backend that is down or silent fails with {@link
-     * LockBackendException} within {@code wait + overrun}, and never answers "someone else holds it".
+     * Every acquire form the backend supports ({@link LockClient#capabilities()}) fails with {@link
+     * LockBackendException} within its wait plus one request timeout: {@code tryAcquire} with no
+     * wait and with 1 s, {@code acquireAsync}, {@code withLock}, {@code asJavaLock().tryLock}, a
+     * semaphore and a multi-lock.
      */
-    private static void assertOutage(LockClient c, String name, Duration wait, Duration overrun)
-            throws InterruptedException {
-        long t0 = System.nanoTime();
-        try {
-            Optional<Lease> got = c.lock(name).tryAcquire(wait);
-            got.ifPresent(Lease::close);
-            fail("backend unreachable, tryAcquire(%s) answered %s instead of failing", wait, got);
-        } catch (LockBackendException e) {
-            assertThat(Duration.ofNanos(System.nanoTime() - t0))
-                    .as("tryAcquire(%s) with the backend unreachable: %s", wait, e.getMessage())
-                    .isLessThan(wait.plus(overrun));
+    private static void assertEveryFormFails(
+            LockClient c, String name, Outage outage, Duration connectTimeout, Duration margin) {
+        Duration second = Duration.ofSeconds(1);
+        Duration bound = second.plus(connectTimeout).plus(margin);
+        outage.assertFails("tryAcquire(ZERO)", connectTimeout.plus(margin), () -> c.lock(name)
+                .tryAcquire(Duration.ZERO));
+        outage.assertFails("tryAcquire(1 s)", bound, () -> c.lock(name).tryAcquire(second));
+        outage.assertFails("acquireAsync(1 s)", bound, () -> {
+            try {
+                return c.lock(name).acquireAsync(second).get(bound.toMillis() * 2, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw e.getCause() instanceof Exception cause ? cause : e;
+            }
+        });
+        outage.assertFails("withLock(1 s)", bound, () -> c.withLock(name, second, () -> "ran"));
+        outage.assertFails("asJavaLock().tryLock(1 s)", bound, () -> {
+            java.util.concurrent.locks.Lock l = c.lock(name).asJavaLock();
+            boolean got = l.tryLock(1, TimeUnit.SECONDS);
+            if (got) {
+                l.unlock();
+            }
+            return got;
+        });
+        if (c.capabilities().contains(Capability.SEMAPHORE)) {
+            outage.assertFails("semaphore tryAcquire(1 s)", bound, () -> c.semaphore(name + "-s", 2)
+                    .tryAcquire(1, second));
         }
+        if (c.capabilities().contains(Capability.MULTI_LOCK)) {
+            outage.assertFails("multiLock tryAcquire(1 s)", bound, () -> c.multiLock(List.of(name + "-a", name + "-b"))
+                    .tryAcquire(second));
+        }
+    }
+
+    /**
+     * {@code acquire()} on another thread, given up (interrupted) after {@code giveUp}: an outage
+     * must end it with {@link LockBackendException} well before that.
+     */
+    private static Object plainAcquire(ExecutorService thread, LockClient c, String name, Duration giveUp)
+            throws Exception {
+        Future<Lease> f = thread.submit(() -> c.lock(name).acquire());
+        try {
+            Lease l = f.get(giveUp.toMillis(), TimeUnit.MILLISECONDS);
+            l.close();
+            return l;
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        } catch (java.util.concurrent.TimeoutException e) {
+            f.cancel(true);
+            return "still waiting after " + giveUp;
+        }
+    }
+
+    /** What the outage phases of the case above find in every failure: where, and no secrets. */
+    record Outage(String phase, int port, List<String> secrets, boolean hadConnectionError) {
+
+        /**
+         * Asserts that {@code form} fails with {@link LockBackendException} within {@code bound} and
+         * does not answer (a lease, an empty Optional, false, a timeout) as if someone held the lock;
+         * that the exception names {@code 127.0.0.1:<port>} and no credential; and, where the
+         * connection failed rather than fell silent, that it carries a cause.
+         */
+        void assertFails(String form, Duration bound, java.util.concurrent.Callable<?> attempt) {
+            long t0 = System.nanoTime();
+            Object answer;
+            try {
+                answer = attempt.call();
+            } catch (LockBackendException e) {
+                Duration took = Duration.ofNanos(System.nanoTime() - t0);
+                String what = String.format("%s with the server %s: %s", form, phase, e.getMessage());
+                System.out.printf("outage: %s after %d ms, cause %s%n", what, took.toMillis(), e.getCause());
+                assertThat(took).as(what).isLessThan(bound);
+                assertThat(e.getMessage()).as(what).contains("127.0.0.1:" + port);
+                List<String> seen = new ArrayList<>();
+                collect(e, seen);
+                for (String secret : secrets) {
+                    assertThat(seen).as(what).noneMatch(m -> m.contains(secret));
+                }
+                if (hadConnectionError) {
+                    assertThat(e.getCause()).as("cause of " + what).isNotNull();
+                }
+                return;
+            } catch (Exception e) {
+                throw new AssertionError(
+                        form + " with the server " + phase + " threw " + e + ", not LockBackendException", e);
+            }
+            if (answer instanceof Optional<?> o) {
+                o.ifPresent(l -> ((Lease) l).close());
+            }
+            fail("server %s, %s answered %s instead of failing", phase, form, answer);
+        }
+    }
+
+    /** The credentials a URI carries: a user info's password, {@code password=} / {@code PASSWORD=} values. */
+    private static List<String> secretsIn(String uri) {
+        List<String> secrets = new ArrayList<>();
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile("(?i)password=([^&;]+)").matcher(uri);
+        while (m.find()) {
+            secrets.add(m.group(1));
+        }
+        java.util.regex.Matcher info =
+                java.util.regex.Pattern.compile("://[^/@:]*:([^@/]+)@").matcher(uri);
+        if (info.find()) {
+            secrets.add(info.group(1));
+        }
+        return secrets;
     }
 
     // ---- mixed lease times
