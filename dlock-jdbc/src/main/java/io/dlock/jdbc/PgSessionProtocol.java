@@ -683,6 +683,13 @@ final class PgSessionProtocol implements LockProtocol {
         synchronized (s) {
             s.withdrawn = true;
             blocked = s.blocked;
+            if (blocked) {
+                // The cancel (KILL QUERY on MariaDB, a cancel request on PostgreSQL) ends whatever
+                // runs on the connection when it lands, which may be after the wait ended: a
+                // connection kept for the next session would have that session's statement killed.
+                // So this one is never kept (cleanUp discards it; its session's end unlocks).
+                s.broken = true;
+            }
         }
         if (blocked) {
             cancelWait(s);
