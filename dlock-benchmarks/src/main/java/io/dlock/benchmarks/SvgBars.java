@@ -1,5 +1,6 @@
 package io.dlock.benchmarks;
 
+import io.dlock.cli.internal.report.Html;
 import java.util.Locale;
 
 /**
@@ -15,38 +16,11 @@ final class SvgBars {
     private SvgBars() {}
 
     /**
-     * {@code text} for XML and HTML text and attribute values: markup characters become entities,
-     * and characters XML 1.0 does not allow at all (control characters, unpaired surrogates) become
-     * U+FFFD, so that no run's string can end an element or make the document unreadable.
+     * {@code text} for XML and HTML text and attribute values ({@link Html#escape}: markup
+     * characters become entities, characters XML cannot hold become U+FFFD).
      */
     static String escape(String text) {
-        StringBuilder out = new StringBuilder(text.length() + 16);
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            switch (c) {
-                case '&' -> out.append("&amp;");
-                case '<' -> out.append("&lt;");
-                case '>' -> out.append("&gt;");
-                case '"' -> out.append("&quot;");
-                case '\'' -> out.append("&#39;");
-                default -> {
-                    if (Character.isHighSurrogate(c)
-                            && i + 1 < text.length()
-                            && Character.isLowSurrogate(text.charAt(i + 1))) {
-                        out.append(c).append(text.charAt(++i));
-                    } else if (allowedInXml(c)) {
-                        out.append(c);
-                    } else {
-                        out.append('\uFFFD');
-                    }
-                }
-            }
-        }
-        return out.toString();
-    }
-
-    private static boolean allowedInXml(char c) {
-        return c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0xD800) || (c >= 0xE000 && c <= 0xFFFD);
+        return Html.escape(text);
     }
 
     /** The fill of a role's bars. */

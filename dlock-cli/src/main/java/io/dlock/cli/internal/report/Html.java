@@ -27,10 +27,15 @@ public final class Html {
     private Html() {}
 
     /**
-     * Escapes text for an HTML or SVG element body or a quoted attribute value.
+     * Escapes text for an HTML or SVG element body or a quoted attribute value: markup characters
+     * become entities, and characters XML 1.0 does not allow at all (control characters, unpaired
+     * surrogates) become U+FFFD, so that no string from a run can end an element or make the
+     * document unreadable.
+     *
+     * <p>Blocking: never. Thread-safety: stateless. On failure: cannot fail.
      *
      * @param text any text
-     * @return the text with {@code & < > " '} replaced by entities
+     * @return the text with {@code & < > " '} replaced by entities and XML-invalid characters by U+FFFD
      */
     public static String escape(String text) {
         StringBuilder out = new StringBuilder(text.length() + 16);
@@ -42,10 +47,24 @@ public final class Html {
                 case '>' -> out.append("&gt;");
                 case '"' -> out.append("&quot;");
                 case '\'' -> out.append("&#39;");
-                default -> out.append(c);
+                default -> {
+                    if (Character.isHighSurrogate(c)
+                            && i + 1 < text.length()
+                            && Character.isLowSurrogate(text.charAt(i + 1))) {
+                        out.append(c).append(text.charAt(++i));
+                    } else if (allowedInXml(c)) {
+                        out.append(c);
+                    } else {
+                        out.append('\uFFFD');
+                    }
+                }
             }
         }
         return out.toString();
+    }
+
+    private static boolean allowedInXml(char c) {
+        return c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0xD800) || (c >= 0xE000 && c <= 0xFFFD);
     }
 
     /**
