@@ -443,37 +443,12 @@ final class Acquisition {
     }
 
     /**
-     * Sends the enqueue. An untimed acquisition ({@code acquire()}) waits as long as the lock is
-     * busy, but not through an outage: a request the backend leaves unanswered for connectTimeout
-     * fails it as a timed one's would. Its timer is kept only by the reply's callback, which cancels
-     * it, so a held lock keeps nothing of it (W4); a timed acquisition's backstop is armed by {@link
-     * #send()}.
+     * Sends the enqueue. An untimed acquisition ({@code acquire()}) has no wait to bound it: it waits
+     * through an outage (a failover, a restart) for the reply, and fails only if the request fails;
+     * a timed acquisition's backstop is armed by {@link #send()}.
      */
     private void enqueue(boolean callerWaits) {
-        if (timed()) {
-            client.protocol.enqueue(request(), callerWaits).whenComplete(this::onPosition);
-            return;
-        }
-        long backstop = client.options.connectTimeout().toNanos();
-        ScheduledFuture<?> timer;
-        try {
-            timer = client.schedule(
-                    () -> {
-                        if (entry == null) {
-                            unansweredOutage(backstop);
-                        }
-                    },
-                    backstop);
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            timer = null; // the client is closing: closedUnder answers the caller
-        }
-        ScheduledFuture<?> armed = timer;
-        client.protocol.enqueue(request(), callerWaits).whenComplete((position, error) -> {
-            if (armed != null) {
-                armed.cancel(false);
-            }
-            onPosition(position, error);
-        });
+        client.protocol.enqueue(request(), callerWaits).whenComplete(this::onPosition);
     }
 
     /**
@@ -501,7 +476,6 @@ final class Acquisition {
     /** Arms the wait's deadline for a local waiter; a zero wait gives up at once. */
     void armLocalDeadline() {
         if (!timed()) {
-            checkCarrierAnswered();
             return;
         }
         long remaining = deadlineNanos() - client.ticker.read();
@@ -526,29 +500,6 @@ final class Acquisition {
             return backendDown();
         }
         return carrierUnanswered() ? carrierOutage() : timedOut();
-    }
-
-    /**
-     * For an untimed local waiter ({@code acquire()}), which has no deadline: it waits as long as
-     * the lock is busy, but not behind a carrier whose request the backend left unanswered (see
-     * {@link #localTimeout()}), which may never be answered. Checked when it starts waiting and
-     * every connectTimeout after, until it is promoted, handed the grant or cancelled (their {@code
-     * cancelTimer} ends the checks).
-     */
-    private void checkCarrierAnswered() {
-        if (state != LockState.QUEUED || localPhase != LOCAL_WAITING) {
-            return;
-        }
-        if (carrierUnanswered()) {
-            cancel(carrierOutage());
-            return;
-        }
-        try {
-            rare().timer = client.schedule(
-                    this::checkCarrierAnswered, client.options.connectTimeout().toNanos());
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            // the client is closing: its close cancels this waiter
-        }
     }
 
     /** Whether this local waiter's carrier gave up on a request the backend has not answered. */

@@ -40,10 +40,11 @@ import org.junit.jupiter.api.Test;
  *       the inspector, over within a lease; {@code dlock init} ({@link NewDeployment}) marks only a
  *       deployment nobody used;
  *   <li>a server that is down or silent (a {@link FaultProxy} that resets, then blackholes):
- *       every acquire form, plain {@code acquire()} included, fails with {@link
- *       LockBackendException} naming the server's {@code 127.0.0.1:<port>} and no credential (with
- *       a cause once the connection failed), never "someone else holds it"; a zero wait on a
- *       connection the client knows is down fails at once.
+ *       every acquire form with a wait fails with {@link LockBackendException} naming the server's
+ *       {@code 127.0.0.1:<port>} and no credential (with a cause once the connection failed), never
+ *       "someone else holds it"; a zero wait on a connection the client knows is down fails at
+ *       once; plain {@code acquire()}, which has no wait, waits through the outage and ends once
+ *       the server is back.
  * </ul>
  *
  * <p>Data loss and a release that fails past the retry budget need a fault made the backend's own
@@ -235,18 +236,22 @@ public interface AdversarialContract extends LockFixture {
                 down.assertFails("tryAcquire(ZERO) of '" + name + "', connection known down", atOnce, () -> c.lock(name)
                         .tryAcquire(Duration.ZERO));
             }
-            // acquire() waits as long as the lock is busy, not through an outage: its request fails
-            // (or goes unanswered for connectTimeout) and it says so; behind this client's own
-            // unanswered request for the same lock it says so at once.
-            Duration giveUp = connectTimeout.multipliedBy(3).plus(margin);
-            down.assertFails("acquire()", connectTimeout.plus(margin), () -> plainAcquire(plain, c, "down", giveUp));
-            down.assertFails(
-                    "acquire() of another lock",
-                    connectTimeout.plus(margin),
-                    () -> plainAcquire(plain, c, "down-p", giveUp));
+            // acquire() has no wait to bound it: it waits through the outage (a failover, a restart)
+            // and ends once the server is back, granted or, if the backend failed it meanwhile (a
+            // session that expired), with LockBackendException; never as if someone held the lock.
+            Future<Lease> plainWait = plain.submit(() -> c.lock("down-p").acquire());
+            Thread.sleep(connectTimeout.plus(Duration.ofMillis(500)).toMillis()); // the outage lasts
+            assertThat(plainWait).as("acquire() while the server is down").isNotDone();
 
             proxy.pass(); // back up
             awaitBackUp(c, "down");
+            try {
+                plainWait
+                        .get(Timing.scale(Duration.ofSeconds(30)).toMillis(), TimeUnit.MILLISECONDS)
+                        .close();
+            } catch (java.util.concurrent.ExecutionException e) {
+                assertThat(e.getCause()).as("acquire() that the outage ended").isInstanceOf(LockBackendException.class);
+            }
 
             proxy.blackhole(FaultProxy.Direction.BOTH); // silent: nothing comes back, nothing is reset
             Outage silent = new Outage("blackholed", proxy.port(), secretsIn(uri), false);
@@ -255,12 +260,6 @@ public interface AdversarialContract extends LockFixture {
                     Duration.ofMillis(500).plus(connectTimeout).plus(margin),
                     () -> c.lock("silent").tryAcquire(Duration.ofMillis(500)));
             assertEveryFormFails(c, "silent", silent, connectTimeout, margin);
-            silent.assertFails(
-                    "acquire()", connectTimeout.plus(margin), () -> plainAcquire(plain, c, "silent", giveUp));
-            silent.assertFails(
-                    "acquire() of another lock",
-                    connectTimeout.plus(margin),
-                    () -> plainAcquire(plain, c, "silent-p", giveUp));
             proxy.pass();
         } finally {
             plain.shutdownNow();
@@ -334,25 +333,6 @@ public interface AdversarialContract extends LockFixture {
         if (c.capabilities().contains(Capability.MULTI_LOCK)) {
             outage.assertFails("multiLock tryAcquire(1 s)", bound, () -> c.multiLock(List.of(name + "-a", name + "-b"))
                     .tryAcquire(second));
-        }
-    }
-
-    /**
-     * {@code acquire()} on another thread, given up (interrupted) after {@code giveUp}: an outage
-     * must end it with {@link LockBackendException} well before that.
-     */
-    private static Object plainAcquire(ExecutorService thread, LockClient c, String name, Duration giveUp)
-            throws Exception {
-        Future<Lease> f = thread.submit(() -> c.lock(name).acquire());
-        try {
-            Lease l = f.get(giveUp.toMillis(), TimeUnit.MILLISECONDS);
-            l.close();
-            return l;
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw e.getCause() instanceof Exception cause ? cause : e;
-        } catch (java.util.concurrent.TimeoutException e) {
-            f.cancel(true);
-            return "still waiting after " + giveUp;
         }
     }
 
