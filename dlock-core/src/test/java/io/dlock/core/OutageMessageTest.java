@@ -80,8 +80,11 @@ class OutageMessageTest {
                         throw new java.util.concurrent.CompletionException(e);
                     }
                 });
-        Thread.sleep(1_000); // over three times connectTimeout (300 ms): the outage lasts
-        assertThat(plain).isNotDone();
+        // Still waiting all through an outage of over three times connectTimeout (300 ms).
+        org.awaitility.Awaitility.await()
+                .during(Duration.ofSeconds(1))
+                .atMost(Duration.ofSeconds(2))
+                .until(() -> !plain.isDone());
         b.holdEnqueueReplies(false);
         b.deliverHeldReplies();
         assertThat(plain.get(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
