@@ -134,14 +134,12 @@ final class LeftoverNodes {
             }
             boolean unfinished = err != null || !ok;
             int max = Math.max(1, backend.options.retryPolicy().maxRetries());
-            if (unfinished && requests.get() != seen) {
+            if (unfinished && attempt < max && requests.get() == seen) {
+                later(attempt + 1);
+            } else if (!requests.compareAndSet(seen, 0)) {
                 // Asked again while this pass ran, typically by a reconnection: try now, not after
                 // a back-off that may outlast the old session's expiry on the server.
                 pass(0);
-            } else if (unfinished && attempt < max) {
-                later(attempt + 1);
-            } else if (!requests.compareAndSet(seen, 0)) {
-                pass(0); // asked again meanwhile
             }
             // else: done, or what is left waits for the next (re)connection
         });
