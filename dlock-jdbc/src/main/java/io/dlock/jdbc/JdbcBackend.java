@@ -303,7 +303,7 @@ final class JdbcBackend implements LockBackend {
     }
 
     /**
-     * Upgrades an earlier version's waiters table (the holder and lease_ms columns); true if the
+     * Upgrades an earlier version's tables (the columns of {@link JdbcStatements#addColumns}); true if the
      * probe passes afterwards. A column that is there already (an older upgrade, or a concurrent
      * client's ALTER) makes its ALTER fail: the probe decides.
      */
@@ -311,7 +311,7 @@ final class JdbcBackend implements LockBackend {
         for (String alter : sql.addColumns()) {
             try (Statement s = c.createStatement()) {
                 s.execute(alter);
-                log.info("[client={}] upgraded {}: {}", NAME, sql.waiters, alter);
+                log.info("[client={}] upgraded the lock tables: {}", NAME, alter);
             } catch (SQLException e) {
                 log.debug("[client={}] {}: {}", NAME, alter, message(e));
             }

@@ -163,14 +163,34 @@ final class JdbcLockProtocol implements LockProtocol {
     @Nullable
     Long grant(Connection c, String name, String acquisition, long seqBound) throws SQLException {
         long bound = fair ? seqBound : Long.MIN_VALUE;
-        Long token = grantOnce(c, name, acquisition, bound);
+        boolean unqueued = seqBound == Long.MAX_VALUE;
+        Long token = grantOnce(c, name, acquisition, bound, unqueued);
         if (token == null && sql.ensureRow != null && ensureRow(c, name)) {
-            token = grantOnce(c, name, acquisition, bound); // first use of this name
+            token = grantOnce(c, name, acquisition, bound, unqueued); // first use of this name
         }
         return token;
     }
 
-    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
+    /** {@code unqueued}: the acquisition has no waiter row (its first try). */
+    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound, boolean unqueued)
+            throws SQLException {
+        String free = sql.grantFree;
+        if (unqueued && free != null) {
+            try (PreparedStatement ps = c.prepareStatement(free, Statement.RETURN_GENERATED_KEYS)) {
+                ps.setString(1, acquisition);
+                ps.setString(2, backend.clientId);
+                ps.setLong(3, leaseMs);
+                ps.setString(4, backend.holder);
+                ps.setString(5, name);
+                ps.setInt(6, fair ? 0 : 1);
+                Long token = updatedToken(ps);
+                if (token != null || !fair) {
+                    return token; // not fair: the full grant asks no more than this one
+                }
+            }
+            // Taken, or the flag is stale (a waiter gave up, or its row expired): the full grant
+            // decides, and clears the flag if no one waits.
+        }
         switch (sql.dialect) {
             case POSTGRESQL -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
@@ -195,19 +215,31 @@ final class JdbcLockProtocol implements LockProtocol {
             }
             case MARIADB -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant, Statement.RETURN_GENERATED_KEYS)) {
-                    bindUpdateGrant(ps, name, acquisition, bound);
-                    if (ps.executeUpdate() != 1) {
-                        return null;
-                    }
-                    try (ResultSet rs = ps.getGeneratedKeys()) {
-                        if (!rs.next()) {
-                            throw new SQLException("the grant took the row but LAST_INSERT_ID() was not returned");
-                        }
-                        return rs.getLong(1);
-                    }
+                    ps.setString(1, acquisition);
+                    ps.setString(2, backend.clientId);
+                    ps.setLong(3, leaseMs);
+                    ps.setString(4, backend.holder);
+                    ps.setString(5, acquisition);
+                    ps.setString(6, name);
+                    ps.setString(7, name);
+                    ps.setLong(8, bound);
+                    return updatedToken(ps);
                 }
             }
             default -> throw new AssertionError(sql.dialect);
+        }
+    }
+
+    /** Runs a MariaDB grant; the token it set through {@code LAST_INSERT_ID(expr)}, or null if it changed no row. */
+    private static @Nullable Long updatedToken(PreparedStatement ps) throws SQLException {
+        if (ps.executeUpdate() != 1) {
+            return null;
+        }
+        try (ResultSet rs = ps.getGeneratedKeys()) {
+            if (!rs.next()) {
+                throw new SQLException("the grant took the row but LAST_INSERT_ID() was not returned");
+            }
+            return rs.getLong(1);
         }
     }
 
@@ -247,6 +279,19 @@ final class JdbcLockProtocol implements LockProtocol {
             purge.setString(1, name);
             purge.executeUpdate();
         }
+        long seq = insertWaiterRow(c, name, acquisition);
+        String mark = sql.markQueued;
+        if (mark != null) {
+            // After the row's commit, never before: see JdbcStatements#grantFree.
+            try (PreparedStatement ps = c.prepareStatement(mark)) {
+                ps.setString(1, name);
+                ps.executeUpdate();
+            }
+        }
+        return seq;
+    }
+
+    private long insertWaiterRow(Connection c, String name, String acquisition) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql.insertWaiter, new String[] {"seq"})) {
             ps.setString(1, name);
             ps.setString(2, acquisition);
