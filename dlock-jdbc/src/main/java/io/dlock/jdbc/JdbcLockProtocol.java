@@ -163,34 +163,43 @@ final class JdbcLockProtocol implements LockProtocol {
     @Nullable
     Long grant(Connection c, String name, String acquisition, long seqBound) throws SQLException {
         long bound = fair ? seqBound : Long.MIN_VALUE;
-        boolean unqueued = seqBound == Long.MAX_VALUE;
-        Long token = grantOnce(c, name, acquisition, bound, unqueued);
+        if (seqBound == Long.MAX_VALUE && sql.grantFree != null) {
+            // No waiter row of its own (a first try): the lock row alone answers if no one waits.
+            Long token = grantFree(c, name, acquisition);
+            if (token != null) {
+                return token;
+            }
+            if (ensureRow(c, name)) {
+                return grantFree(c, name, acquisition); // first use of this name: no one waits
+            }
+            if (!fair) {
+                return null; // the full grant asks no more than this one
+            }
+            // Taken, or the flag is stale (a waiter gave up, or its row expired): the full grant
+            // decides, and clears the flag if no one waits.
+            return grantOnce(c, name, acquisition, bound);
+        }
+        Long token = grantOnce(c, name, acquisition, bound);
         if (token == null && sql.ensureRow != null && ensureRow(c, name)) {
-            token = grantOnce(c, name, acquisition, bound, unqueued); // first use of this name
+            token = grantOnce(c, name, acquisition, bound); // first use of this name
         }
         return token;
     }
 
-    /** {@code unqueued}: the acquisition has no waiter row (its first try). */
-    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound, boolean unqueued)
-            throws SQLException {
-        String free = sql.grantFree;
-        if (unqueued && free != null) {
-            try (PreparedStatement ps = c.prepareStatement(free, Statement.RETURN_GENERATED_KEYS)) {
-                ps.setString(1, acquisition);
-                ps.setString(2, backend.clientId);
-                ps.setLong(3, leaseMs);
-                ps.setString(4, backend.holder);
-                ps.setString(5, name);
-                ps.setInt(6, fair ? 0 : 1);
-                Long token = updatedToken(ps);
-                if (token != null || !fair) {
-                    return token; // not fair: the full grant asks no more than this one
-                }
-            }
-            // Taken, or the flag is stale (a waiter gave up, or its row expired): the full grant
-            // decides, and clears the flag if no one waits.
+    /** MariaDB/MySQL: {@link JdbcStatements#grantFree}. */
+    private @Nullable Long grantFree(Connection c, String name, String acquisition) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql.grantFree, Statement.RETURN_GENERATED_KEYS)) {
+            ps.setString(1, acquisition);
+            ps.setString(2, backend.clientId);
+            ps.setLong(3, leaseMs);
+            ps.setString(4, backend.holder);
+            ps.setString(5, name);
+            ps.setInt(6, fair ? 0 : 1);
+            return updatedToken(ps);
         }
+    }
+
+    private @Nullable Long grantOnce(Connection c, String name, String acquisition, long bound) throws SQLException {
         switch (sql.dialect) {
             case POSTGRESQL -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant)) {
