@@ -189,10 +189,7 @@ final class JdbcLockProtocol implements LockProtocol {
     /** MariaDB/MySQL: {@link JdbcStatements#grantFree}. */
     private @Nullable Long grantFree(Connection c, String name, String acquisition) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql.grantFree, Statement.RETURN_GENERATED_KEYS)) {
-            ps.setString(1, acquisition);
-            ps.setString(2, backend.clientId);
-            ps.setLong(3, leaseMs);
-            ps.setString(4, backend.holder);
+            bindNewOwner(ps, acquisition);
             ps.setString(5, name);
             ps.setInt(6, fair ? 0 : 1);
             return updatedToken(ps);
@@ -224,10 +221,7 @@ final class JdbcLockProtocol implements LockProtocol {
             }
             case MARIADB -> {
                 try (PreparedStatement ps = c.prepareStatement(sql.grant, Statement.RETURN_GENERATED_KEYS)) {
-                    ps.setString(1, acquisition);
-                    ps.setString(2, backend.clientId);
-                    ps.setLong(3, leaseMs);
-                    ps.setString(4, backend.holder);
+                    bindNewOwner(ps, acquisition);
                     ps.setString(5, acquisition);
                     ps.setString(6, name);
                     ps.setString(7, name);
@@ -254,13 +248,18 @@ final class JdbcLockProtocol implements LockProtocol {
 
     private void bindUpdateGrant(PreparedStatement ps, String name, String acquisition, long bound)
             throws SQLException {
+        bindNewOwner(ps, acquisition);
+        ps.setString(5, name);
+        ps.setString(6, name);
+        ps.setLong(7, bound);
+    }
+
+    /** The first four parameters of an {@code UPDATE} grant: owner, client, lease ms, holder. */
+    private void bindNewOwner(PreparedStatement ps, String acquisition) throws SQLException {
         ps.setString(1, acquisition);
         ps.setString(2, backend.clientId);
         ps.setLong(3, leaseMs);
         ps.setString(4, backend.holder);
-        ps.setString(5, name);
-        ps.setString(6, name);
-        ps.setLong(7, bound);
     }
 
     /** Creates the lock's row with token 0 if absent; true if it was created now. */
