@@ -296,7 +296,8 @@ final class Acquisition {
 
     /**
      * The wait ended while the connection was known to be down: an outage, not a holder. The cause
-     * is the last request failure the client saw since its connection last worked, if any.
+     * is the last request failure the client saw since its connection last worked, or else the
+     * backend's report that the connection dropped ({@link EngineClient#downCause}).
      */
     private LockBackendException backendDown() {
         return new LockBackendException(
@@ -304,7 +305,7 @@ final class Acquisition {
                 client.backendName,
                 "the connection to " + client.address + " is down (reconnecting), so whether anyone holds the lock"
                         + " is unknown",
-                client.lastFailure());
+                client.downCause());
     }
 
     /**

@@ -101,6 +101,8 @@ final class EngineClient implements LockClient {
      * nothing was answered since; 0 when not. Cleared with {@link #lastFailure}.
      */
     private volatile long unansweredAt;
+    /** When ({@link #ticker}) the backend last reported its connection SUSPENDED. */
+    private volatile long suspendedAt;
     /** Completes {@code acquireAsync} futures, so users' continuations run here. */
     final ExecutorService callbacks;
     /** Runs {@code onLost} listeners and nothing else, so users' continuations cannot delay them. */
@@ -572,6 +574,22 @@ final class EngineClient implements LockClient {
     }
 
     /**
+     * Why the connection is down, for a wait it ended: the latest request failure, or else (no
+     * request has failed since: the backend's client saw the connection drop first) what the
+     * backend reported and when.
+     */
+    Throwable downCause() {
+        Throwable f = lastFailure;
+        if (f != null) {
+            return f;
+        }
+        long at = suspendedAt; // 0: read just before the report's time was written
+        String ago = at == 0 ? "" : " " + TimeUnit.NANOSECONDS.toMillis(ticker.read() - at) + " ms ago";
+        return new java.io.IOException("the " + backendName + " client reported its connection to " + address + " lost"
+                + ago + " and has not reconnected since");
+    }
+
+    /**
      * The server's address for messages, from the backend's {@code toString()}: the part inside its
      * brackets up to the first {@code ", "} ({@code RedisBackend[redis://h:6379?keyPrefix=p, client
      * 3]} gives {@code redis://h:6379?keyPrefix=p}), with user info removed and password parameters
@@ -622,6 +640,7 @@ final class EngineClient implements LockClient {
                 if (!suspended.compareAndSet(false, true)) {
                     return;
                 }
+                suspendedAt = ticker.read();
                 long epoch = suspension.incrementAndGet();
                 Duration bound = backend.maxSuspension();
                 try {

@@ -125,7 +125,7 @@ class OutageMessageTest {
     }
 
     @Test
-    void tryAcquireZero_connectionDownAfterAFailedRequest_carriesThatFailureUntilReconnected() throws Exception {
+    void tryAcquireZero_connectionDown_carriesTheLastFailureUntilReconnected_thenTheReportedDrop() throws Exception {
         InMemoryBackend b = server.connect();
         LockClient c = client(b);
         b.failNextEnqueue(InMemoryBackend.FailMode.BEFORE_APPLY); // the connection reset under a request
@@ -147,7 +147,12 @@ class OutageMessageTest {
         LockBackendException again =
                 catchThrowableOfType(() -> c.lock("orders").tryAcquire(Duration.ZERO), LockBackendException.class);
         assertThat(again).hasMessageContaining("is down");
-        assertThat(again.getCause()).isNull();
+        // No request failed since: the cause is the drop the backend reported, and when.
+        assertThat(again.getCause())
+                .isInstanceOf(java.io.IOException.class)
+                .hasMessageContaining("reported its connection to inmemory://server/session-")
+                .hasMessageMatching(".* lost \\d+ ms ago and has not reconnected since")
+                .hasMessageNotContaining("enqueue refused");
     }
 
     @Test

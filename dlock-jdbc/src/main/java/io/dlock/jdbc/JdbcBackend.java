@@ -456,6 +456,14 @@ final class JdbcBackend implements LockBackend {
         return new LockBackendException(null, NAME, "client is closed", null);
     }
 
+    /**
+     * H2's codes (its SQL states) for a connection that is gone: object closed, connection broken,
+     * database closed, database shutting down. H2 does not use class 08 for them, and a connection
+     * that raised one raises it on every later statement.
+     */
+    private static final java.util.Set<String> H2_CONNECTION_GONE =
+            java.util.Set.of("90007", "90067", "90098", "90121");
+
     /** Whether the connection should be dropped: a connection-class error or one from which it may not recover. */
     static boolean brokenConnection(SQLException e) {
         String state = e.getSQLState();
@@ -463,6 +471,7 @@ final class JdbcBackend implements LockBackend {
                 || state.startsWith("08")
                 || state.startsWith("57")
                 || state.startsWith("53")
+                || H2_CONNECTION_GONE.contains(state)
                 || e instanceof java.sql.SQLRecoverableException
                 || e instanceof SQLTransientConnectionException;
     }
@@ -480,6 +489,7 @@ final class JdbcBackend implements LockBackend {
                 if (state.startsWith("08")
                         || state.startsWith("57")
                         || state.startsWith("40")
+                        || H2_CONNECTION_GONE.contains(state)
                         || e instanceof java.sql.SQLRecoverableException
                         || e instanceof java.sql.SQLTransientException) {
                     return true;
@@ -717,7 +727,16 @@ final class JdbcBackend implements LockBackend {
                     props.setProperty("connectTimeout", Long.toString(seconds * 1000));
                     props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30) * 1000));
                 }
-                default -> {}
+                case H2 -> {
+                    // A remote H2 reads replies with no timeout unless asked, and ignores
+                    // setNetworkTimeout and abort: a request lost in a silent network would hold its
+                    // worker, and that connection, for good.
+                    String url = uri.jdbcUrl().toUpperCase(java.util.Locale.ROOT);
+                    if ((url.startsWith("JDBC:H2:TCP:") || url.startsWith("JDBC:H2:SSL:"))
+                            && !url.contains("NETWORK_TIMEOUT=")) {
+                        props.setProperty("NETWORK_TIMEOUT", Long.toString(Math.max(seconds * 3, 30) * 1000));
+                    }
+                }
             }
             Connection c = driver.connect(uri.jdbcUrl(), props);
             if (c == null) {
