@@ -156,7 +156,11 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                 ps.setString(1, lock);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
-                        out.add(rs.getString(1));
+                        // On MariaDB a granted waiter's row is deleted just after its grant returns:
+                        // until then it is the owner's, not a second entry.
+                        if (!out.contains(rs.getString(1))) {
+                            out.add(rs.getString(1));
+                        }
                     }
                 }
             }
