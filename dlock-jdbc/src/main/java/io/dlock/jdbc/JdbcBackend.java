@@ -713,10 +713,12 @@ final class JdbcBackend implements LockBackend {
         private Connection connect(boolean listen) throws SQLException {
             Properties props = new Properties();
             long seconds = Math.max(1, uri.options().connectTimeout().toSeconds());
+            // How long a reply may take before the connection counts as gone (a silent network).
+            long readTimeoutSeconds = Math.max(seconds * 3, 30);
             switch (uri.dialect()) {
                 case POSTGRESQL -> {
                     props.setProperty("connectTimeout", Long.toString(seconds));
-                    props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30)));
+                    props.setProperty("socketTimeout", Long.toString(readTimeoutSeconds));
                     props.setProperty("tcpKeepAlive", "true");
                     props.setProperty("ApplicationName", "dlock");
                     if (listen) {
@@ -725,7 +727,7 @@ final class JdbcBackend implements LockBackend {
                 }
                 case MARIADB -> {
                     props.setProperty("connectTimeout", Long.toString(seconds * 1000));
-                    props.setProperty("socketTimeout", Long.toString(Math.max(seconds * 3, 30) * 1000));
+                    props.setProperty("socketTimeout", Long.toString(readTimeoutSeconds * 1000));
                 }
                 case H2 -> {
                     // A remote H2 reads replies with no timeout unless asked, and ignores
@@ -734,7 +736,7 @@ final class JdbcBackend implements LockBackend {
                     String url = uri.jdbcUrl().toUpperCase(java.util.Locale.ROOT);
                     if ((url.startsWith("JDBC:H2:TCP:") || url.startsWith("JDBC:H2:SSL:"))
                             && !url.contains("NETWORK_TIMEOUT=")) {
-                        props.setProperty("NETWORK_TIMEOUT", Long.toString(Math.max(seconds * 3, 30) * 1000));
+                        props.setProperty("NETWORK_TIMEOUT", Long.toString(readTimeoutSeconds * 1000));
                     }
                 }
             }

@@ -158,8 +158,9 @@ abstract class JdbcTestSupport extends LockFixtureSupport {
                     while (rs.next()) {
                         // On MariaDB a granted waiter's row is deleted just after its grant returns:
                         // until then it is the owner's, not a second entry.
-                        if (!out.contains(rs.getString(1))) {
-                            out.add(rs.getString(1));
+                        String acquisition = rs.getString(1);
+                        if (!out.contains(acquisition)) {
+                            out.add(acquisition);
                         }
                     }
                 }

@@ -65,9 +65,9 @@ abstract class ScheduledLockContract {
                     .until(() -> periods(runs, start).size() >= 5);
         }));
         // Each run holds the lock for lockAtLeastFor (1.5 s), so two runs for one trigger (the two
-        // nodes at the same second) are ms apart, and runs for successive triggers 1.5 s or more.
-        // Counting runs per 2 s bucket instead failed on a loaded machine when one node's trigger
-        // fired 1.5 s late, right after the other node's run let the lock go: ShedLock's semantics.
+        // nodes at the same second) would be ms apart, and runs for successive triggers are 1.5 s
+        // or more. Not one run per 2 s wall-clock bucket: a node whose trigger fires 1.5 s late may
+        // run right after the other's lock ends, as ShedLock allows.
         List<Long> sorted;
         synchronized (runs) {
             sorted = runs.stream().sorted().toList();
